@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs accelsched's build and test dependencies from Debian 12's packages.
+# Idempotent and non-interactive: packages already present are left alone.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  protobuf-compiler libprotobuf-dev
+  libgrpc++-dev protobuf-compiler-grpc grpc-proto
+  libabsl-dev
+  prometheus-cpp-dev
+  libsqlite3-dev sqlite3
+  libgtest-dev libgmock-dev
+  libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

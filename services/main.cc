@@ -1,0 +1,54 @@
+// accelschedd: the accelsched gRPC server.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/time/time.h"
+#include "services/server.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (host:port; port 0 picks one)");
+ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
+          "Prometheus /metrics address (host:port; port 0 picks one)");
+ABSL_FLAG(std::string, db, "accelsched.db", "SQLite file, created with its schema if absent");
+ABSL_FLAG(absl::Duration, default_lease, absl::Hours(1),
+          "lease given when a request names none (e.g. 30m, 1h)");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("accelsched: schedules a cluster's GPUs, MIG slices and TPUs");
+  absl::ParseCommandLine(argc, argv);
+
+  // Block the stop signals in every thread (gRPC's included) and take them here.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  accelsched::Server::Options options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.db = absl::GetFlag(FLAGS_db);
+  options.default_lease = absl::GetFlag(FLAGS_default_lease);
+
+  auto server = accelsched::Server::BuildAndStart(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "accelschedd: %s\n", std::string(server.status().ToString()).c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "accelschedd ready: grpc_port=%d metrics_port=%d db=%s\n",
+               (*server)->grpc_port(), (*server)->metrics_port(), options.db.c_str());
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "accelschedd: %s received, shutting down\n",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->Shutdown();
+  server->reset();
+  std::fprintf(stderr, "accelschedd: stopped\n");
+  return 0;
+}

@@ -1,0 +1,91 @@
+#include "services/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "core/catalog.h"
+#include "core/clock.h"
+#include "core/status_macros.h"
+#include "services/scheduler_service.h"
+#include "storage/sqlite_store.h"
+
+namespace accelsched {
+
+Server::Server() = default;
+
+Server::~Server() { Shutdown(absl::ZeroDuration()); }
+
+absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const Options& options) {
+  if (options.listen.empty()) return absl::InvalidArgumentError("--listen is empty");
+  if (options.metrics_listen.empty()) {
+    return absl::InvalidArgumentError("--metrics_listen is empty");
+  }
+  if (options.db.empty()) return absl::InvalidArgumentError("--db is empty");
+  if (options.default_lease <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--default_lease must be positive");
+  }
+  std::unique_ptr<Server> server(new Server);
+  RETURN_IF_ERROR(server->OpenCatalog(options));
+  RETURN_IF_ERROR(server->StartMetrics(options));
+  RETURN_IF_ERROR(server->StartGrpc(options));
+  return server;
+}
+
+absl::Status Server::OpenCatalog(const Options& options) {
+  clock_ = std::make_unique<RealClock>();
+  ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db));
+  catalog_ = std::make_unique<Catalog>(store_.get(), clock_.get());
+  return catalog_->Load();
+}
+
+absl::Status Server::StartMetrics(const Options& options) {
+  registry_ = std::make_shared<prometheus::Registry>();
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on \"",
+                                               options.metrics_listen, "\": ", e.what()));
+  }
+  exposer_->RegisterCollectable(registry_);
+  std::vector<int> ports = exposer_->GetListeningPorts();
+  metrics_port_ = ports.empty() ? 0 : ports.front();
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartGrpc(const Options& options) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  service_ = std::make_unique<SchedulerService>(catalog_.get());
+  grpc::ServerBuilder builder;
+  // Without this, Linux's SO_REUSEPORT would let a second server share a busy port silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.RegisterService(service_.get());
+  grpc_server_ = builder.BuildAndStart();
+  if (grpc_server_ == nullptr || grpc_port_ == 0) {
+    grpc_server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve gRPC on \"", options.listen,
+                     "\" (address in use, or not a valid host:port)"));
+  }
+  grpc_server_->GetHealthCheckService()->SetServingStatus(true);
+  return absl::OkStatus();
+}
+
+void Server::Shutdown(absl::Duration grace) {
+  if (grpc_server_ != nullptr) {
+    grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
+    grpc_server_->Wait();
+    grpc_server_.reset();
+  }
+  exposer_.reset();
+}
+
+}  // namespace accelsched
