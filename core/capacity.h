@@ -1,5 +1,5 @@
-// Capacity accounting: how many allocatable units of each (device class, model, partition)
-// the cluster has, and in which state.
+// Capacity accounting: how many allocatable units of each (device class, model,
+// partition) the cluster has, and in which state.
 #ifndef ACCELSCHED_CORE_CAPACITY_H_
 #define ACCELSCHED_CORE_CAPACITY_H_
 
@@ -10,8 +10,8 @@
 
 namespace accelsched {
 
-// One allocatable kind of unit: a whole non-MIG device (partition ""), a MIG slice
-// (partition = profile) or a whole TPU slice (partition = topology).
+// One allocatable kind of unit: a whole non-MIG device (partition ""), a MIG
+// slice (partition = profile) or a whole TPU slice (partition = topology).
 struct CapacityEntry {
   DeviceClass device_class = DeviceClass::kNvidiaGpu;
   std::string model;  // canonical

@@ -19,7 +19,8 @@ absl::Status NodeNotFound(absl::string_view name) {
   return absl::NotFoundError(absl::StrCat("node \"", name, "\" not found"));
 }
 
-// Page tokens are opaque to clients: the last name of the previous page, base64-encoded.
+// Page tokens are opaque to clients: the last name of the previous page,
+// base64-encoded.
 std::string EncodePageToken(absl::string_view last_name) {
   return absl::WebSafeBase64Escape(last_name);
 }
@@ -28,15 +29,16 @@ absl::StatusOr<std::string> DecodePageToken(absl::string_view token) {
   std::string name;
   if (!absl::WebSafeBase64Unescape(token, &name) ||
       !ValidateNodeName(name, "page_token").ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_token \"", token, "\" is not a token this server issued"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_token \"", token, "\" is not a token this server issued"));
   }
   return name;
 }
 
 }  // namespace
 
-Catalog::Catalog(Store* store, const Clock* clock) : store_(store), clock_(clock) {}
+Catalog::Catalog(Store* store, const Clock* clock)
+    : store_(store), clock_(clock) {}
 
 absl::Status Catalog::Load() {
   ASSIGN_OR_RETURN(std::vector<Node> nodes, store_->LoadNodes());
@@ -48,8 +50,9 @@ absl::Status Catalog::Load() {
     for (Device& d : node.devices) {
       const ModelInfo* model = FindModel(d.model);
       if (model == nullptr) {
-        return absl::DataLossError(absl::StrCat("stored device \"", d.id, "\" has model \"",
-                                                d.model, "\", which this build does not know"));
+        return absl::DataLossError(
+            absl::StrCat("stored device \"", d.id, "\" has model \"", d.model,
+                         "\", which this build does not know"));
       }
       d.canonical_model = std::string(model->canonical);
       d.device_class = model->device_class;
@@ -62,11 +65,13 @@ absl::Status Catalog::Load() {
 }
 
 absl::Status Catalog::CheckOwnership(const Node& node) const {
-  auto check = [&](absl::string_view id, absl::string_view field) -> absl::Status {
+  auto check = [&](absl::string_view id,
+                   absl::string_view field) -> absl::Status {
     auto it = owner_.find(id);
     if (it != owner_.end() && it->second != node.name) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, " \"", id, "\" is already registered on node \"", it->second, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " \"", id, "\" is already registered on node \"",
+                       it->second, "\""));
     }
     return absl::OkStatus();
   };
@@ -74,8 +79,9 @@ absl::Status Catalog::CheckOwnership(const Node& node) const {
     const Device& d = node.devices[i];
     RETURN_IF_ERROR(check(d.id, absl::StrCat("node.devices[", i, "].id")));
     for (size_t j = 0; j < d.mig_slices.size(); ++j) {
-      RETURN_IF_ERROR(check(d.mig_slices[j].id,
-                            absl::StrCat("node.devices[", i, "].mig_slices[", j, "].id")));
+      RETURN_IF_ERROR(
+          check(d.mig_slices[j].id,
+                absl::StrCat("node.devices[", i, "].mig_slices[", j, "].id")));
     }
   }
   return absl::OkStatus();
@@ -102,19 +108,24 @@ absl::Status Catalog::CheckTpuSlices(const Node& node) const {
       chips += n;
       ++hosts;
     }
-    if (hosts == 1) continue;  // only this node held it: its own chips were checked
-    const std::string field = absl::StrCat("node.devices (TPU slice \"", slice_id, "\")");
-    if (state.canonical_model != d.canonical_model || state.topology != d.tpu_topology) {
+    if (hosts == 1)
+      continue;  // only this node held it: its own chips were checked
+    const std::string field =
+        absl::StrCat("node.devices (TPU slice \"", slice_id, "\")");
+    if (state.canonical_model != d.canonical_model ||
+        state.topology != d.tpu_topology) {
       return absl::InvalidArgumentError(absl::StrCat(
           field, " is ", d.canonical_model, " ", d.tpu_topology, " here but ",
           state.canonical_model, " ", state.topology, " on other nodes"));
     }
-    const TpuGeneration* gen = FindTpuGeneration(FindModel(d.model)->tpu_generation);
-    if (chips > TopologyChips(d.tpu_topology) || hosts > TopologyHosts(*gen, d.tpu_topology)) {
+    const TpuGeneration* gen =
+        FindTpuGeneration(FindModel(d.model)->tpu_generation);
+    if (chips > TopologyChips(d.tpu_topology) ||
+        hosts > TopologyHosts(*gen, d.tpu_topology)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          field, " would have ", chips, " chips on ", hosts, " hosts; a ", d.tpu_topology,
-          " slice has ", TopologyChips(d.tpu_topology), " chips on ",
-          TopologyHosts(*gen, d.tpu_topology)));
+          field, " would have ", chips, " chips on ", hosts, " hosts; a ",
+          d.tpu_topology, " slice has ", TopologyChips(d.tpu_topology),
+          " chips on ", TopologyHosts(*gen, d.tpu_topology)));
     }
   }
   return absl::OkStatus();
@@ -158,7 +169,8 @@ absl::StatusOr<Node> Catalog::RegisterNode(Node node) {
   RETURN_IF_ERROR(CheckOwnership(node));
   RETURN_IF_ERROR(CheckTpuSlices(node));
   auto existing = nodes_.find(node.name);
-  node.schedulable = existing == nodes_.end() ? true : existing->second.schedulable;
+  node.schedulable =
+      existing == nodes_.end() ? true : existing->second.schedulable;
   node.last_heartbeat = clock_->Now();
   RETURN_IF_ERROR(store_->PutNode(node));
   if (existing != nodes_.end()) {
@@ -178,12 +190,12 @@ absl::StatusOr<Node> Catalog::GetNode(absl::string_view name) const {
   return it->second;
 }
 
-absl::StatusOr<NodePage> Catalog::ListNodes(const LabelSelector& selector, int page_size,
-                                            absl::string_view page_token) const {
+absl::StatusOr<NodePage> Catalog::ListNodes(
+    const LabelSelector& selector, int page_size,
+    absl::string_view page_token) const {
   if (page_size < 0 || page_size > kMaxPageSize) {
-    return absl::InvalidArgumentError(absl::StrCat("page_size ", page_size,
-                                                   " is out of range [0, ", kMaxPageSize,
-                                                   "]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_size ", page_size, " is out of range [0, ", kMaxPageSize, "]"));
   }
   if (page_size == 0) page_size = kDefaultPageSize;
   std::string after;
@@ -213,7 +225,8 @@ absl::Status Catalog::RemoveNode(absl::string_view name, bool /*force*/) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Node> Catalog::SetNodeSchedulable(absl::string_view name, bool schedulable) {
+absl::StatusOr<Node> Catalog::SetNodeSchedulable(absl::string_view name,
+                                                 bool schedulable) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Node * node, FindMutable(name));
   Node updated = *node;
@@ -223,8 +236,9 @@ absl::StatusOr<Node> Catalog::SetNodeSchedulable(absl::string_view name, bool sc
   return *node;
 }
 
-absl::Status Catalog::Heartbeat(absl::string_view name,
-                                const std::vector<std::string>& unhealthy_device_ids) {
+absl::Status Catalog::Heartbeat(
+    absl::string_view name,
+    const std::vector<std::string>& unhealthy_device_ids) {
   if (unhealthy_device_ids.size() > kMaxDevicesPerNode) {
     return absl::InvalidArgumentError(
         absl::StrCat("unhealthy_device_ids has ", unhealthy_device_ids.size(),
@@ -238,9 +252,9 @@ absl::Status Catalog::Heartbeat(absl::string_view name,
     const bool known = std::any_of(node->devices.begin(), node->devices.end(),
                                    [&](const Device& d) { return d.id == id; });
     if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat("unhealthy_device_ids[", i, "] \"", id,
-                                                     "\" is not a device of node \"", name,
-                                                     "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unhealthy_device_ids[", i, "] \"", id,
+                       "\" is not a device of node \"", name, "\""));
     }
     unhealthy.insert(id);
   }
@@ -255,8 +269,8 @@ absl::Status Catalog::Heartbeat(absl::string_view name,
 std::vector<CapacityEntry> Catalog::GetCapacity() const {
   using Key = std::tuple<int, std::string, std::string>;
   std::map<Key, CapacityEntry> entries;
-  auto count = [&](DeviceClass c, const std::string& model, const std::string& partition,
-                   bool healthy) {
+  auto count = [&](DeviceClass c, const std::string& model,
+                   const std::string& partition, bool healthy) {
     CapacityEntry& e = entries[Key{static_cast<int>(c), model, partition}];
     e.device_class = c;
     e.model = model;
@@ -265,7 +279,8 @@ std::vector<CapacityEntry> Catalog::GetCapacity() const {
     ++(healthy ? e.free : e.unhealthy);
   };
   absl::ReaderMutexLock lock(&mu_);
-  // A TPU slice is one unit, free only when every chip of it is registered and healthy.
+  // A TPU slice is one unit, free only when every chip of it is registered and
+  // healthy.
   absl::flat_hash_map<std::string, bool> tpu_healthy;
   for (const auto& [name, node] : nodes_) {
     for (const Device& d : node.devices) {

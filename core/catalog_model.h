@@ -1,4 +1,5 @@
-// The catalog's value types: nodes, their devices, MIG slices. Plain copyable values.
+// The catalog's value types: nodes, their devices, MIG slices. Plain copyable
+// values.
 #ifndef ACCELSCHED_CORE_CATALOG_MODEL_H_
 #define ACCELSCHED_CORE_CATALOG_MODEL_H_
 

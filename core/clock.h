@@ -1,4 +1,5 @@
-// Time source, an interface so that lease and heartbeat logic is tested without sleeping.
+// Time source, an interface so that lease and heartbeat logic is tested without
+// sleeping.
 #ifndef ACCELSCHED_CORE_CLOCK_H_
 #define ACCELSCHED_CORE_CLOCK_H_
 

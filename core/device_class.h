@@ -1,4 +1,5 @@
-// The accelerator families, numbered as flyteidl2.core.GPUAccelerator.DeviceClass.
+// The accelerator families, numbered as
+// flyteidl2.core.GPUAccelerator.DeviceClass.
 #ifndef ACCELSCHED_CORE_DEVICE_CLASS_H_
 #define ACCELSCHED_CORE_DEVICE_CLASS_H_
 
@@ -16,7 +17,8 @@ enum class DeviceClass {
 
 inline constexpr int kMaxDeviceClass = 4;
 
-// The proto enum's spelling, e.g. "NVIDIA_GPU"; for messages and metrics labels.
+// The proto enum's spelling, e.g. "NVIDIA_GPU"; for messages and metrics
+// labels.
 absl::string_view DeviceClassName(DeviceClass c);
 
 }  // namespace accelsched

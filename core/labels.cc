@@ -8,11 +8,14 @@
 namespace accelsched {
 namespace {
 
-bool IsAlnum(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)); }
+bool IsAlnum(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c));
+}
 
 // [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])? of at most 63 characters.
 bool IsQualifiedName(absl::string_view s) {
-  if (s.empty() || s.size() > 63 || !IsAlnum(s.front()) || !IsAlnum(s.back())) return false;
+  if (s.empty() || s.size() > 63 || !IsAlnum(s.front()) || !IsAlnum(s.back()))
+    return false;
   for (char c : s) {
     if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
   }
@@ -24,7 +27,8 @@ bool IsQualifiedName(absl::string_view s) {
 bool IsDnsSubdomain(absl::string_view s) {
   if (s.empty() || s.size() > 253) return false;
   for (absl::string_view part : absl::StrSplit(s, '.')) {
-    if (part.empty() || part.size() > 63 || part.front() == '-' || part.back() == '-') {
+    if (part.empty() || part.size() > 63 || part.front() == '-' ||
+        part.back() == '-') {
       return false;
     }
     for (char c : part) {
@@ -42,10 +46,13 @@ namespace {
 bool IsLabelKey(absl::string_view key) {
   size_t slash = key.find('/');
   if (slash == absl::string_view::npos) return IsQualifiedName(key);
-  return IsDnsSubdomain(key.substr(0, slash)) && IsQualifiedName(key.substr(slash + 1));
+  return IsDnsSubdomain(key.substr(0, slash)) &&
+         IsQualifiedName(key.substr(slash + 1));
 }
 
-bool IsLabelValue(absl::string_view v) { return v.empty() || IsQualifiedName(v); }
+bool IsLabelValue(absl::string_view v) {
+  return v.empty() || IsQualifiedName(v);
+}
 
 }  // namespace
 
@@ -53,14 +60,17 @@ absl::Status ValidateLabels(const Labels& labels, absl::string_view field) {
   for (const auto& [key, value] : labels) {
     if (!IsLabelKey(key)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          field, " key \"", key, "\" is not a valid label key ([prefix/]name, name at most "
-          "63 characters of [A-Za-z0-9._-] beginning and ending alphanumeric)"));
+          field, " key \"", key,
+          "\" is not a valid label key ([prefix/]name, name at most "
+          "63 characters of [A-Za-z0-9._-] beginning and ending "
+          "alphanumeric)"));
     }
     if (!IsLabelValue(value)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, "[\"", key, "\"] value \"", value,
-          "\" is not a valid label value (at most 63 characters of [A-Za-z0-9._-] "
-          "beginning and ending alphanumeric)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[\"", key, "\"] value \"", value,
+                       "\" is not a valid label value (at most 63 characters "
+                       "of [A-Za-z0-9._-] "
+                       "beginning and ending alphanumeric)"));
     }
   }
   return absl::OkStatus();
@@ -93,9 +103,10 @@ absl::StatusOr<LabelSelector> LabelSelector::Parse(absl::string_view text,
     }
     const bool has_value = t.op == Op::kEquals || t.op == Op::kNotEquals;
     if (!IsLabelKey(t.key) || (has_value && !IsLabelValue(t.value))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, " term \"", term,
-          "\" is malformed (expected k=v, k==v, k!=v, k or !k, separated by commas)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " term \"", term,
+                       "\" is malformed (expected k=v, k==v, k!=v, k or !k, "
+                       "separated by commas)"));
     }
     selector.terms_.push_back(std::move(t));
   }

@@ -4,30 +4,33 @@
 
 #include <map>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace accelsched {
 
 using Labels = std::map<std::string, std::string>;
 
-// A lower-case RFC 1123 subdomain of at most 253 characters: the syntax of Kubernetes node
-// names and of label-key prefixes.
+// A lower-case RFC 1123 subdomain of at most 253 characters: the syntax of
+// Kubernetes node names and of label-key prefixes.
 bool IsDnsSubdomain(absl::string_view s);
 
-// Kubernetes label syntax: key = [prefix/]name, prefix a DNS subdomain of at most 253
-// characters, name and value at most 63 characters of [A-Za-z0-9._-] beginning and ending
-// alphanumeric (the value may be empty). Errors name `field` ("node.labels").
+// Kubernetes label syntax: key = [prefix/]name, prefix a DNS subdomain of at
+// most 253 characters, name and value at most 63 characters of [A-Za-z0-9._-]
+// beginning and ending alphanumeric (the value may be empty). Errors name
+// `field` ("node.labels").
 absl::Status ValidateLabels(const Labels& labels, absl::string_view field);
 
 // An equality-based selector: "k=v,k2==v2,k3!=v3,k4,!k5" (all terms must hold).
 class LabelSelector {
  public:
-  // INVALID_ARGUMENT naming `field` when malformed. The empty string selects everything.
-  static absl::StatusOr<LabelSelector> Parse(absl::string_view text, absl::string_view field);
+  // INVALID_ARGUMENT naming `field` when malformed. The empty string selects
+  // everything.
+  static absl::StatusOr<LabelSelector> Parse(absl::string_view text,
+                                             absl::string_view field);
   // Every key=value of `required` must be present (a node_selector map).
   static LabelSelector FromMap(const Labels& required);
 

@@ -15,14 +15,16 @@ constexpr uint8_t kStart0 = 0b0000'0001;
 constexpr uint8_t kStarts0to3 = 0b0000'1111;
 constexpr uint8_t kStarts02 = 0b0000'0101;
 
-// The 8-memory-slice, 7-compute-slice families share one shape (NVIDIA MIG user guide,
-// "Supported MIG Profiles"); only the memory in the names differs. "+me" profiles carry the
-// media engines and place like their 1g sibling.
-#define ACCELSCHED_MIG_SHAPE(m1, m1x2, m2, m3, m4, m7)            \
-  {                                                                \
-    {m1, 1, 1, kStarts0to6}, {m1 "+me", 1, 1, kStarts0to6},        \
-        {m1x2, 1, 2, kStartsEven}, {m2, 2, 2, kStarts024},         \
-        {m3, 3, 4, kStarts04}, {m4, 4, 4, kStart0}, {m7, 7, 8, kStart0} \
+// The 8-memory-slice, 7-compute-slice families share one shape (NVIDIA MIG user
+// guide, "Supported MIG Profiles"); only the memory in the names differs. "+me"
+// profiles carry the media engines and place like their 1g sibling.
+#define ACCELSCHED_MIG_SHAPE(m1, m1x2, m2, m3, m4, m7)      \
+  {                                                         \
+    {m1, 1, 1, kStarts0to6}, {m1 "+me", 1, 1, kStarts0to6}, \
+        {m1x2, 1, 2, kStartsEven}, {m2, 2, 2, kStarts024},  \
+        {m3, 3, 4, kStarts04}, {m4, 4, 4, kStart0}, {       \
+      m7, 7, 8, kStart0                                     \
+    }                                                       \
   }
 
 constexpr MigProfile kA100_40[] = ACCELSCHED_MIG_SHAPE(
@@ -41,8 +43,8 @@ constexpr MigProfile kB200_180[] = ACCELSCHED_MIG_SHAPE(
 
 // A30: 4 memory and 4 compute slices.
 constexpr MigProfile kA30_24[] = {
-    {"1g.6gb", 1, 1, kStarts0to3},   {"1g.6gb+me", 1, 1, kStarts0to3},
-    {"2g.12gb", 2, 2, kStarts02},    {"2g.12gb+me", 2, 2, kStarts02},
+    {"1g.6gb", 1, 1, kStarts0to3}, {"1g.6gb+me", 1, 1, kStarts0to3},
+    {"2g.12gb", 2, 2, kStarts02},  {"2g.12gb+me", 2, 2, kStarts02},
     {"4g.24gb", 4, 4, kStart0},
 };
 
@@ -64,7 +66,8 @@ const MigFamily* FindMigFamily(absl::string_view family) {
   return nullptr;
 }
 
-const MigProfile* FindMigProfile(const MigFamily& family, absl::string_view profile) {
+const MigProfile* FindMigProfile(const MigFamily& family,
+                                 absl::string_view profile) {
   for (const MigProfile& p : family.profiles) {
     if (p.name == profile) return &p;
   }
@@ -86,14 +89,15 @@ absl::Status ValidateMigLayout(const MigFamily& family,
     const MigPlacement& p = layout[i];
     const MigProfile* profile = FindMigProfile(family, p.profile);
     if (profile == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("[", i, "].profile \"", p.profile, "\" is not a MIG profile of ",
-                       family.name, " (valid: ", MigProfileNames(family), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[", i, "].profile \"", p.profile, "\" is not a MIG profile of ",
+          family.name, " (valid: ", MigProfileNames(family), ")"));
     }
     if (p.start < 0 || p.start >= family.memory_slices ||
         (profile->allowed_starts & (1u << p.start)) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "[", i, "].start ", p.start, " is not a valid placement of ", p.profile));
+      return absl::InvalidArgumentError(
+          absl::StrCat("[", i, "].start ", p.start,
+                       " is not a valid placement of ", p.profile));
     }
     const uint32_t mask = ((1u << profile->memory_slices) - 1) << p.start;
     if ((used & mask) != 0) {

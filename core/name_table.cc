@@ -33,7 +33,8 @@ constexpr ModelInfo kModels[] = {
     {"nvidia-l40", DC::kNvidiaGpu, "", ""},
     {"nvidia-h100-nvl", DC::kNvidiaGpu, "h100-94gb", ""},
     {"nvidia-b200", DC::kNvidiaGpu, "b200-180gb", ""},
-    // GB200 supports MIG, but its profile table is not verified here: registering it with
+    // GB200 supports MIG, but its profile table is not verified here:
+    // registering it with
     // MIG enabled is refused rather than guessed.
     {"nvidia-gb200", DC::kNvidiaGpu, "", ""},
     // Google TPU, flytekit constants (the GKE accelerator label values).
@@ -61,8 +62,8 @@ constexpr ModelInfo kModels[] = {
     {"habana-gaudi3", DC::kHabanaGaudi, "", ""},
 };
 
-// Spellings other than the canonical names. Flyte 2 friendly names come first in each group,
-// then NVML / vendor product names, then other common forms.
+// Spellings other than the canonical names. Flyte 2 friendly names come first
+// in each group, then NVML / vendor product names, then other common forms.
 constexpr ModelAlias kAliases[] = {
     {"K80", "nvidia-tesla-k80"},
     {"Tesla K80", "nvidia-tesla-k80"},
@@ -183,7 +184,8 @@ const Index& BuildIndex() {
       for (const ModelInfo& m : kModels) {
         if (m.canonical == a.canonical) target = &m;
       }
-      // A dangling alias is a table bug; name_table_test walks every row to catch it.
+      // A dangling alias is a table bug; name_table_test walks every row to
+      // catch it.
       if (target != nullptr) (*idx)[absl::AsciiStrToLower(a.spelling)] = target;
     }
     return idx;
@@ -198,7 +200,8 @@ absl::Span<const ModelAlias> AllModelAliases() { return kAliases; }
 
 const ModelInfo* FindModel(absl::string_view spelling) {
   const Index& index = BuildIndex();
-  auto it = index.find(absl::AsciiStrToLower(absl::StripAsciiWhitespace(spelling)));
+  auto it =
+      index.find(absl::AsciiStrToLower(absl::StripAsciiWhitespace(spelling)));
   return it == index.end() ? nullptr : it->second;
 }
 

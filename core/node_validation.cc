@@ -29,7 +29,8 @@ absl::Status ValidateMig(const ModelInfo& model, const Device& device,
   std::vector<MigPlacement> layout;
   for (size_t i = 0; i < device.mig_slices.size(); ++i) {
     const MigSlice& s = device.mig_slices[i];
-    RETURN_IF_ERROR(ValidateId(s.id, absl::StrCat(field, ".mig_slices[", i, "].id")));
+    RETURN_IF_ERROR(
+        ValidateId(s.id, absl::StrCat(field, ".mig_slices[", i, "].id")));
     layout.push_back({s.profile, s.start});
   }
   absl::Status layout_status = ValidateMigLayout(*family, layout);
@@ -50,12 +51,14 @@ absl::Status ValidateTpu(const ModelInfo& model, const Device& device,
     }
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(ValidateId(device.tpu_slice_id, absl::StrCat(field, ".tpu_slice_id")));
+  RETURN_IF_ERROR(
+      ValidateId(device.tpu_slice_id, absl::StrCat(field, ".tpu_slice_id")));
   const TpuGeneration* gen = FindTpuGeneration(model.tpu_generation);
   if (!HasTopology(*gen, device.tpu_topology)) {
-    return Invalid(absl::StrCat(field, ".tpu_topology"),
-                   absl::StrCat("\"", device.tpu_topology, "\" is not a topology of ",
-                                model.canonical, " (valid: ", TopologyNames(*gen), ")"));
+    return Invalid(
+        absl::StrCat(field, ".tpu_topology"),
+        absl::StrCat("\"", device.tpu_topology, "\" is not a topology of ",
+                     model.canonical, " (valid: ", TopologyNames(*gen), ")"));
   }
   return absl::OkStatus();
 }
@@ -65,15 +68,18 @@ absl::Status ValidateDevice(Device& device, absl::string_view field) {
   const ModelInfo* model = FindModel(device.model);
   if (model == nullptr) {
     return Invalid(absl::StrCat(field, ".model"),
-                   absl::StrCat("\"", device.model, "\" is not a known accelerator model"));
+                   absl::StrCat("\"", device.model,
+                                "\" is not a known accelerator model"));
   }
-  // NVIDIA_GPU is the enum's zero value, so it also means "not given": the model decides.
+  // NVIDIA_GPU is the enum's zero value, so it also means "not given": the
+  // model decides.
   if (device.device_class != DeviceClass::kNvidiaGpu &&
       device.device_class != model->device_class) {
-    return Invalid(absl::StrCat(field, ".device_class"),
-                   absl::StrCat(DeviceClassName(device.device_class),
-                                " does not match model ", model->canonical, " (",
-                                DeviceClassName(model->device_class), ")"));
+    return Invalid(
+        absl::StrCat(field, ".device_class"),
+        absl::StrCat(DeviceClassName(device.device_class),
+                     " does not match model ", model->canonical, " (",
+                     DeviceClassName(model->device_class), ")"));
   }
   device.device_class = model->device_class;
   device.canonical_model = std::string(model->canonical);
@@ -81,15 +87,16 @@ absl::Status ValidateDevice(Device& device, absl::string_view field) {
     return Invalid(absl::StrCat(field, ".index"), "must not be negative");
   }
   if (device.mig_enabled && model->mig_family.empty()) {
-    return Invalid(absl::StrCat(field, ".mig_enabled"),
-                   absl::StrCat("is set but ", model->canonical, " has no MIG support"));
+    return Invalid(
+        absl::StrCat(field, ".mig_enabled"),
+        absl::StrCat("is set but ", model->canonical, " has no MIG support"));
   }
   RETURN_IF_ERROR(ValidateMig(*model, device, field));
   return ValidateTpu(*model, device, field);
 }
 
-// Chips of one TPU slice on one node must agree on model and topology, and be no more than
-// one host of that slice holds.
+// Chips of one TPU slice on one node must agree on model and topology, and be
+// no more than one host of that slice holds.
 absl::Status ValidateTpuSlicesOnNode(const Node& node) {
   struct SliceSeen {
     const Device* first;
@@ -102,18 +109,23 @@ absl::Status ValidateTpuSlicesOnNode(const Node& node) {
     auto [it, inserted] = slices.try_emplace(d.tpu_slice_id, SliceSeen{&d, 0});
     const Device& first = *it->second.first;
     const std::string field = absl::StrCat("node.devices[", i, "]");
-    if (first.canonical_model != d.canonical_model || first.tpu_topology != d.tpu_topology) {
-      return Invalid(field, absl::StrCat("is in TPU slice \"", d.tpu_slice_id, "\" as ",
-                                         d.canonical_model, " ", d.tpu_topology,
-                                         " but another chip of it is ",
-                                         first.canonical_model, " ", first.tpu_topology));
+    if (first.canonical_model != d.canonical_model ||
+        first.tpu_topology != d.tpu_topology) {
+      return Invalid(
+          field, absl::StrCat("is in TPU slice \"", d.tpu_slice_id, "\" as ",
+                              d.canonical_model, " ", d.tpu_topology,
+                              " but another chip of it is ",
+                              first.canonical_model, " ", first.tpu_topology));
     }
-    const TpuGeneration* gen = FindTpuGeneration(FindModel(d.model)->tpu_generation);
-    const int per_host = TopologyChips(d.tpu_topology) / TopologyHosts(*gen, d.tpu_topology);
+    const TpuGeneration* gen =
+        FindTpuGeneration(FindModel(d.model)->tpu_generation);
+    const int per_host =
+        TopologyChips(d.tpu_topology) / TopologyHosts(*gen, d.tpu_topology);
     if (++it->second.chips > per_host) {
-      return Invalid(field, absl::StrCat("is one chip too many: TPU slice \"", d.tpu_slice_id,
-                                         "\" (", d.tpu_topology, ") has ", per_host,
-                                         " chips per host"));
+      return Invalid(
+          field, absl::StrCat("is one chip too many: TPU slice \"",
+                              d.tpu_slice_id, "\" (", d.tpu_topology, ") has ",
+                              per_host, " chips per host"));
     }
   }
   return absl::OkStatus();
@@ -124,9 +136,10 @@ absl::Status ValidateTpuSlicesOnNode(const Node& node) {
 absl::Status ValidateNodeName(absl::string_view name, absl::string_view field) {
   if (name.empty()) return Invalid(field, "is required");
   if (!IsDnsSubdomain(name)) {
-    return Invalid(field, absl::StrCat("\"", name,
-                                       "\" is not a valid node name (lower-case DNS "
-                                       "subdomain of at most 253 characters)"));
+    return Invalid(field,
+                   absl::StrCat("\"", name,
+                                "\" is not a valid node name (lower-case DNS "
+                                "subdomain of at most 253 characters)"));
   }
   return absl::OkStatus();
 }
@@ -134,13 +147,15 @@ absl::Status ValidateNodeName(absl::string_view name, absl::string_view field) {
 absl::Status ValidateId(absl::string_view id, absl::string_view field) {
   if (id.empty()) return Invalid(field, "is required");
   if (id.size() > kMaxIdLength) {
-    return Invalid(field, absl::StrCat("is ", id.size(), " characters long; at most ",
-                                       kMaxIdLength, " are allowed"));
+    return Invalid(field,
+                   absl::StrCat("is ", id.size(), " characters long; at most ",
+                                kMaxIdLength, " are allowed"));
   }
   for (char c : id) {
     if (c <= ' ' || c > '~') {
-      return Invalid(field, absl::StrCat("\"", id,
-                                         "\" must be printable ASCII without spaces"));
+      return Invalid(
+          field,
+          absl::StrCat("\"", id, "\" must be printable ASCII without spaces"));
     }
   }
   return absl::OkStatus();
@@ -149,13 +164,15 @@ absl::Status ValidateId(absl::string_view id, absl::string_view field) {
 absl::Status NormalizeAndValidateNode(Node& node) {
   RETURN_IF_ERROR(ValidateNodeName(node.name, "node.name"));
   if (node.labels.size() > kMaxLabelsPerNode) {
-    return Invalid("node.labels", absl::StrCat("has ", node.labels.size(),
-                                               " entries; at most ", kMaxLabelsPerNode));
+    return Invalid("node.labels",
+                   absl::StrCat("has ", node.labels.size(),
+                                " entries; at most ", kMaxLabelsPerNode));
   }
   RETURN_IF_ERROR(ValidateLabels(node.labels, "node.labels"));
   if (node.devices.size() > kMaxDevicesPerNode) {
-    return Invalid("node.devices", absl::StrCat("has ", node.devices.size(),
-                                                " entries; at most ", kMaxDevicesPerNode));
+    return Invalid("node.devices",
+                   absl::StrCat("has ", node.devices.size(),
+                                " entries; at most ", kMaxDevicesPerNode));
   }
   absl::flat_hash_set<std::string> ids;
   absl::flat_hash_set<int> indices;
@@ -168,13 +185,15 @@ absl::Status NormalizeAndValidateNode(Node& node) {
                      absl::StrCat("\"", d.id, "\" appears more than once"));
     }
     if (!indices.insert(d.index).second) {
-      return Invalid(absl::StrCat(field, ".index"),
-                     absl::StrCat(d.index, " is used by another device of this node"));
+      return Invalid(
+          absl::StrCat(field, ".index"),
+          absl::StrCat(d.index, " is used by another device of this node"));
     }
     for (size_t j = 0; j < d.mig_slices.size(); ++j) {
       if (!ids.insert(d.mig_slices[j].id).second) {
         return Invalid(absl::StrCat(field, ".mig_slices[", j, "].id"),
-                       absl::StrCat("\"", d.mig_slices[j].id, "\" appears more than once"));
+                       absl::StrCat("\"", d.mig_slices[j].id,
+                                    "\" appears more than once"));
       }
     }
   }

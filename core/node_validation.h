@@ -1,13 +1,13 @@
-// Validation of a node's registration as it stands alone: names, labels, models, MIG
-// layouts, TPU slice fields. Whether a device id belongs to another node is the catalog's
-// check, since only the catalog sees every node.
+// Validation of a node's registration as it stands alone: names, labels,
+// models, MIG layouts, TPU slice fields. Whether a device id belongs to another
+// node is the catalog's check, since only the catalog sees every node.
 #ifndef ACCELSCHED_CORE_NODE_VALIDATION_H_
 #define ACCELSCHED_CORE_NODE_VALIDATION_H_
 
 #include <cstddef>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/catalog_model.h"
 
 namespace accelsched {
@@ -16,16 +16,18 @@ inline constexpr size_t kMaxIdLength = 128;
 inline constexpr size_t kMaxDevicesPerNode = 1024;
 inline constexpr size_t kMaxLabelsPerNode = 256;
 
-// INVALID_ARGUMENT naming `field` unless `name` is a Kubernetes node name (lower-case DNS
-// subdomain of at most 253 characters).
+// INVALID_ARGUMENT naming `field` unless `name` is a Kubernetes node name
+// (lower-case DNS subdomain of at most 253 characters).
 absl::Status ValidateNodeName(absl::string_view name, absl::string_view field);
 
-// INVALID_ARGUMENT naming `field` unless `id` is 1..kMaxIdLength printable ASCII characters
-// without spaces (GPU and MIG UUIDs, TPU chip and slice ids, request ids).
+// INVALID_ARGUMENT naming `field` unless `id` is 1..kMaxIdLength printable
+// ASCII characters without spaces (GPU and MIG UUIDs, TPU chip and slice ids,
+// request ids).
 absl::Status ValidateId(absl::string_view id, absl::string_view field);
 
-// Checks `node` and fills in each device's canonical_model and device_class from the name
-// table. Errors are INVALID_ARGUMENT naming the field ("node.devices[3].mig_slices[1].start").
+// Checks `node` and fills in each device's canonical_model and device_class
+// from the name table. Errors are INVALID_ARGUMENT naming the field
+// ("node.devices[3].mig_slices[1].start").
 absl::Status NormalizeAndValidateNode(Node& node);
 
 }  // namespace accelsched

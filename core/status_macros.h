@@ -1,4 +1,5 @@
-// Early-return helpers for absl::Status and absl::StatusOr. Debian's abseil (20220623) has none.
+// Early-return helpers for absl::Status and absl::StatusOr. Debian's abseil
+// (20220623) has none.
 #ifndef ACCELSCHED_CORE_STATUS_MACROS_H_
 #define ACCELSCHED_CORE_STATUS_MACROS_H_
 
@@ -9,10 +10,10 @@
 #define ACCELSCHED_CONCAT_(a, b) ACCELSCHED_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                  \
-  do {                                         \
-    ::absl::Status _status = (expr);           \
-    if (!_status.ok()) return _status;         \
+#define RETURN_IF_ERROR(expr)          \
+  do {                                 \
+    ::absl::Status _status = (expr);   \
+    if (!_status.ok()) return _status; \
   } while (0)
 
 // `lhs` = the value of the StatusOr `expr`, or returns its status when not OK.

@@ -10,12 +10,12 @@ namespace accelsched {
 namespace {
 
 // GKE's supported topologies (cloud.google.com/gke-tpu-topology values).
-constexpr absl::string_view kV5eTopologies[] = {"1x1", "2x2", "2x4", "4x4",
-                                               "4x8", "8x8", "8x16", "16x16"};
-constexpr absl::string_view kV6eTopologies[] = {"1x1", "2x2", "2x4", "4x4",
-                                               "4x8", "8x8", "8x16", "16x16"};
+constexpr absl::string_view kV5eTopologies[] = {"1x1", "2x2", "2x4",  "4x4",
+                                                "4x8", "8x8", "8x16", "16x16"};
+constexpr absl::string_view kV6eTopologies[] = {"1x1", "2x2", "2x4",  "4x4",
+                                                "4x8", "8x8", "8x16", "16x16"};
 constexpr absl::string_view kV5pTopologies[] = {
-    "2x2x1", "2x2x2", "2x4x4",   "4x4x4",    "4x4x8",   "4x8x8",
+    "2x2x1", "2x2x2",  "2x4x4",   "4x4x4",    "4x4x8",   "4x8x8",
     "8x8x8", "8x8x16", "8x16x16", "16x16x16", "16x16x24"};
 
 constexpr TpuGeneration kGenerations[] = {

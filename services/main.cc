@@ -11,18 +11,22 @@
 #include "absl/time/time.h"
 #include "services/server.h"
 
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (host:port; port 0 picks one)");
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
+          "gRPC address (host:port; port 0 picks one)");
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
           "Prometheus /metrics address (host:port; port 0 picks one)");
-ABSL_FLAG(std::string, db, "accelsched.db", "SQLite file, created with its schema if absent");
+ABSL_FLAG(std::string, db, "accelsched.db",
+          "SQLite file, created with its schema if absent");
 ABSL_FLAG(absl::Duration, default_lease, absl::Hours(1),
           "lease given when a request names none (e.g. 30m, 1h)");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("accelsched: schedules a cluster's GPUs, MIG slices and TPUs");
+  absl::SetProgramUsageMessage(
+      "accelsched: schedules a cluster's GPUs, MIG slices and TPUs");
   absl::ParseCommandLine(argc, argv);
 
-  // Block the stop signals in every thread (gRPC's included) and take them here.
+  // Block the stop signals in every thread (gRPC's included) and take them
+  // here.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -37,11 +41,13 @@ int main(int argc, char** argv) {
 
   auto server = accelsched::Server::BuildAndStart(options);
   if (!server.ok()) {
-    std::fprintf(stderr, "accelschedd: %s\n", std::string(server.status().ToString()).c_str());
+    std::fprintf(stderr, "accelschedd: %s\n",
+                 std::string(server.status().ToString()).c_str());
     return 1;
   }
-  std::fprintf(stderr, "accelschedd ready: grpc_port=%d metrics_port=%d db=%s\n",
-               (*server)->grpc_port(), (*server)->metrics_port(), options.db.c_str());
+  std::fprintf(
+      stderr, "accelschedd ready: grpc_port=%d metrics_port=%d db=%s\n",
+      (*server)->grpc_port(), (*server)->metrics_port(), options.db.c_str());
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

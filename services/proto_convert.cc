@@ -28,8 +28,9 @@ absl::StatusOr<Node> NodeFromProto(const v1::Node& proto) {
   for (int i = 0; i < proto.devices_size(); ++i) {
     const v1::Device& p = proto.devices(i);
     if (!v1::DeviceClass_IsValid(p.device_class())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node.devices[", i, "].device_class ", p.device_class(), " is not a DeviceClass"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("node.devices[", i, "].device_class ", p.device_class(),
+                       " is not a DeviceClass"));
     }
     Device d;
     d.id = p.id();

@@ -1,5 +1,6 @@
-// Translation between the accelsched.v1 protos and core's types. Checks only what the proto
-// can get wrong that core cannot see (enum values out of range); the rest is core's.
+// Translation between the accelsched.v1 protos and core's types. Checks only
+// what the proto can get wrong that core cannot see (enum values out of range);
+// the rest is core's.
 #ifndef ACCELSCHED_SERVICES_PROTO_CONVERT_H_
 #define ACCELSCHED_SERVICES_PROTO_CONVERT_H_
 

@@ -13,8 +13,8 @@
 namespace accelsched {
 namespace {
 
-// Per-call wrapper: runs the handler body and converts its status once. The place where
-// per-RPC metrics and logging hook in.
+// Per-call wrapper: runs the handler body and converts its status once. The
+// place where per-RPC metrics and logging hook in.
 template <typename Body>
 grpc::Status Handle(Body&& body) {
   return ToGrpcStatus(body());
@@ -34,7 +34,8 @@ grpc::Status SchedulerService::RegisterNode(grpc::ServerContext*,
   });
 }
 
-grpc::Status SchedulerService::GetNode(grpc::ServerContext*, const v1::GetNodeRequest* req,
+grpc::Status SchedulerService::GetNode(grpc::ServerContext*,
+                                       const v1::GetNodeRequest* req,
                                        v1::Node* resp) {
   return Handle([&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
@@ -48,10 +49,12 @@ grpc::Status SchedulerService::ListNodes(grpc::ServerContext*,
                                          const v1::ListNodesRequest* req,
                                          v1::ListNodesResponse* resp) {
   return Handle([&]() -> absl::Status {
-    ASSIGN_OR_RETURN(LabelSelector selector,
-                     LabelSelector::Parse(req->label_selector(), "label_selector"));
-    ASSIGN_OR_RETURN(NodePage page,
-                     catalog_->ListNodes(selector, req->page_size(), req->page_token()));
+    ASSIGN_OR_RETURN(
+        LabelSelector selector,
+        LabelSelector::Parse(req->label_selector(), "label_selector"));
+    ASSIGN_OR_RETURN(
+        NodePage page,
+        catalog_->ListNodes(selector, req->page_size(), req->page_token()));
     for (const Node& node : page.nodes) NodeToProto(node, resp->add_nodes());
     resp->set_next_page_token(page.next_page_token);
     return absl::OkStatus();
@@ -67,12 +70,13 @@ grpc::Status SchedulerService::RemoveNode(grpc::ServerContext*,
   });
 }
 
-grpc::Status SchedulerService::SetNodeSchedulable(grpc::ServerContext*,
-                                                  const v1::SetNodeSchedulableRequest* req,
-                                                  v1::Node* resp) {
+grpc::Status SchedulerService::SetNodeSchedulable(
+    grpc::ServerContext*, const v1::SetNodeSchedulableRequest* req,
+    v1::Node* resp) {
   return Handle([&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    ASSIGN_OR_RETURN(Node node, catalog_->SetNodeSchedulable(req->name(), req->schedulable()));
+    ASSIGN_OR_RETURN(Node node, catalog_->SetNodeSchedulable(
+                                    req->name(), req->schedulable()));
     NodeToProto(node, resp);
     return absl::OkStatus();
   });
@@ -86,7 +90,8 @@ grpc::Status SchedulerService::Heartbeat(grpc::ServerContext*,
     std::vector<std::string> ids(req->unhealthy_device_ids().begin(),
                                  req->unhealthy_device_ids().end());
     for (size_t i = 0; i < ids.size() && i <= kMaxDevicesPerNode; ++i) {
-      RETURN_IF_ERROR(ValidateId(ids[i], absl::StrCat("unhealthy_device_ids[", i, "]")));
+      RETURN_IF_ERROR(
+          ValidateId(ids[i], absl::StrCat("unhealthy_device_ids[", i, "]")));
     }
     return catalog_->Heartbeat(req->name(), ids);
   });

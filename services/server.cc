@@ -12,6 +12,7 @@
 #include "core/catalog.h"
 #include "core/clock.h"
 #include "core/status_macros.h"
+#include "grpc/health/v1/health.pb.h"
 #include "services/scheduler_service.h"
 #include "storage/sqlite_store.h"
 
@@ -21,8 +22,10 @@ Server::Server() = default;
 
 Server::~Server() { Shutdown(absl::ZeroDuration()); }
 
-absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const Options& options) {
-  if (options.listen.empty()) return absl::InvalidArgumentError("--listen is empty");
+absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
+    const Options& options) {
+  if (options.listen.empty())
+    return absl::InvalidArgumentError("--listen is empty");
   if (options.metrics_listen.empty()) {
     return absl::InvalidArgumentError("--metrics_listen is empty");
   }
@@ -50,7 +53,8 @@ absl::Status Server::StartMetrics(const Options& options) {
     exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot serve metrics on \"",
-                                               options.metrics_listen, "\": ", e.what()));
+                                               options.metrics_listen,
+                                               "\": ", e.what()));
   }
   exposer_->RegisterCollectable(registry_);
   std::vector<int> ports = exposer_->GetListeningPorts();
@@ -60,12 +64,18 @@ absl::Status Server::StartMetrics(const Options& options) {
 
 absl::Status Server::StartGrpc(const Options& options) {
   grpc::EnableDefaultHealthCheckService(true);
+  // libgrpc++'s health service carries no protobuf descriptors; touching ours
+  // keeps the linker from dropping them, so reflection (`grpcurl describe`) can
+  // show the service.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   service_ = std::make_unique<SchedulerService>(catalog_.get());
   grpc::ServerBuilder builder;
-  // Without this, Linux's SO_REUSEPORT would let a second server share a busy port silently.
+  // Without this, Linux's SO_REUSEPORT would let a second server share a busy
+  // port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
+                           &grpc_port_);
   builder.RegisterService(service_.get());
   grpc_server_ = builder.BuildAndStart();
   if (grpc_server_ == nullptr || grpc_port_ == 0) {
@@ -74,14 +84,18 @@ absl::Status Server::StartGrpc(const Options& options) {
         absl::StrCat("cannot serve gRPC on \"", options.listen,
                      "\" (address in use, or not a valid host:port)"));
   }
-  grpc_server_->GetHealthCheckService()->SetServingStatus(true);
+  grpc::HealthCheckServiceInterface* health =
+      grpc_server_->GetHealthCheckService();
+  health->SetServingStatus(v1::AcceleratorScheduler::service_full_name(), true);
+  health->SetServingStatus(true);
   return absl::OkStatus();
 }
 
 void Server::Shutdown(absl::Duration grace) {
   if (grpc_server_ != nullptr) {
     grpc_server_->GetHealthCheckService()->SetServingStatus(false);
-    grpc_server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
+    grpc_server_->Shutdown(std::chrono::system_clock::now() +
+                           absl::ToChronoNanoseconds(grace));
     grpc_server_->Wait();
     grpc_server_.reset();
   }

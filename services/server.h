@@ -1,5 +1,6 @@
-// Server assembly: opens the store, loads the catalog, and serves the scheduler, health and
-// reflection services over gRPC and /metrics over HTTP. Owns everything it builds.
+// Server assembly: opens the store, loads the catalog, and serves the
+// scheduler, health and reflection services over gRPC and /metrics over HTTP.
+// Owns everything it builds.
 #ifndef ACCELSCHED_SERVICES_SERVER_H_
 #define ACCELSCHED_SERVICES_SERVER_H_
 
@@ -33,9 +34,10 @@ class Server {
     absl::Duration default_lease = absl::Hours(1);
   };
 
-  // Checks the options, then opens, loads and starts everything; an error leaves nothing
-  // running.
-  static absl::StatusOr<std::unique_ptr<Server>> BuildAndStart(const Options& options);
+  // Checks the options, then opens, loads and starts everything; an error
+  // leaves nothing running.
+  static absl::StatusOr<std::unique_ptr<Server>> BuildAndStart(
+      const Options& options);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -43,8 +45,9 @@ class Server {
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }
 
-  // Stops taking calls, lets calls in flight finish (up to `grace`), then stops. Every
-  // acknowledged write is already committed, so nothing is lost. Idempotent.
+  // Stops taking calls, lets calls in flight finish (up to `grace`), then
+  // stops. Every acknowledged write is already committed, so nothing is lost.
+  // Idempotent.
   void Shutdown(absl::Duration grace = absl::Seconds(5));
 
  private:

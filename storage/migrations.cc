@@ -75,11 +75,13 @@ absl::Status Migrate(SqliteDb& db, absl::Span<const Migration> migrations) {
     RETURN_IF_ERROR(txn.begin_status());
     absl::Status s = db.Exec(m.sql);
     // PRAGMA takes no bound parameters; the version is a compile-time constant.
-    if (s.ok()) s = db.Exec(absl::StrCat("PRAGMA user_version = ", m.version).c_str());
+    if (s.ok())
+      s = db.Exec(absl::StrCat("PRAGMA user_version = ", m.version).c_str());
     if (s.ok()) s = txn.Commit();
     if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("migrating \"", db.path(), "\" to schema ",
-                                                 m.version, ": ", s.message()));
+      return absl::Status(
+          s.code(), absl::StrCat("migrating \"", db.path(), "\" to schema ",
+                                 m.version, ": ", s.message()));
     }
   }
   return absl::OkStatus();

@@ -1,5 +1,5 @@
-// Versioned schema: an ordered list of migrations, applied on open. PRAGMA user_version
-// holds the version a file is at.
+// Versioned schema: an ordered list of migrations, applied on open. PRAGMA
+// user_version holds the version a file is at.
 #ifndef ACCELSCHED_STORAGE_MIGRATIONS_H_
 #define ACCELSCHED_STORAGE_MIGRATIONS_H_
 
@@ -10,15 +10,17 @@
 namespace accelsched {
 
 struct Migration {
-  int version;      // the schema version after this step; the list counts 1, 2, 3, ...
+  int version;  // the schema version after this step; the list counts 1, 2, 3,
+                // ...
   const char* sql;  // run in one transaction with the version bump
 };
 
 // The schema this build writes.
 absl::Span<const Migration> SchemaMigrations();
 
-// Brings `db` to the last version in `migrations`: a fresh file gets every step, an older
-// one the steps it lacks. A file newer than the list is FAILED_PRECONDITION and untouched.
+// Brings `db` to the last version in `migrations`: a fresh file gets every
+// step, an older one the steps it lacks. A file newer than the list is
+// FAILED_PRECONDITION and untouched.
 absl::Status Migrate(SqliteDb& db, absl::Span<const Migration> migrations);
 
 // The file's PRAGMA user_version.

@@ -38,7 +38,8 @@ Statement& Statement::Bind(int i, int64_t v) {
 }
 
 Statement& Statement::Bind(int i, absl::string_view v) {
-  sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()),
+                    SQLITE_TRANSIENT);
   return *this;
 }
 
@@ -74,7 +75,9 @@ void Statement::Reset() {
   sqlite3_clear_bindings(stmt_);
 }
 
-int64_t Statement::ColumnInt(int i) const { return sqlite3_column_int64(stmt_, i); }
+int64_t Statement::ColumnInt(int i) const {
+  return sqlite3_column_int64(stmt_, i);
+}
 
 std::string Statement::ColumnText(int i) const {
   const unsigned char* text = sqlite3_column_text(stmt_, i);
@@ -83,35 +86,41 @@ std::string Statement::ColumnText(int i) const {
                      static_cast<size_t>(sqlite3_column_bytes(stmt_, i)));
 }
 
-absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(
+    const std::string& path) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(
+      path.c_str(), &raw,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+      nullptr);
   if (rc != SQLITE_OK) {
-    absl::Status s(CodeFor(rc), absl::StrCat("cannot open database \"", path, "\": ",
-                                             raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+    absl::Status s(
+        CodeFor(rc),
+        absl::StrCat("cannot open database \"", path,
+                     "\": ", raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
     sqlite3_close(raw);
     return s;
   }
   sqlite3_extended_result_codes(raw, 1);
   std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path));
-  // Reading the schema first turns "not a database" into a clear error before anything
-  // is written to the file.
-  for (const char* pragma : {"PRAGMA schema_version", "PRAGMA busy_timeout = 5000",
-                             "PRAGMA foreign_keys = ON", "PRAGMA synchronous = FULL"}) {
+  // Reading the schema first turns "not a database" into a clear error before
+  // anything is written to the file.
+  for (const char* pragma :
+       {"PRAGMA schema_version", "PRAGMA busy_timeout = 5000",
+        "PRAGMA foreign_keys = ON", "PRAGMA synchronous = FULL"}) {
     absl::Status s = db->Exec(pragma);
     if (!s.ok()) {
-      return absl::Status(s.code(),
-                          absl::StrCat("cannot open database \"", path, "\": ", s.message()));
+      return absl::Status(s.code(), absl::StrCat("cannot open database \"",
+                                                 path, "\": ", s.message()));
     }
   }
   absl::StatusOr<Statement*> wal = db->Prepare("PRAGMA journal_mode = WAL");
   if (!wal.ok()) return wal.status();
   absl::StatusOr<bool> row = (*wal)->Step();
   if (!row.ok()) {
-    return absl::Status(row.status().code(), absl::StrCat("cannot open database \"", path,
-                                                          "\": ", row.status().message()));
+    return absl::Status(row.status().code(),
+                        absl::StrCat("cannot open database \"", path,
+                                     "\": ", row.status().message()));
   }
   if (!*row || (*wal)->ColumnText(0) != "wal") {
     return absl::FailedPreconditionError(
@@ -130,7 +139,8 @@ absl::Status SqliteDb::Exec(const char* sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
   if (rc == SQLITE_OK) return absl::OkStatus();
-  absl::Status s(CodeFor(rc), absl::StrCat("sqlite: ", err ? err : sqlite3_errstr(rc)));
+  absl::Status s(CodeFor(rc),
+                 absl::StrCat("sqlite: ", err ? err : sqlite3_errstr(rc)));
   sqlite3_free(err);
   return s;
 }
@@ -154,7 +164,8 @@ absl::StatusOr<Statement*> SqliteDb::Prepare(absl::string_view sql) {
 int64_t SqliteDb::changes() const { return sqlite3_changes64(db_); }
 
 absl::Status SqliteDb::Error(int rc, absl::string_view what) const {
-  return absl::Status(CodeFor(rc), absl::StrCat(what, ": ", sqlite3_errmsg(db_)));
+  return absl::Status(CodeFor(rc),
+                      absl::StrCat(what, ": ", sqlite3_errmsg(db_)));
 }
 
 Transaction::Transaction(SqliteDb* db) : db_(db) {

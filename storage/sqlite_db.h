@@ -1,17 +1,17 @@
-// A thin RAII layer over the SQLite C API: one connection, cached prepared statements,
-// transactions, and SQLite result codes mapped to absl::Status. Not thread-safe: the owner
-// serialises access.
+// A thin RAII layer over the SQLite C API: one connection, cached prepared
+// statements, transactions, and SQLite result codes mapped to absl::Status. Not
+// thread-safe: the owner serialises access.
 #ifndef ACCELSCHED_STORAGE_SQLITE_DB_H_
 #define ACCELSCHED_STORAGE_SQLITE_DB_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -48,16 +48,18 @@ class Statement {
 
 class SqliteDb {
  public:
-  // Opens (creating when absent) with WAL, foreign keys and synchronous=FULL, and checks
-  // that the file is a readable SQLite database.
-  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path);
+  // Opens (creating when absent) with WAL, foreign keys and synchronous=FULL,
+  // and checks that the file is a readable SQLite database.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(
+      const std::string& path);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
 
   // Runs SQL text without parameters (schema, pragmas, transaction control).
   absl::Status Exec(const char* sql);
-  // A statement prepared once per connection and kept; reset before it is returned.
+  // A statement prepared once per connection and kept; reset before it is
+  // returned.
   absl::StatusOr<Statement*> Prepare(absl::string_view sql);
 
   int64_t changes() const;

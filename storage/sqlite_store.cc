@@ -10,7 +10,8 @@
 
 namespace accelsched {
 
-absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
+    const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(Migrate(*db, SchemaMigrations()));
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
@@ -18,8 +19,10 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
 
 absl::StatusOr<std::vector<Node>> SqliteStore::LoadNodes() {
   std::map<std::string, Node> nodes;
-  ASSIGN_OR_RETURN(Statement * q, db_->Prepare(
-      "SELECT name, schedulable, last_heartbeat_unix_ns FROM nodes"));
+  ASSIGN_OR_RETURN(
+      Statement * q,
+      db_->Prepare(
+          "SELECT name, schedulable, last_heartbeat_unix_ns FROM nodes"));
   for (;;) {
     ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
@@ -37,20 +40,23 @@ absl::StatusOr<std::vector<Node>> SqliteStore::LoadNodes() {
   }
   // MIG slices first, so each device is built whole in one pass.
   std::map<std::string, std::vector<MigSlice>> slices;
-  ASSIGN_OR_RETURN(q, db_->Prepare(
-      "SELECT device_id, id, profile, start_slot FROM mig_slices "
-      "ORDER BY device_id, start_slot"));
+  ASSIGN_OR_RETURN(
+      q,
+      db_->Prepare("SELECT device_id, id, profile, start_slot FROM mig_slices "
+                   "ORDER BY device_id, start_slot"));
   for (;;) {
     ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
-    slices[q->ColumnText(0)].push_back(
-        MigSlice{q->ColumnText(1), q->ColumnText(2), static_cast<int>(q->ColumnInt(3))});
+    slices[q->ColumnText(0)].push_back(MigSlice{
+        q->ColumnText(1), q->ColumnText(2), static_cast<int>(q->ColumnInt(3))});
   }
-  ASSIGN_OR_RETURN(q, db_->Prepare(
-      "SELECT d.node, d.id, d.device_class, d.model, d.memory_bytes, d.device_index, "
-      "d.healthy, d.mig_enabled, d.tpu_slice_id, t.topology "
-      "FROM devices d LEFT JOIN tpu_slices t ON t.id = d.tpu_slice_id "
-      "ORDER BY d.node, d.device_index"));
+  ASSIGN_OR_RETURN(
+      q, db_->Prepare(
+             "SELECT d.node, d.id, d.device_class, d.model, d.memory_bytes, "
+             "d.device_index, "
+             "d.healthy, d.mig_enabled, d.tpu_slice_id, t.topology "
+             "FROM devices d LEFT JOIN tpu_slices t ON t.id = d.tpu_slice_id "
+             "ORDER BY d.node, d.device_index"));
   for (;;) {
     ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
@@ -64,7 +70,8 @@ absl::StatusOr<std::vector<Node>> SqliteStore::LoadNodes() {
     d.mig_enabled = q->ColumnInt(7) != 0;
     d.tpu_slice_id = q->ColumnText(8);
     d.tpu_topology = q->ColumnText(9);
-    if (auto it = slices.find(d.id); it != slices.end()) d.mig_slices = std::move(it->second);
+    if (auto it = slices.find(d.id); it != slices.end())
+      d.mig_slices = std::move(it->second);
     nodes[q->ColumnText(0)].devices.push_back(std::move(d));
   }
   std::vector<Node> out;
@@ -74,9 +81,11 @@ absl::StatusOr<std::vector<Node>> SqliteStore::LoadNodes() {
 }
 
 absl::Status SqliteStore::WriteNodeRow(const Node& node) {
-  ASSIGN_OR_RETURN(Statement * q, db_->Prepare(
-      "INSERT INTO nodes (name, schedulable, last_heartbeat_unix_ns) VALUES (?1, ?2, ?3) "
-      "ON CONFLICT (name) DO UPDATE SET schedulable = ?2, last_heartbeat_unix_ns = ?3"));
+  ASSIGN_OR_RETURN(Statement * q,
+                   db_->Prepare("INSERT INTO nodes (name, schedulable, "
+                                "last_heartbeat_unix_ns) VALUES (?1, ?2, ?3) "
+                                "ON CONFLICT (name) DO UPDATE SET schedulable "
+                                "= ?2, last_heartbeat_unix_ns = ?3"));
   return q->Bind(1, node.name)
       .Bind(2, int64_t{node.schedulable})
       .Bind(3, absl::ToUnixNanos(node.last_heartbeat))
@@ -84,20 +93,28 @@ absl::Status SqliteStore::WriteNodeRow(const Node& node) {
 }
 
 absl::Status SqliteStore::WriteDevices(const Node& node) {
-  ASSIGN_OR_RETURN(Statement * del, db_->Prepare("DELETE FROM devices WHERE node = ?1"));
+  ASSIGN_OR_RETURN(Statement * del,
+                   db_->Prepare("DELETE FROM devices WHERE node = ?1"));
   RETURN_IF_ERROR(del->Bind(1, node.name).Run());
   for (const Device& d : node.devices) {
     if (!d.tpu_slice_id.empty()) {
-      ASSIGN_OR_RETURN(Statement * slice, db_->Prepare(
-          "INSERT INTO tpu_slices (id, model, topology) VALUES (?1, ?2, ?3) "
-          "ON CONFLICT (id) DO UPDATE SET model = ?2, topology = ?3"));
-      RETURN_IF_ERROR(
-          slice->Bind(1, d.tpu_slice_id).Bind(2, d.canonical_model).Bind(3, d.tpu_topology)
-              .Run());
+      ASSIGN_OR_RETURN(
+          Statement * slice,
+          db_->Prepare(
+              "INSERT INTO tpu_slices (id, model, topology) VALUES (?1, ?2, "
+              "?3) "
+              "ON CONFLICT (id) DO UPDATE SET model = ?2, topology = ?3"));
+      RETURN_IF_ERROR(slice->Bind(1, d.tpu_slice_id)
+                          .Bind(2, d.canonical_model)
+                          .Bind(3, d.tpu_topology)
+                          .Run());
     }
-    ASSIGN_OR_RETURN(Statement * dev, db_->Prepare(
-        "INSERT INTO devices (id, node, device_index, device_class, model, memory_bytes, "
-        "healthy, mig_enabled, tpu_slice_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+    ASSIGN_OR_RETURN(
+        Statement * dev,
+        db_->Prepare("INSERT INTO devices (id, node, device_index, "
+                     "device_class, model, memory_bytes, "
+                     "healthy, mig_enabled, tpu_slice_id) VALUES (?1, ?2, ?3, "
+                     "?4, ?5, ?6, ?7, ?8, ?9)"));
     RETURN_IF_ERROR(dev->Bind(1, d.id)
                         .Bind(2, node.name)
                         .Bind(3, int64_t{d.index})
@@ -109,20 +126,27 @@ absl::Status SqliteStore::WriteDevices(const Node& node) {
                         .BindOrNull(9, d.tpu_slice_id)
                         .Run());
     for (const MigSlice& s : d.mig_slices) {
-      ASSIGN_OR_RETURN(Statement * mig, db_->Prepare(
-          "INSERT INTO mig_slices (id, device_id, profile, start_slot) "
-          "VALUES (?1, ?2, ?3, ?4)"));
-      RETURN_IF_ERROR(
-          mig->Bind(1, s.id).Bind(2, d.id).Bind(3, s.profile).Bind(4, int64_t{s.start}).Run());
+      ASSIGN_OR_RETURN(
+          Statement * mig,
+          db_->Prepare(
+              "INSERT INTO mig_slices (id, device_id, profile, start_slot) "
+              "VALUES (?1, ?2, ?3, ?4)"));
+      RETURN_IF_ERROR(mig->Bind(1, s.id)
+                          .Bind(2, d.id)
+                          .Bind(3, s.profile)
+                          .Bind(4, int64_t{s.start})
+                          .Run());
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status SqliteStore::DeleteOrphanTpuSlices() {
-  ASSIGN_OR_RETURN(Statement * q, db_->Prepare(
-      "DELETE FROM tpu_slices WHERE id NOT IN "
-      "(SELECT tpu_slice_id FROM devices WHERE tpu_slice_id IS NOT NULL)"));
+  ASSIGN_OR_RETURN(
+      Statement * q,
+      db_->Prepare(
+          "DELETE FROM tpu_slices WHERE id NOT IN "
+          "(SELECT tpu_slice_id FROM devices WHERE tpu_slice_id IS NOT NULL)"));
   return q->Run();
 }
 
@@ -130,11 +154,14 @@ absl::Status SqliteStore::PutNode(const Node& node) {
   Transaction txn(db_.get());
   RETURN_IF_ERROR(txn.begin_status());
   RETURN_IF_ERROR(WriteNodeRow(node));
-  ASSIGN_OR_RETURN(Statement * del, db_->Prepare("DELETE FROM node_labels WHERE node = ?1"));
+  ASSIGN_OR_RETURN(Statement * del,
+                   db_->Prepare("DELETE FROM node_labels WHERE node = ?1"));
   RETURN_IF_ERROR(del->Bind(1, node.name).Run());
   for (const auto& [key, value] : node.labels) {
-    ASSIGN_OR_RETURN(Statement * ins, db_->Prepare(
-        "INSERT INTO node_labels (node, key, value) VALUES (?1, ?2, ?3)"));
+    ASSIGN_OR_RETURN(
+        Statement * ins,
+        db_->Prepare(
+            "INSERT INTO node_labels (node, key, value) VALUES (?1, ?2, ?3)"));
     RETURN_IF_ERROR(ins->Bind(1, node.name).Bind(2, key).Bind(3, value).Run());
   }
   RETURN_IF_ERROR(WriteDevices(node));
@@ -147,8 +174,10 @@ absl::Status SqliteStore::PutNodeStatus(const Node& node) {
   RETURN_IF_ERROR(txn.begin_status());
   RETURN_IF_ERROR(WriteNodeRow(node));
   for (const Device& d : node.devices) {
-    ASSIGN_OR_RETURN(Statement * q, db_->Prepare(
-        "UPDATE devices SET healthy = ?2 WHERE id = ?1 AND healthy != ?2"));
+    ASSIGN_OR_RETURN(
+        Statement * q,
+        db_->Prepare(
+            "UPDATE devices SET healthy = ?2 WHERE id = ?1 AND healthy != ?2"));
     RETURN_IF_ERROR(q->Bind(1, d.id).Bind(2, int64_t{d.healthy}).Run());
   }
   return txn.Commit();
@@ -157,7 +186,8 @@ absl::Status SqliteStore::PutNodeStatus(const Node& node) {
 absl::Status SqliteStore::DeleteNode(absl::string_view name) {
   Transaction txn(db_.get());
   RETURN_IF_ERROR(txn.begin_status());
-  ASSIGN_OR_RETURN(Statement * q, db_->Prepare("DELETE FROM nodes WHERE name = ?1"));
+  ASSIGN_OR_RETURN(Statement * q,
+                   db_->Prepare("DELETE FROM nodes WHERE name = ?1"));
   RETURN_IF_ERROR(q->Bind(1, name).Run());
   if (db_->changes() == 0) {
     return absl::NotFoundError(absl::StrCat("node \"", name, "\" not found"));

@@ -1,5 +1,5 @@
-// The SQLite implementation of core's Store. Owns its connection. Not thread-safe: the
-// catalog serialises calls.
+// The SQLite implementation of core's Store. Owns its connection. Not
+// thread-safe: the catalog serialises calls.
 #ifndef ACCELSCHED_STORAGE_SQLITE_STORE_H_
 #define ACCELSCHED_STORAGE_SQLITE_STORE_H_
 
@@ -15,7 +15,8 @@ namespace accelsched {
 class SqliteStore final : public Store {
  public:
   // Opens or creates `path` and migrates it to the current schema.
-  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
+      const std::string& path);
 
   absl::StatusOr<std::vector<Node>> LoadNodes() override;
   absl::Status PutNode(const Node& node) override;

@@ -1,0 +1,270 @@
+#include "core/catalog.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/fake_store.h"
+#include "tests/status_matchers.h"
+
+namespace accelsched {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+Device Gpu(std::string id, const char* model, int index) {
+  Device d;
+  d.id = std::move(id);
+  d.model = model;
+  d.index = index;
+  return d;
+}
+
+Device MigGpu(std::string id, int index, std::vector<MigSlice> slices) {
+  Device d = Gpu(std::move(id), "nvidia-tesla-a100", index);
+  d.mig_enabled = true;
+  d.mig_slices = std::move(slices);
+  return d;
+}
+
+Device Chip(std::string id, const char* slice, const char* topology,
+            int index) {
+  Device d = Gpu(std::move(id), "tpu-v5p-slice", index);
+  d.tpu_slice_id = slice;
+  d.tpu_topology = topology;
+  return d;
+}
+
+Node MakeNode(std::string name, std::vector<Device> devices,
+              Labels labels = {}) {
+  Node n;
+  n.name = std::move(name);
+  n.devices = std::move(devices);
+  n.labels = std::move(labels);
+  return n;
+}
+
+class CatalogTest : public testing::Test {
+ protected:
+  FakeStore store_;
+  FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
+  Catalog catalog_{&store_, &clock_};
+};
+
+TEST_F(CatalogTest, RegisteredNodeReadsBackNormalisedAndStored) {
+  ASSERT_OK(
+      catalog_.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "A100 80G", 0)})));
+  absl::StatusOr<Node> n = catalog_.GetNode("n1");
+  ASSERT_OK(n);
+  EXPECT_TRUE(n->schedulable);
+  EXPECT_EQ(n->last_heartbeat, clock_.Now());
+  ASSERT_EQ(n->devices.size(), 1u);
+  EXPECT_EQ(n->devices[0].canonical_model, "nvidia-a100-80gb");
+  EXPECT_EQ(store_.nodes().at("n1"), *n);
+}
+
+TEST_F(CatalogTest, ReRegistrationKeepsCordonAndReplacesInventory) {
+  ASSERT_OK(catalog_.RegisterNode(MakeNode(
+      "n1", {Gpu("GPU-a", "T4", 0), Gpu("GPU-b", "T4", 1)}, {{"pool", "x"}})));
+  ASSERT_OK(catalog_.SetNodeSchedulable("n1", false));
+  clock_.Advance(absl::Seconds(30));
+  ASSERT_OK(catalog_.RegisterNode(
+      MakeNode("n1", {Gpu("GPU-a", "T4", 0)}, {{"pool", "y"}})));
+  absl::StatusOr<Node> n = catalog_.GetNode("n1");
+  ASSERT_OK(n);
+  EXPECT_FALSE(n->schedulable);
+  EXPECT_EQ(n->labels, (Labels{{"pool", "y"}}));
+  EXPECT_EQ(n->last_heartbeat, clock_.Now());
+  ASSERT_EQ(n->devices.size(), 1u);
+  // The dropped device is free to appear on another node.
+  EXPECT_OK(catalog_.RegisterNode(MakeNode("n2", {Gpu("GPU-b", "T4", 0)})));
+}
+
+TEST_F(CatalogTest, DeviceOfAnotherNodeIsInvalidAndNothingChanges) {
+  ASSERT_OK(catalog_.RegisterNode(MakeNode(
+      "n1",
+      {Gpu("GPU-a", "T4", 0), MigGpu("GPU-m", 1, {{"MIG-1", "7g.40gb", 0}})})));
+  EXPECT_THAT(
+      catalog_.RegisterNode(MakeNode("n2", {Gpu("GPU-a", "T4", 0)})),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("node.devices[0].id \"GPU-a\" is already registered on "
+                    "node \"n1\"")));
+  EXPECT_THAT(
+      catalog_.RegisterNode(MakeNode("n2", {Gpu("MIG-1", "T4", 0)})),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"n1\"")));
+  EXPECT_THAT(catalog_.GetNode("n2"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("n2")));
+  EXPECT_EQ(store_.nodes().size(), 1u);
+  EXPECT_EQ(catalog_.GetNode("n1")->devices.size(), 2u);
+}
+
+TEST_F(CatalogTest, FailedStoreWriteLeavesMemoryUnchanged) {
+  ASSERT_OK(catalog_.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)})));
+  const Node before = *catalog_.GetNode("n1");
+  store_.FailWrites(absl::UnavailableError("disk gone"));
+  EXPECT_THAT(catalog_.RegisterNode(MakeNode("n1", {Gpu("GPU-z", "L4", 0)})),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("disk gone")));
+  EXPECT_THAT(catalog_.RegisterNode(MakeNode("n2", {Gpu("GPU-b", "T4", 0)})),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(catalog_.SetNodeSchedulable("n1", false),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(catalog_.Heartbeat("n1", {"GPU-a"}),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(catalog_.RemoveNode("n1", false),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_EQ(*catalog_.GetNode("n1"), before);
+  EXPECT_THAT(catalog_.GetNode("n2"),
+              StatusIs(absl::StatusCode::kNotFound, testing::_));
+  store_.FailWrites(absl::OkStatus());
+  // GPU-z was never taken.
+  EXPECT_OK(catalog_.RegisterNode(MakeNode("n3", {Gpu("GPU-z", "L4", 0)})));
+}
+
+TEST_F(CatalogTest, ListNodesPagesInNameOrderAndFilters) {
+  for (int i = 0; i < 25; ++i) {
+    Labels labels = {{"pool", i % 2 == 0 ? "even" : "odd"}};
+    ASSERT_OK(catalog_.RegisterNode(
+        MakeNode(absl::StrCat("node-", 100 + i),
+                 {Gpu(absl::StrCat("GPU-", i), "T4", 0)}, labels)));
+  }
+  std::vector<std::string> names;
+  std::string token;
+  int pages = 0;
+  do {
+    absl::StatusOr<NodePage> page =
+        catalog_.ListNodes(LabelSelector(), 10, token);
+    ASSERT_OK(page);
+    for (const Node& n : page->nodes) names.push_back(n.name);
+    token = page->next_page_token;
+    ++pages;
+  } while (!token.empty());
+  EXPECT_EQ(pages, 3);
+  ASSERT_EQ(names.size(), 25u);
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+
+  absl::StatusOr<LabelSelector> odd =
+      LabelSelector::Parse("pool=odd", "label_selector");
+  ASSERT_OK(odd);
+  absl::StatusOr<NodePage> page = catalog_.ListNodes(*odd, 0, "");
+  ASSERT_OK(page);
+  EXPECT_EQ(page->nodes.size(), 12u);
+  EXPECT_THAT(page->next_page_token, IsEmpty());
+
+  EXPECT_THAT(
+      catalog_.ListNodes(LabelSelector(), -1, ""),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_size")));
+  EXPECT_THAT(
+      catalog_.ListNodes(LabelSelector(), kMaxPageSize + 1, ""),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_size")));
+  EXPECT_THAT(
+      catalog_.ListNodes(LabelSelector(), 10, "!!not-a-token"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_token")));
+}
+
+TEST_F(CatalogTest, HeartbeatSetsHealthAndTime) {
+  ASSERT_OK(catalog_.RegisterNode(
+      MakeNode("n1", {Gpu("GPU-a", "T4", 0), Gpu("GPU-b", "T4", 1)})));
+  clock_.Advance(absl::Minutes(1));
+  ASSERT_OK(catalog_.Heartbeat("n1", {"GPU-b"}));
+  Node n = *catalog_.GetNode("n1");
+  EXPECT_EQ(n.last_heartbeat, clock_.Now());
+  EXPECT_TRUE(n.devices[0].healthy);
+  EXPECT_FALSE(n.devices[1].healthy);
+  EXPECT_FALSE(store_.nodes().at("n1").devices[1].healthy);
+
+  // The list is the whole unhealthy set: GPU-b recovers.
+  ASSERT_OK(catalog_.Heartbeat("n1", {}));
+  EXPECT_TRUE(catalog_.GetNode("n1")->devices[1].healthy);
+
+  EXPECT_THAT(catalog_.Heartbeat("n1", {"GPU-a", "GPU-x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unhealthy_device_ids[1] \"GPU-x\"")));
+  EXPECT_TRUE(catalog_.GetNode("n1")->devices[0].healthy);
+  EXPECT_THAT(catalog_.Heartbeat("nope", {}),
+              StatusIs(absl::StatusCode::kNotFound, testing::_));
+}
+
+TEST_F(CatalogTest, RemoveNodeFreesItsDeviceIds) {
+  ASSERT_OK(catalog_.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)})));
+  EXPECT_THAT(catalog_.RemoveNode("n9", false),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("n9")));
+  ASSERT_OK(catalog_.RemoveNode("n1", false));
+  EXPECT_THAT(catalog_.GetNode("n1"),
+              StatusIs(absl::StatusCode::kNotFound, testing::_));
+  EXPECT_TRUE(store_.nodes().empty());
+  EXPECT_OK(catalog_.RegisterNode(MakeNode("n2", {Gpu("GPU-a", "T4", 0)})));
+}
+
+TEST_F(CatalogTest, CapacityCountsWholeGpusMigSlicesAndTpuSlices) {
+  Device sick = Gpu("GPU-c", "T4", 2);
+  sick.healthy = false;
+  ASSERT_OK(catalog_.RegisterNode(
+      MakeNode("n1", {Gpu("GPU-a", "T4", 0), Gpu("GPU-b", "Tesla T4", 1), sick,
+                      MigGpu("GPU-m", 3,
+                             {{"MIG-1", "1g.5gb", 0},
+                              {"MIG-2", "1g.5gb", 1},
+                              {"MIG-3", "3g.20gb", 4}})})));
+  // A v5p 2x2x2 slice spans two hosts of four chips; 2x2x1 "half" has one chip
+  // missing.
+  std::vector<Device> host_a, host_b;
+  for (int i = 0; i < 4; ++i) {
+    host_a.push_back(Chip(absl::StrCat("a-", i), "big", "2x2x2", i));
+    host_b.push_back(Chip(absl::StrCat("b-", i), "big", "2x2x2", i));
+  }
+  for (int i = 0; i < 3; ++i)
+    host_b.push_back(Chip(absl::StrCat("h-", i), "half", "2x2x1", 4 + i));
+  ASSERT_OK(catalog_.RegisterNode(MakeNode("tpu-a", host_a)));
+  ASSERT_OK(catalog_.RegisterNode(MakeNode("tpu-b", host_b)));
+
+  using E = CapacityEntry;
+  EXPECT_THAT(
+      catalog_.GetCapacity(),
+      ElementsAre(
+          E{DeviceClass::kNvidiaGpu, "nvidia-tesla-a100", "1g.5gb", 2, 0, 2, 0},
+          E{DeviceClass::kNvidiaGpu, "nvidia-tesla-a100", "3g.20gb", 1, 0, 1,
+            0},
+          E{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", "", 3, 0, 2, 1},
+          E{DeviceClass::kGoogleTpu, "tpu-v5p-slice", "2x2x1", 1, 0, 0, 1},
+          E{DeviceClass::kGoogleTpu, "tpu-v5p-slice", "2x2x2", 1, 0, 1, 0}));
+}
+
+TEST_F(CatalogTest, TpuSliceAcrossNodesMustAgreeAndFit) {
+  std::vector<Device> host_a;
+  for (int i = 0; i < 4; ++i)
+    host_a.push_back(Chip(absl::StrCat("a-", i), "s", "2x2x2", i));
+  ASSERT_OK(catalog_.RegisterNode(MakeNode("tpu-a", host_a)));
+  EXPECT_THAT(
+      catalog_.RegisterNode(MakeNode("tpu-b", {Chip("b-0", "s", "2x2x1", 0)})),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("TPU slice \"s\")")));
+  std::vector<Device> host_b;
+  for (int i = 0; i < 4; ++i)
+    host_b.push_back(Chip(absl::StrCat("b-", i), "s", "2x2x2", i));
+  ASSERT_OK(catalog_.RegisterNode(MakeNode("tpu-b", host_b)));
+  // A third host would make 12 chips on 3 hosts of an 8-chip, 2-host slice.
+  EXPECT_THAT(
+      catalog_.RegisterNode(MakeNode("tpu-c", {Chip("c-0", "s", "2x2x2", 0)})),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 hosts")));
+  // Re-registering a host of the slice is not a conflict with itself.
+  EXPECT_OK(catalog_.RegisterNode(MakeNode("tpu-b", host_b)));
+}
+
+TEST_F(CatalogTest, LoadRebuildsEverythingFromTheStore) {
+  ASSERT_OK(catalog_.RegisterNode(
+      MakeNode("n1", {Gpu("GPU-a", "T4", 0)}, {{"k", "v"}})));
+  ASSERT_OK(catalog_.SetNodeSchedulable("n1", false));
+  Catalog reloaded(&store_, &clock_);
+  ASSERT_OK(reloaded.Load());
+  EXPECT_EQ(*reloaded.GetNode("n1"), *catalog_.GetNode("n1"));
+  EXPECT_EQ(reloaded.GetCapacity(), catalog_.GetCapacity());
+  EXPECT_THAT(
+      reloaded.RegisterNode(MakeNode("n2", {Gpu("GPU-a", "T4", 0)})),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"n1\"")));
+}
+
+}  // namespace
+}  // namespace accelsched

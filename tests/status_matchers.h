@@ -1,0 +1,37 @@
+// StatusIs(code[, message matcher]) for absl::Status and absl::StatusOr in
+// tests; Debian's abseil ships none.
+#ifndef ACCELSCHED_TESTS_STATUS_MATCHERS_H_
+#define ACCELSCHED_TESTS_STATUS_MATCHERS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gmock/gmock.h"
+
+namespace accelsched {
+
+inline const absl::Status& GetStatus(const absl::Status& s) { return s; }
+template <typename T>
+const absl::Status& GetStatus(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+
+MATCHER_P2(StatusIs, code, message_matcher, "") {
+  const absl::Status& s = GetStatus(arg);
+  *result_listener << "status is " << s;
+  return s.code() == code &&
+         testing::ExplainMatchResult(message_matcher, std::string(s.message()),
+                                     result_listener);
+}
+
+#define EXPECT_OK(expr) \
+  EXPECT_THAT((expr),   \
+              ::accelsched::StatusIs(absl::StatusCode::kOk, ::testing::_))
+#define ASSERT_OK(expr) \
+  ASSERT_THAT((expr),   \
+              ::accelsched::StatusIs(absl::StatusCode::kOk, ::testing::_))
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_TESTS_STATUS_MATCHERS_H_
