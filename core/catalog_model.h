@@ -33,6 +33,9 @@ struct Device {
   std::vector<MigSlice> mig_slices;
   std::string tpu_slice_id;
   std::string tpu_topology;
+  // Dropped by a re-registration while in a live allocation: kept, unhealthy,
+  // until released, then removed. Never set by clients.
+  bool removed = false;
 
   bool operator==(const Device&) const = default;
 };

@@ -1,18 +1,53 @@
-// The durable record the catalog writes through. core/ defines it; storage/
+// The durable record the scheduler writes through. core/ defines it; storage/
 // implements it (SQLite today), so another engine can be added without touching
-// core. Implementations need not be thread-safe: the catalog calls them under
-// its own writer lock.
+// core. Implementations need not be thread-safe: only the scheduler's commit
+// thread calls them after Load.
 #ifndef ACCELSCHED_CORE_STORE_H_
 #define ACCELSCHED_CORE_STORE_H_
 
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "core/allocation_model.h"
 #include "core/catalog_model.h"
 
 namespace accelsched {
+
+// Replaces the node's row, labels and devices.
+struct PutNodeMutation {
+  Node node;
+};
+// Writes the node's schedulable flag, last heartbeat and each device's health.
+struct PutNodeStatusMutation {
+  Node node;
+};
+// Deletes the node and the devices it owns. Allocations are not touched.
+struct DeleteNodeMutation {
+  std::string name;
+};
+// Inserts or updates an allocation and the units it holds.
+struct PutAllocationMutation {
+  Allocation allocation;
+  std::vector<std::string>
+      units;  // unit keys; live while the allocation is ACTIVE
+};
+// Forgets an ended allocation (retention).
+struct DeleteAllocationMutation {
+  std::string id;
+};
+
+using Mutation =
+    std::variant<PutNodeMutation, PutNodeStatusMutation, DeleteNodeMutation,
+                 PutAllocationMutation, DeleteAllocationMutation>;
+
+struct StoredAllocation {
+  Allocation allocation;
+  std::vector<std::string> units;
+};
 
 class Store {
  public:
@@ -20,16 +55,12 @@ class Store {
 
   // Every node with its labels and devices, for rebuilding memory at start-up.
   virtual absl::StatusOr<std::vector<Node>> LoadNodes() = 0;
+  // Every allocation kept (live ones and ended ones not yet forgotten).
+  virtual absl::StatusOr<std::vector<StoredAllocation>> LoadAllocations() = 0;
 
-  // Replaces the node's row, labels and devices with `node`, atomically.
-  virtual absl::Status PutNode(const Node& node) = 0;
-
-  // Writes the node's schedulable flag, last heartbeat and each device's
-  // health, atomically.
-  virtual absl::Status PutNodeStatus(const Node& node) = 0;
-
-  // Deletes the node and everything it owns; NOT_FOUND if absent.
-  virtual absl::Status DeleteNode(absl::string_view name) = 0;
+  // Applies every mutation in one durable transaction: all or none. Returns
+  // only after the commit is on disk.
+  virtual absl::Status Apply(absl::Span<const Mutation> mutations) = 0;
 };
 
 }  // namespace accelsched

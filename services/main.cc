@@ -19,6 +19,13 @@ ABSL_FLAG(std::string, db, "accelsched.db",
           "SQLite file, created with its schema if absent");
 ABSL_FLAG(absl::Duration, default_lease, absl::Hours(1),
           "lease given when a request names none (e.g. 30m, 1h)");
+ABSL_FLAG(
+    absl::Duration, heartbeat_timeout, absl::Minutes(5),
+    "nodes whose last heartbeat is older get no new allocations; 0 disables");
+ABSL_FLAG(absl::Duration, allocation_retention, absl::Hours(24),
+          "how long released and expired allocations stay readable");
+ABSL_FLAG(absl::Duration, sweep_interval, absl::Seconds(1),
+          "how often expired leases are swept");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -38,6 +45,9 @@ int main(int argc, char** argv) {
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.db = absl::GetFlag(FLAGS_db);
   options.default_lease = absl::GetFlag(FLAGS_default_lease);
+  options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
+  options.allocation_retention = absl::GetFlag(FLAGS_allocation_retention);
+  options.sweep_interval = absl::GetFlag(FLAGS_sweep_interval);
 
   auto server = accelsched::Server::BuildAndStart(options);
   if (!server.ok()) {

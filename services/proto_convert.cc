@@ -2,6 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/node_validation.h"
+#include "core/placement.h"
+#include "core/status_macros.h"
 
 namespace accelsched {
 namespace {
@@ -14,6 +17,10 @@ void ToTimestamp(absl::Time t, google::protobuf::Timestamp* ts) {
   const int64_t ns = absl::ToUnixNanos(t);
   ts->set_seconds(ns / 1'000'000'000);
   ts->set_nanos(static_cast<int32_t>(ns % 1'000'000'000));
+}
+
+absl::Duration FromDuration(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
 }
 
 }  // namespace
@@ -84,6 +91,113 @@ void CapacityToProto(const CapacityEntry& e, v1::CapacityEntry* proto) {
   proto->set_allocated(e.allocated);
   proto->set_free(e.free);
   proto->set_unhealthy(e.unhealthy);
+}
+
+absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
+    const v1::AllocateRequest& proto) {
+  if (!proto.has_accelerator()) {
+    return absl::InvalidArgumentError("accelerator is required");
+  }
+  const v1::Accelerator& acc = proto.accelerator();
+  if (!v1::DeviceClass_IsValid(acc.device_class())) {
+    return absl::InvalidArgumentError(absl::StrCat("accelerator.device_class ",
+                                                   acc.device_class(),
+                                                   " is not a DeviceClass"));
+  }
+  AllocationRequest req;
+  req.request_id = proto.request_id();
+  req.device = acc.device();
+  req.device_class = static_cast<DeviceClass>(acc.device_class());
+  switch (acc.partition_size_value_case()) {
+    case v1::Accelerator::kUnpartitioned:
+      req.partition_kind = acc.unpartitioned() ? PartitionKind::kUnpartitioned
+                                               : PartitionKind::kUnset;
+      break;
+    case v1::Accelerator::kPartitionSize:
+      req.partition_kind = acc.partition_size().empty()
+                               ? PartitionKind::kUnset
+                               : PartitionKind::kPartitionSize;
+      req.partition_size = acc.partition_size();
+      break;
+    case v1::Accelerator::PARTITION_SIZE_VALUE_NOT_SET:
+      break;
+  }
+  req.count = proto.count();
+  req.node_selector.insert(proto.node_selector().begin(),
+                           proto.node_selector().end());
+  req.tenant = proto.tenant();
+  req.priority = proto.priority();
+  req.lease = FromDuration(proto.lease());
+  return req;
+}
+
+void AllocationToProto(const Allocation& a, v1::Allocation* proto) {
+  proto->set_id(a.id);
+  proto->set_request_id(a.request_id);
+  proto->set_state(static_cast<v1::AllocationState>(a.state));
+  proto->set_node(a.node);
+  for (const AllocatedDevice& d : a.devices) {
+    v1::AllocatedDevice* p = proto->add_devices();
+    p->set_node(d.node);
+    p->set_device_id(d.device_id);
+    p->set_mig_slice_id(d.mig_slice_id);
+    p->set_profile(d.profile);
+  }
+  const Placement placement = BuildPlacement(a);
+  v1::Placement* p = proto->mutable_placement();
+  p->mutable_node_selector()->insert(placement.node_selector.begin(),
+                                     placement.node_selector.end());
+  p->set_resource_name(placement.resource_name);
+  p->set_resource_count(placement.resource_count);
+  p->mutable_env()->insert(placement.env.begin(), placement.env.end());
+  for (const Toleration& t : placement.tolerations) {
+    v1::Toleration* pt = p->add_tolerations();
+    pt->set_key(t.key);
+    pt->set_operator_(t.op);
+    pt->set_value(t.value);
+    pt->set_effect(t.effect);
+  }
+  proto->set_tenant(a.tenant);
+  if (!a.id.empty()) {
+    ToTimestamp(a.created_at, proto->mutable_created_at());
+    ToTimestamp(a.expires_at, proto->mutable_expires_at());
+  }
+}
+
+void EventToProto(const Event& e, v1::Event* proto) {
+  proto->set_type(static_cast<v1::Event::Type>(e.type));
+  ToTimestamp(e.time, proto->mutable_time());
+  if (!e.allocation.id.empty())
+    AllocationToProto(e.allocation, proto->mutable_allocation());
+  proto->set_node(e.node);
+  proto->set_reason(e.reason);
+  proto->set_sequence(e.sequence);
+}
+
+void ExplainToProto(const ExplainResult& r, v1::ExplainResponse* proto) {
+  proto->set_feasible(r.feasible);
+  if (r.feasible)
+    AllocationToProto(r.would_allocate, proto->mutable_would_allocate());
+  for (const NodeVerdict& v : r.explanation.nodes) {
+    v1::NodeVerdict* p = proto->add_nodes();
+    p->set_node(v.node);
+    for (const std::string& reason : v.reasons) p->add_reasons(reason);
+  }
+  proto->set_summary(r.explanation.summary);
+}
+
+absl::StatusOr<AllocationKey> AllocationKeyFromIds(
+    const std::string& allocation_id, const std::string& request_id) {
+  if (allocation_id.empty() == request_id.empty()) {
+    return absl::InvalidArgumentError(
+        "exactly one of allocation_id and request_id is required");
+  }
+  if (!allocation_id.empty()) {
+    RETURN_IF_ERROR(ValidateId(allocation_id, "allocation_id"));
+  } else {
+    RETURN_IF_ERROR(ValidateId(request_id, "request_id"));
+  }
+  return AllocationKey{allocation_id, request_id};
 }
 
 }  // namespace accelsched

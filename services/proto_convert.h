@@ -6,14 +6,36 @@
 
 #include "absl/status/statusor.h"
 #include "accelsched/v1/accelsched.pb.h"
+#include "core/allocation_model.h"
 #include "core/capacity.h"
 #include "core/catalog_model.h"
+#include "core/scheduler.h"
 
 namespace accelsched {
 
 absl::StatusOr<Node> NodeFromProto(const v1::Node& proto);
 void NodeToProto(const Node& node, v1::Node* proto);
 void CapacityToProto(const CapacityEntry& entry, v1::CapacityEntry* proto);
+
+absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
+    const v1::AllocateRequest& proto);
+// With the placement derived from it. An allocation without an id (Explain's
+// preview) leaves id and state unset.
+void AllocationToProto(const Allocation& allocation, v1::Allocation* proto);
+void EventToProto(const Event& event, v1::Event* proto);
+void ExplainToProto(const ExplainResult& result, v1::ExplainResponse* proto);
+
+// Exactly one of allocation_id and request_id; INVALID_ARGUMENT otherwise.
+template <typename Request>
+absl::StatusOr<AllocationKey> AllocationKeyFromProto(const Request& proto);
+
+absl::StatusOr<AllocationKey> AllocationKeyFromIds(
+    const std::string& allocation_id, const std::string& request_id);
+
+template <typename Request>
+absl::StatusOr<AllocationKey> AllocationKeyFromProto(const Request& proto) {
+  return AllocationKeyFromIds(proto.allocation_id(), proto.request_id());
+}
 
 }  // namespace accelsched
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/labels.h"
 #include "core/node_validation.h"
@@ -28,7 +29,7 @@ grpc::Status SchedulerService::RegisterNode(grpc::ServerContext*,
   return Handle([&]() -> absl::Status {
     if (!req->has_node()) return absl::InvalidArgumentError("node is required");
     ASSIGN_OR_RETURN(Node node, NodeFromProto(req->node()));
-    ASSIGN_OR_RETURN(Node stored, catalog_->RegisterNode(std::move(node)));
+    ASSIGN_OR_RETURN(Node stored, scheduler_->RegisterNode(std::move(node)));
     NodeToProto(stored, resp);
     return absl::OkStatus();
   });
@@ -39,7 +40,7 @@ grpc::Status SchedulerService::GetNode(grpc::ServerContext*,
                                        v1::Node* resp) {
   return Handle([&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    ASSIGN_OR_RETURN(Node node, catalog_->GetNode(req->name()));
+    ASSIGN_OR_RETURN(Node node, scheduler_->GetNode(req->name()));
     NodeToProto(node, resp);
     return absl::OkStatus();
   });
@@ -54,7 +55,7 @@ grpc::Status SchedulerService::ListNodes(grpc::ServerContext*,
         LabelSelector::Parse(req->label_selector(), "label_selector"));
     ASSIGN_OR_RETURN(
         NodePage page,
-        catalog_->ListNodes(selector, req->page_size(), req->page_token()));
+        scheduler_->ListNodes(selector, req->page_size(), req->page_token()));
     for (const Node& node : page.nodes) NodeToProto(node, resp->add_nodes());
     resp->set_next_page_token(page.next_page_token);
     return absl::OkStatus();
@@ -66,7 +67,7 @@ grpc::Status SchedulerService::RemoveNode(grpc::ServerContext*,
                                           v1::RemoveNodeResponse*) {
   return Handle([&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    return catalog_->RemoveNode(req->name(), req->force());
+    return scheduler_->RemoveNode(req->name(), req->force());
   });
 }
 
@@ -75,7 +76,7 @@ grpc::Status SchedulerService::SetNodeSchedulable(
     v1::Node* resp) {
   return Handle([&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    ASSIGN_OR_RETURN(Node node, catalog_->SetNodeSchedulable(
+    ASSIGN_OR_RETURN(Node node, scheduler_->SetNodeSchedulable(
                                     req->name(), req->schedulable()));
     NodeToProto(node, resp);
     return absl::OkStatus();
@@ -93,7 +94,7 @@ grpc::Status SchedulerService::Heartbeat(grpc::ServerContext*,
       RETURN_IF_ERROR(
           ValidateId(ids[i], absl::StrCat("unhealthy_device_ids[", i, "]")));
     }
-    return catalog_->Heartbeat(req->name(), ids);
+    return scheduler_->Heartbeat(req->name(), ids);
   });
 }
 
@@ -101,8 +102,112 @@ grpc::Status SchedulerService::GetCapacity(grpc::ServerContext*,
                                            const v1::GetCapacityRequest*,
                                            v1::GetCapacityResponse* resp) {
   return Handle([&]() -> absl::Status {
-    for (const CapacityEntry& e : catalog_->GetCapacity()) {
+    for (const CapacityEntry& e : scheduler_->GetCapacity()) {
       CapacityToProto(e, resp->add_entries());
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status SchedulerService::Allocate(grpc::ServerContext*,
+                                        const v1::AllocateRequest* req,
+                                        v1::Allocation* resp) {
+  return Handle([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(AllocationRequest request,
+                     AllocationRequestFromProto(*req));
+    ASSIGN_OR_RETURN(Allocation a, scheduler_->Allocate(request));
+    AllocationToProto(a, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status SchedulerService::Release(grpc::ServerContext*,
+                                       const v1::ReleaseRequest* req,
+                                       v1::Allocation* resp) {
+  return Handle([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
+    ASSIGN_OR_RETURN(Allocation a, scheduler_->Release(key));
+    AllocationToProto(a, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status SchedulerService::RenewLease(grpc::ServerContext*,
+                                          const v1::RenewLeaseRequest* req,
+                                          v1::Allocation* resp) {
+  return Handle([&]() -> absl::Status {
+    RETURN_IF_ERROR(ValidateId(req->allocation_id(), "allocation_id"));
+    const absl::Duration lease = absl::Seconds(req->lease().seconds()) +
+                                 absl::Nanoseconds(req->lease().nanos());
+    ASSIGN_OR_RETURN(Allocation a,
+                     scheduler_->RenewLease(req->allocation_id(), lease));
+    AllocationToProto(a, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status SchedulerService::GetAllocation(
+    grpc::ServerContext*, const v1::GetAllocationRequest* req,
+    v1::Allocation* resp) {
+  return Handle([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
+    ASSIGN_OR_RETURN(Allocation a, scheduler_->GetAllocation(key));
+    AllocationToProto(a, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status SchedulerService::ListAllocations(
+    grpc::ServerContext*, const v1::ListAllocationsRequest* req,
+    v1::ListAllocationsResponse* resp) {
+  return Handle([&]() -> absl::Status {
+    if (!v1::AllocationState_IsValid(req->state())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state ", req->state(), " is not an AllocationState"));
+    }
+    if (!req->node().empty())
+      RETURN_IF_ERROR(ValidateNodeName(req->node(), "node"));
+    AllocationFilter filter{static_cast<AllocationState>(req->state()),
+                            req->node(), req->tenant()};
+    ASSIGN_OR_RETURN(AllocationPage page,
+                     scheduler_->ListAllocations(filter, req->page_size(),
+                                                 req->page_token()));
+    for (const Allocation& a : page.allocations) {
+      AllocationToProto(a, resp->add_allocations());
+    }
+    resp->set_next_page_token(page.next_page_token);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status SchedulerService::Explain(grpc::ServerContext*,
+                                       const v1::AllocateRequest* req,
+                                       v1::ExplainResponse* resp) {
+  return Handle([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(AllocationRequest request,
+                     AllocationRequestFromProto(*req));
+    ASSIGN_OR_RETURN(ExplainResult result, scheduler_->Explain(request));
+    ExplainToProto(result, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status SchedulerService::WatchEvents(
+    grpc::ServerContext* ctx, const v1::WatchEventsRequest*,
+    grpc::ServerWriter<v1::Event>* writer) {
+  return Handle([&]() -> absl::Status {
+    EventHub& hub = scheduler_->events();
+    std::shared_ptr<EventHub::Watcher> watcher = hub.Subscribe();
+    absl::Cleanup unsubscribe = [&] { hub.Unsubscribe(watcher); };
+    // Wake up now and then to notice a cancelled call or a server shutting
+    // down.
+    while (!ctx->IsCancelled()) {
+      ASSIGN_OR_RETURN(std::optional<Event> event,
+                       watcher->Next(absl::Milliseconds(250)));
+      if (!event.has_value()) continue;
+      v1::Event proto;
+      EventToProto(*event, &proto);
+      if (!writer->Write(proto)) break;  // the client went away
     }
     return absl::OkStatus();
   });

@@ -5,14 +5,14 @@
 #define ACCELSCHED_SERVICES_SCHEDULER_SERVICE_H_
 
 #include "accelsched/v1/accelsched.grpc.pb.h"
-#include "core/catalog.h"
+#include "core/scheduler.h"
 
 namespace accelsched {
 
 class SchedulerService final : public v1::AcceleratorScheduler::Service {
  public:
-  // `catalog` must outlive the service.
-  explicit SchedulerService(Catalog* catalog) : catalog_(catalog) {}
+  // `scheduler` must outlive the service.
+  explicit SchedulerService(Scheduler* scheduler) : scheduler_(scheduler) {}
 
   grpc::Status RegisterNode(grpc::ServerContext* ctx,
                             const v1::RegisterNodeRequest* req,
@@ -34,9 +34,28 @@ class SchedulerService final : public v1::AcceleratorScheduler::Service {
   grpc::Status GetCapacity(grpc::ServerContext* ctx,
                            const v1::GetCapacityRequest* req,
                            v1::GetCapacityResponse* resp) override;
+  grpc::Status Allocate(grpc::ServerContext* ctx,
+                        const v1::AllocateRequest* req,
+                        v1::Allocation* resp) override;
+  grpc::Status Release(grpc::ServerContext* ctx, const v1::ReleaseRequest* req,
+                       v1::Allocation* resp) override;
+  grpc::Status RenewLease(grpc::ServerContext* ctx,
+                          const v1::RenewLeaseRequest* req,
+                          v1::Allocation* resp) override;
+  grpc::Status GetAllocation(grpc::ServerContext* ctx,
+                             const v1::GetAllocationRequest* req,
+                             v1::Allocation* resp) override;
+  grpc::Status ListAllocations(grpc::ServerContext* ctx,
+                               const v1::ListAllocationsRequest* req,
+                               v1::ListAllocationsResponse* resp) override;
+  grpc::Status Explain(grpc::ServerContext* ctx, const v1::AllocateRequest* req,
+                       v1::ExplainResponse* resp) override;
+  grpc::Status WatchEvents(grpc::ServerContext* ctx,
+                           const v1::WatchEventsRequest* req,
+                           grpc::ServerWriter<v1::Event>* writer) override;
 
  private:
-  Catalog* const catalog_;
+  Scheduler* const scheduler_;
 };
 
 }  // namespace accelsched

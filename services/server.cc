@@ -6,11 +6,12 @@
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
+#include <cstdio>
 #include <exception>
 
 #include "absl/strings/str_cat.h"
-#include "core/catalog.h"
 #include "core/clock.h"
+#include "core/scheduler.h"
 #include "core/status_macros.h"
 #include "grpc/health/v1/health.pb.h"
 #include "services/scheduler_service.h"
@@ -33,18 +34,47 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   if (options.default_lease <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--default_lease must be positive");
   }
+  if (options.heartbeat_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--heartbeat_timeout must not be negative");
+  }
+  if (options.allocation_retention < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--allocation_retention must not be negative");
+  }
+  if (options.sweep_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--sweep_interval must be positive");
+  }
   std::unique_ptr<Server> server(new Server);
-  RETURN_IF_ERROR(server->OpenCatalog(options));
+  RETURN_IF_ERROR(server->OpenScheduler(options));
   RETURN_IF_ERROR(server->StartMetrics(options));
   RETURN_IF_ERROR(server->StartGrpc(options));
+  server->StartSweeper(options.sweep_interval);
   return server;
 }
 
-absl::Status Server::OpenCatalog(const Options& options) {
+absl::Status Server::OpenScheduler(const Options& options) {
   clock_ = std::make_unique<RealClock>();
   ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db));
-  catalog_ = std::make_unique<Catalog>(store_.get(), clock_.get());
-  return catalog_->Load();
+  Scheduler::Options scheduler_options;
+  scheduler_options.default_lease = options.default_lease;
+  scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
+  scheduler_options.retention = options.allocation_retention;
+  scheduler_ = std::make_unique<Scheduler>(store_.get(), clock_.get(),
+                                           scheduler_options);
+  return scheduler_->Load();
+}
+
+void Server::StartSweeper(absl::Duration interval) {
+  sweeper_ = std::thread([this, interval] {
+    while (!stop_sweeper_.WaitForNotificationWithTimeout(interval)) {
+      absl::Status s = scheduler_->Sweep().status();
+      if (!s.ok()) {
+        std::fprintf(stderr, "accelschedd: lease sweep: %s\n",
+                     std::string(s.ToString()).c_str());
+      }
+    }
+  });
 }
 
 absl::Status Server::StartMetrics(const Options& options) {
@@ -69,7 +99,7 @@ absl::Status Server::StartGrpc(const Options& options) {
   // show the service.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  service_ = std::make_unique<SchedulerService>(catalog_.get());
+  service_ = std::make_unique<SchedulerService>(scheduler_.get());
   grpc::ServerBuilder builder;
   // Without this, Linux's SO_REUSEPORT would let a second server share a busy
   // port silently.
@@ -99,7 +129,13 @@ void Server::Shutdown(absl::Duration grace) {
     grpc_server_->Wait();
     grpc_server_.reset();
   }
+  if (sweeper_.joinable()) {
+    stop_sweeper_.Notify();
+    sweeper_.join();
+  }
   exposer_.reset();
+  // Drains the commit queue before the store closes.
+  scheduler_.reset();
 }
 
 }  // namespace accelsched

@@ -1,4 +1,4 @@
-// Server assembly: opens the store, loads the catalog, and serves the
+// Server assembly: opens the store, loads the scheduler, and serves the
 // scheduler, health and reflection services over gRPC and /metrics over HTTP.
 // Owns everything it builds.
 #ifndef ACCELSCHED_SERVICES_SERVER_H_
@@ -6,8 +6,10 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
 namespace grpc {
@@ -20,8 +22,8 @@ class Registry;
 
 namespace accelsched {
 
-class Catalog;
 class Clock;
+class Scheduler;
 class SchedulerService;
 class Store;
 
@@ -32,6 +34,12 @@ class Server {
     std::string metrics_listen = "0.0.0.0:9464";
     std::string db = "accelsched.db";
     absl::Duration default_lease = absl::Hours(1);
+    // Nodes silent for longer get no new allocations; zero disables the check.
+    absl::Duration heartbeat_timeout = absl::Minutes(5);
+    // Ended allocations stay readable this long.
+    absl::Duration allocation_retention = absl::Hours(24);
+    // How often expired leases are swept.
+    absl::Duration sweep_interval = absl::Seconds(1);
   };
 
   // Checks the options, then opens, loads and starts everything; an error
@@ -52,17 +60,20 @@ class Server {
 
  private:
   Server();
-  absl::Status OpenCatalog(const Options& options);
+  absl::Status OpenScheduler(const Options& options);
+  void StartSweeper(absl::Duration interval);
   absl::Status StartMetrics(const Options& options);
   absl::Status StartGrpc(const Options& options);
 
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Store> store_;
-  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<SchedulerService> service_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  absl::Notification stop_sweeper_;
+  std::thread sweeper_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
 };

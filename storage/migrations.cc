@@ -47,6 +47,45 @@ CREATE TABLE mig_slices (
 );
 CREATE INDEX mig_slices_by_device ON mig_slices(device_id);
 )sql"},
+    {2, R"sql(
+ALTER TABLE devices ADD COLUMN removed INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE allocations (
+  id TEXT PRIMARY KEY,
+  request_id TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  created_at_unix_ns INTEGER NOT NULL,
+  expires_at_unix_ns INTEGER NOT NULL,
+  ended_at_unix_ns INTEGER NOT NULL,
+  end_reason TEXT NOT NULL,
+  device_class INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  partition TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  hostname TEXT NOT NULL
+);
+CREATE INDEX allocations_by_request ON allocations(request_id);
+CREATE TABLE allocation_devices (
+  allocation_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  device_id TEXT NOT NULL,
+  mig_slice_id TEXT NOT NULL,
+  profile TEXT NOT NULL,
+  PRIMARY KEY (allocation_id, position)
+);
+CREATE TABLE allocation_units (
+  allocation_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,
+  unit TEXT NOT NULL,
+  live INTEGER NOT NULL,
+  PRIMARY KEY (allocation_id, unit)
+);
+-- The last line of defence against double booking: a unit is in at most one live
+-- allocation, whatever the code above believes.
+CREATE UNIQUE INDEX live_units ON allocation_units(unit) WHERE live = 1;
+)sql"},
 };
 
 }  // namespace

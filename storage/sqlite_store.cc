@@ -2,6 +2,7 @@
 
 #include <map>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -54,7 +55,7 @@ absl::StatusOr<std::vector<Node>> SqliteStore::LoadNodes() {
       q, db_->Prepare(
              "SELECT d.node, d.id, d.device_class, d.model, d.memory_bytes, "
              "d.device_index, "
-             "d.healthy, d.mig_enabled, d.tpu_slice_id, t.topology "
+             "d.healthy, d.mig_enabled, d.tpu_slice_id, t.topology, d.removed "
              "FROM devices d LEFT JOIN tpu_slices t ON t.id = d.tpu_slice_id "
              "ORDER BY d.node, d.device_index"));
   for (;;) {
@@ -70,6 +71,7 @@ absl::StatusOr<std::vector<Node>> SqliteStore::LoadNodes() {
     d.mig_enabled = q->ColumnInt(7) != 0;
     d.tpu_slice_id = q->ColumnText(8);
     d.tpu_topology = q->ColumnText(9);
+    d.removed = q->ColumnInt(10) != 0;
     if (auto it = slices.find(d.id); it != slices.end())
       d.mig_slices = std::move(it->second);
     nodes[q->ColumnText(0)].devices.push_back(std::move(d));
@@ -124,6 +126,7 @@ absl::Status SqliteStore::WriteDevices(const Node& node) {
                         .Bind(7, int64_t{d.healthy})
                         .Bind(8, int64_t{d.mig_enabled})
                         .BindOrNull(9, d.tpu_slice_id)
+                        .Bind(10, int64_t{d.removed})
                         .Run());
     for (const MigSlice& s : d.mig_slices) {
       ASSIGN_OR_RETURN(
@@ -150,50 +153,170 @@ absl::Status SqliteStore::DeleteOrphanTpuSlices() {
   return q->Run();
 }
 
-absl::Status SqliteStore::PutNode(const Node& node) {
-  Transaction txn(db_.get());
-  RETURN_IF_ERROR(txn.begin_status());
+absl::Status SqliteStore::Write(const PutNodeMutation& m) {
+  const Node& node = m.node;
   RETURN_IF_ERROR(WriteNodeRow(node));
   ASSIGN_OR_RETURN(Statement * del,
                    db_->Prepare("DELETE FROM node_labels WHERE node = ?1"));
   RETURN_IF_ERROR(del->Bind(1, node.name).Run());
   for (const auto& [key, value] : node.labels) {
-    ASSIGN_OR_RETURN(
-        Statement * ins,
-        db_->Prepare(
-            "INSERT INTO node_labels (node, key, value) VALUES (?1, ?2, ?3)"));
+    ASSIGN_OR_RETURN(Statement * ins,
+                     db_->Prepare("INSERT INTO node_labels (node, key, value) "
+                                  "VALUES (?1, ?2, ?3)"));
     RETURN_IF_ERROR(ins->Bind(1, node.name).Bind(2, key).Bind(3, value).Run());
   }
   RETURN_IF_ERROR(WriteDevices(node));
-  RETURN_IF_ERROR(DeleteOrphanTpuSlices());
-  return txn.Commit();
+  return DeleteOrphanTpuSlices();
 }
 
-absl::Status SqliteStore::PutNodeStatus(const Node& node) {
-  Transaction txn(db_.get());
-  RETURN_IF_ERROR(txn.begin_status());
-  RETURN_IF_ERROR(WriteNodeRow(node));
-  for (const Device& d : node.devices) {
+absl::Status SqliteStore::Write(const PutNodeStatusMutation& m) {
+  RETURN_IF_ERROR(WriteNodeRow(m.node));
+  for (const Device& d : m.node.devices) {
     ASSIGN_OR_RETURN(
         Statement * q,
         db_->Prepare(
             "UPDATE devices SET healthy = ?2 WHERE id = ?1 AND healthy != ?2"));
     RETURN_IF_ERROR(q->Bind(1, d.id).Bind(2, int64_t{d.healthy}).Run());
   }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Write(const DeleteNodeMutation& m) {
+  ASSIGN_OR_RETURN(Statement * q,
+                   db_->Prepare("DELETE FROM nodes WHERE name = ?1"));
+  RETURN_IF_ERROR(q->Bind(1, m.name).Run());
+  if (db_->changes() == 0) {
+    return absl::NotFoundError(absl::StrCat("node \"", m.name, "\" not found"));
+  }
+  return DeleteOrphanTpuSlices();
+}
+
+absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
+  const Allocation& a = m.allocation;
+  ASSIGN_OR_RETURN(
+      Statement * q,
+      db_->Prepare(
+          "INSERT INTO allocations (id, request_id, state, node, tenant, "
+          "priority, "
+          "created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+          "end_reason, "
+          "device_class, model, partition, count, hostname) VALUES (?1, ?2, "
+          "?3, ?4, "
+          "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
+          "ON CONFLICT (id) DO UPDATE SET state = ?3, expires_at_unix_ns = ?8, "
+          "ended_at_unix_ns = ?9, end_reason = ?10"));
+  RETURN_IF_ERROR(q->Bind(1, a.id)
+                      .Bind(2, a.request_id)
+                      .Bind(3, int64_t{static_cast<int>(a.state)})
+                      .Bind(4, a.node)
+                      .Bind(5, a.tenant)
+                      .Bind(6, int64_t{a.priority})
+                      .Bind(7, absl::ToUnixNanos(a.created_at))
+                      .Bind(8, absl::ToUnixNanos(a.expires_at))
+                      .Bind(9, absl::ToUnixNanos(a.ended_at))
+                      .Bind(10, a.end_reason)
+                      .Bind(11, int64_t{static_cast<int>(a.device_class)})
+                      .Bind(12, a.model)
+                      .Bind(13, a.partition)
+                      .Bind(14, int64_t{a.count})
+                      .Bind(15, a.hostname)
+                      .Run());
+  for (size_t i = 0; i < a.devices.size(); ++i) {
+    const AllocatedDevice& d = a.devices[i];
+    ASSIGN_OR_RETURN(
+        Statement * dev,
+        db_->Prepare("INSERT OR IGNORE INTO allocation_devices (allocation_id, "
+                     "position, node, device_id, mig_slice_id, profile) VALUES "
+                     "(?1, ?2, ?3, ?4, ?5, ?6)"));
+    RETURN_IF_ERROR(dev->Bind(1, a.id)
+                        .Bind(2, static_cast<int64_t>(i))
+                        .Bind(3, d.node)
+                        .Bind(4, d.device_id)
+                        .Bind(5, d.mig_slice_id)
+                        .Bind(6, d.profile)
+                        .Run());
+  }
+  for (const std::string& unit : m.units) {
+    ASSIGN_OR_RETURN(
+        Statement * u,
+        db_->Prepare("INSERT INTO allocation_units (allocation_id, unit, live) "
+                     "VALUES (?1, ?2, ?3) ON CONFLICT (allocation_id, unit) "
+                     "DO UPDATE SET live = ?3"));
+    RETURN_IF_ERROR(
+        u->Bind(1, a.id).Bind(2, unit).Bind(3, int64_t{a.live()}).Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Write(const DeleteAllocationMutation& m) {
+  ASSIGN_OR_RETURN(Statement * q,
+                   db_->Prepare("DELETE FROM allocations WHERE id = ?1"));
+  return q->Bind(1, m.id).Run();
+}
+
+absl::Status SqliteStore::Apply(absl::Span<const Mutation> mutations) {
+  Transaction txn(db_.get());
+  RETURN_IF_ERROR(txn.begin_status());
+  for (const Mutation& m : mutations) {
+    RETURN_IF_ERROR(std::visit([this](const auto& v) { return Write(v); }, m));
+  }
   return txn.Commit();
 }
 
-absl::Status SqliteStore::DeleteNode(absl::string_view name) {
-  Transaction txn(db_.get());
-  RETURN_IF_ERROR(txn.begin_status());
-  ASSIGN_OR_RETURN(Statement * q,
-                   db_->Prepare("DELETE FROM nodes WHERE name = ?1"));
-  RETURN_IF_ERROR(q->Bind(1, name).Run());
-  if (db_->changes() == 0) {
-    return absl::NotFoundError(absl::StrCat("node \"", name, "\" not found"));
+absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
+  std::map<std::string, StoredAllocation> out;
+  ASSIGN_OR_RETURN(
+      Statement * q,
+      db_->Prepare(
+          "SELECT id, request_id, state, node, tenant, priority, "
+          "created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+          "end_reason, device_class, model, partition, count, hostname "
+          "FROM allocations"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    Allocation a;
+    a.id = q->ColumnText(0);
+    a.request_id = q->ColumnText(1);
+    a.state = static_cast<AllocationState>(q->ColumnInt(2));
+    a.node = q->ColumnText(3);
+    a.tenant = q->ColumnText(4);
+    a.priority = static_cast<int>(q->ColumnInt(5));
+    a.created_at = absl::FromUnixNanos(q->ColumnInt(6));
+    a.expires_at = absl::FromUnixNanos(q->ColumnInt(7));
+    a.ended_at = absl::FromUnixNanos(q->ColumnInt(8));
+    a.end_reason = q->ColumnText(9);
+    a.device_class = static_cast<DeviceClass>(q->ColumnInt(10));
+    a.model = q->ColumnText(11);
+    a.partition = q->ColumnText(12);
+    a.count = static_cast<int>(q->ColumnInt(13));
+    a.hostname = q->ColumnText(14);
+    std::string id = a.id;
+    out[id].allocation = std::move(a);
   }
-  RETURN_IF_ERROR(DeleteOrphanTpuSlices());
-  return txn.Commit();
+  ASSIGN_OR_RETURN(q,
+                   db_->Prepare("SELECT allocation_id, node, device_id, "
+                                "mig_slice_id, profile FROM allocation_devices "
+                                "ORDER BY allocation_id, position"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out[q->ColumnText(0)].allocation.devices.push_back(
+        AllocatedDevice{q->ColumnText(1), q->ColumnText(2), q->ColumnText(3),
+                        q->ColumnText(4)});
+  }
+  ASSIGN_OR_RETURN(
+      q, db_->Prepare("SELECT allocation_id, unit FROM allocation_units "
+                      "ORDER BY allocation_id, rowid"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out[q->ColumnText(0)].units.push_back(q->ColumnText(1));
+  }
+  std::vector<StoredAllocation> result;
+  result.reserve(out.size());
+  for (auto& [id, a] : out) result.push_back(std::move(a));
+  return result;
 }
 
 }  // namespace accelsched

@@ -1,10 +1,11 @@
 // The SQLite implementation of core's Store. Owns its connection. Not
-// thread-safe: the catalog serialises calls.
+// thread-safe: the scheduler's commit thread is its only caller after start-up.
 #ifndef ACCELSCHED_STORAGE_SQLITE_STORE_H_
 #define ACCELSCHED_STORAGE_SQLITE_STORE_H_
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/store.h"
@@ -19,13 +20,19 @@ class SqliteStore final : public Store {
       const std::string& path);
 
   absl::StatusOr<std::vector<Node>> LoadNodes() override;
-  absl::Status PutNode(const Node& node) override;
-  absl::Status PutNodeStatus(const Node& node) override;
-  absl::Status DeleteNode(absl::string_view name) override;
+  absl::StatusOr<std::vector<StoredAllocation>> LoadAllocations() override;
+  absl::Status Apply(absl::Span<const Mutation> mutations) override;
+
+  SqliteDb& db() { return *db_; }
 
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
 
+  absl::Status Write(const PutNodeMutation& m);
+  absl::Status Write(const PutNodeStatusMutation& m);
+  absl::Status Write(const DeleteNodeMutation& m);
+  absl::Status Write(const PutAllocationMutation& m);
+  absl::Status Write(const DeleteAllocationMutation& m);
   absl::Status WriteNodeRow(const Node& node);
   absl::Status WriteDevices(const Node& node);
   absl::Status DeleteOrphanTpuSlices();

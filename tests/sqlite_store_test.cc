@@ -69,6 +69,26 @@ int64_t Count(const std::string& path, const char* table) {
   return n;
 }
 
+absl::Status ApplyOne(Store& store, Mutation m) { return store.Apply({&m, 1}); }
+
+Allocation SampleAllocation(const std::string& id, AllocationState state) {
+  Allocation a;
+  a.id = id;
+  a.request_id = "req-" + id;
+  a.state = state;
+  a.node = "n1";
+  a.devices = {{"n1", "GPU-m", "MIG-1", "3g.20gb"}};
+  a.tenant = "proj/dev";
+  a.priority = 3;
+  a.created_at = absl::FromUnixNanos(1'700'000'000'000'000'001);
+  a.expires_at = a.created_at + absl::Hours(1);
+  a.model = "nvidia-tesla-a100";
+  a.partition = "3g.20gb";
+  a.count = 1;
+  a.hostname = "host-1";
+  return a;
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -80,7 +100,7 @@ TEST(SqliteStoreTest, NodeRoundTripsThroughAReopenedFile) {
   {
     auto store = SqliteStore::Open(path);
     ASSERT_OK(store);
-    ASSERT_OK((*store)->PutNode(SampleNode()));
+    ASSERT_OK(ApplyOne(**store, PutNodeMutation{SampleNode()}));
   }
   auto store = SqliteStore::Open(path);
   ASSERT_OK(store);
@@ -94,11 +114,11 @@ TEST(SqliteStoreTest, PutNodeReplacesDevicesAndLabels) {
   TempDir dir;
   auto store = SqliteStore::Open(dir.File("a.db"));
   ASSERT_OK(store);
-  ASSERT_OK((*store)->PutNode(SampleNode()));
+  ASSERT_OK(ApplyOne(**store, PutNodeMutation{SampleNode()}));
   Node smaller = SampleNode();
   smaller.labels = {{"pool", "b"}};
   smaller.devices.erase(smaller.devices.begin() + 1, smaller.devices.end());
-  ASSERT_OK((*store)->PutNode(smaller));
+  ASSERT_OK(ApplyOne(**store, PutNodeMutation{smaller}));
   auto nodes = (*store)->LoadNodes();
   ASSERT_OK(nodes);
   EXPECT_EQ((*nodes)[0], AsLoaded(smaller));
@@ -111,13 +131,13 @@ TEST(SqliteStoreTest, PutNodeStatusWritesHealthAndCordon) {
   TempDir dir;
   auto store = SqliteStore::Open(dir.File("a.db"));
   ASSERT_OK(store);
-  ASSERT_OK((*store)->PutNode(SampleNode()));
+  ASSERT_OK(ApplyOne(**store, PutNodeMutation{SampleNode()}));
   Node changed = SampleNode();
   changed.schedulable = false;
   changed.last_heartbeat += absl::Seconds(10);
   changed.devices[0].healthy = false;
   changed.devices[2].healthy = true;
-  ASSERT_OK((*store)->PutNodeStatus(changed));
+  ASSERT_OK(ApplyOne(**store, PutNodeStatusMutation{changed}));
   auto nodes = (*store)->LoadNodes();
   ASSERT_OK(nodes);
   EXPECT_EQ((*nodes)[0], AsLoaded(changed));
@@ -128,9 +148,9 @@ TEST(SqliteStoreTest, DeleteNodeRemovesEverythingItOwns) {
   const std::string path = dir.File("a.db");
   auto store = SqliteStore::Open(path);
   ASSERT_OK(store);
-  ASSERT_OK((*store)->PutNode(SampleNode()));
-  ASSERT_OK((*store)->DeleteNode("n1"));
-  EXPECT_THAT((*store)->DeleteNode("n1"),
+  ASSERT_OK(ApplyOne(**store, PutNodeMutation{SampleNode()}));
+  ASSERT_OK(ApplyOne(**store, DeleteNodeMutation{"n1"}));
+  EXPECT_THAT(ApplyOne(**store, DeleteNodeMutation{"n1"}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("n1")));
   for (const char* table :
        {"nodes", "node_labels", "devices", "mig_slices", "tpu_slices"}) {
@@ -142,15 +162,98 @@ TEST(SqliteStoreTest, FailedTransactionLeavesPreviousState) {
   TempDir dir;
   auto store = SqliteStore::Open(dir.File("a.db"));
   ASSERT_OK(store);
-  ASSERT_OK((*store)->PutNode(SampleNode()));
+  ASSERT_OK(ApplyOne(**store, PutNodeMutation{SampleNode()}));
   Node other = SampleNode();
   other.name =
       "n2";  // same device ids: the primary key refuses them mid-transaction
-  EXPECT_FALSE((*store)->PutNode(other).ok());
+  EXPECT_FALSE(ApplyOne(**store, PutNodeMutation{other}).ok());
   auto nodes = (*store)->LoadNodes();
   ASSERT_OK(nodes);
   ASSERT_EQ(nodes->size(), 1u);
   EXPECT_EQ((*nodes)[0], AsLoaded(SampleNode()));
+}
+
+TEST(SqliteStoreTest, AllocationsRoundTripAndEnd) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  const Allocation live = SampleAllocation("a-1", AllocationState::kActive);
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_OK(store);
+    ASSERT_OK(ApplyOne(**store, PutAllocationMutation{live, {"MIG-1"}}));
+  }
+  auto store = SqliteStore::Open(path);
+  ASSERT_OK(store);
+  auto loaded = (*store)->LoadAllocations();
+  ASSERT_OK(loaded);
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].allocation, live);
+  EXPECT_EQ((*loaded)[0].units, std::vector<std::string>{"MIG-1"});
+
+  Allocation ended = live;
+  ended.state = AllocationState::kReleased;
+  ended.end_reason = "released";
+  ended.ended_at = live.created_at + absl::Minutes(5);
+  ASSERT_OK(ApplyOne(**store, PutAllocationMutation{ended, {"MIG-1"}}));
+  loaded = (*store)->LoadAllocations();
+  ASSERT_OK(loaded);
+  EXPECT_EQ((*loaded)[0].allocation, ended);
+  ASSERT_OK(ApplyOne(**store, DeleteAllocationMutation{"a-1"}));
+  EXPECT_EQ(Count(path, "allocations"), 0);
+  EXPECT_EQ(Count(path, "allocation_devices"), 0);
+  EXPECT_EQ(Count(path, "allocation_units"), 0);
+}
+
+// The schema itself refuses a unit in two live allocations, and the whole batch
+// with it.
+TEST(SqliteStoreTest, SchemaRefusesDoubleBookingAtomically) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto store = SqliteStore::Open(path);
+  ASSERT_OK(store);
+  ASSERT_OK(ApplyOne(
+      **store,
+      PutAllocationMutation{SampleAllocation("a-1", AllocationState::kActive),
+                            {"MIG-1"}}));
+  const Mutation batch[] = {
+      PutNodeMutation{SampleNode()},
+      PutAllocationMutation{SampleAllocation("a-2", AllocationState::kActive),
+                            {"MIG-1"}}};
+  EXPECT_THAT((*store)->Apply(batch),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("UNIQUE")));
+  EXPECT_EQ(Count(path, "allocations"), 1);
+  EXPECT_EQ(Count(path, "nodes"), 0);
+  // Once the first has ended, the unit may be taken again.
+  Allocation ended = SampleAllocation("a-1", AllocationState::kReleased);
+  const Mutation release_then_take[] = {
+      PutAllocationMutation{ended, {"MIG-1"}},
+      PutAllocationMutation{SampleAllocation("a-2", AllocationState::kActive),
+                            {"MIG-1"}}};
+  EXPECT_OK((*store)->Apply(release_then_take));
+}
+
+TEST(SqliteStoreTest, VersionOneFileIsMigratedKeepingItsNodes) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  {
+    auto db = SqliteDb::Open(path);
+    ASSERT_OK(db);
+    ASSERT_OK(Migrate(**db, SchemaMigrations().subspan(0, 1)));
+    ASSERT_OK((*db)->Exec(
+        "INSERT INTO nodes VALUES ('n1', 1, 5);"
+        "INSERT INTO devices (id, node, device_index, device_class, model, "
+        "memory_bytes, healthy, mig_enabled) VALUES ('GPU-a', 'n1', 0, 0, "
+        "'T4', 0, 1, 0)"));
+  }
+  auto store = SqliteStore::Open(path);
+  ASSERT_OK(store);
+  EXPECT_EQ(*SchemaVersion((*store)->db()), SchemaMigrations().back().version);
+  auto nodes = (*store)->LoadNodes();
+  ASSERT_OK(nodes);
+  ASSERT_EQ(nodes->size(), 1u);
+  ASSERT_EQ((*nodes)[0].devices.size(), 1u);
+  EXPECT_EQ((*nodes)[0].devices[0].id, "GPU-a");
+  EXPECT_FALSE((*nodes)[0].devices[0].removed);
 }
 
 TEST(SqliteStoreTest, FreshFileHasLatestSchemaInWalMode) {

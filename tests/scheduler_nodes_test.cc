@@ -1,8 +1,7 @@
-#include "core/catalog.h"
-
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/fake_store.h"
@@ -47,17 +46,17 @@ Node MakeNode(std::string name, std::vector<Device> devices,
   return n;
 }
 
-class CatalogTest : public testing::Test {
+class SchedulerNodesTest : public testing::Test {
  protected:
   FakeStore store_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  Catalog catalog_{&store_, &clock_};
+  Scheduler scheduler_{&store_, &clock_, Scheduler::Options()};
 };
 
-TEST_F(CatalogTest, RegisteredNodeReadsBackNormalisedAndStored) {
+TEST_F(SchedulerNodesTest, RegisteredNodeReadsBackNormalisedAndStored) {
   ASSERT_OK(
-      catalog_.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "A100 80G", 0)})));
-  absl::StatusOr<Node> n = catalog_.GetNode("n1");
+      scheduler_.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "A100 80G", 0)})));
+  absl::StatusOr<Node> n = scheduler_.GetNode("n1");
   ASSERT_OK(n);
   EXPECT_TRUE(n->schedulable);
   EXPECT_EQ(n->last_heartbeat, clock_.Now());
@@ -66,68 +65,68 @@ TEST_F(CatalogTest, RegisteredNodeReadsBackNormalisedAndStored) {
   EXPECT_EQ(store_.nodes().at("n1"), *n);
 }
 
-TEST_F(CatalogTest, ReRegistrationKeepsCordonAndReplacesInventory) {
-  ASSERT_OK(catalog_.RegisterNode(MakeNode(
+TEST_F(SchedulerNodesTest, ReRegistrationKeepsCordonAndReplacesInventory) {
+  ASSERT_OK(scheduler_.RegisterNode(MakeNode(
       "n1", {Gpu("GPU-a", "T4", 0), Gpu("GPU-b", "T4", 1)}, {{"pool", "x"}})));
-  ASSERT_OK(catalog_.SetNodeSchedulable("n1", false));
+  ASSERT_OK(scheduler_.SetNodeSchedulable("n1", false));
   clock_.Advance(absl::Seconds(30));
-  ASSERT_OK(catalog_.RegisterNode(
+  ASSERT_OK(scheduler_.RegisterNode(
       MakeNode("n1", {Gpu("GPU-a", "T4", 0)}, {{"pool", "y"}})));
-  absl::StatusOr<Node> n = catalog_.GetNode("n1");
+  absl::StatusOr<Node> n = scheduler_.GetNode("n1");
   ASSERT_OK(n);
   EXPECT_FALSE(n->schedulable);
   EXPECT_EQ(n->labels, (Labels{{"pool", "y"}}));
   EXPECT_EQ(n->last_heartbeat, clock_.Now());
   ASSERT_EQ(n->devices.size(), 1u);
   // The dropped device is free to appear on another node.
-  EXPECT_OK(catalog_.RegisterNode(MakeNode("n2", {Gpu("GPU-b", "T4", 0)})));
+  EXPECT_OK(scheduler_.RegisterNode(MakeNode("n2", {Gpu("GPU-b", "T4", 0)})));
 }
 
-TEST_F(CatalogTest, DeviceOfAnotherNodeIsInvalidAndNothingChanges) {
-  ASSERT_OK(catalog_.RegisterNode(MakeNode(
+TEST_F(SchedulerNodesTest, DeviceOfAnotherNodeIsInvalidAndNothingChanges) {
+  ASSERT_OK(scheduler_.RegisterNode(MakeNode(
       "n1",
       {Gpu("GPU-a", "T4", 0), MigGpu("GPU-m", 1, {{"MIG-1", "7g.40gb", 0}})})));
   EXPECT_THAT(
-      catalog_.RegisterNode(MakeNode("n2", {Gpu("GPU-a", "T4", 0)})),
+      scheduler_.RegisterNode(MakeNode("n2", {Gpu("GPU-a", "T4", 0)})),
       StatusIs(
           absl::StatusCode::kInvalidArgument,
           HasSubstr("node.devices[0].id \"GPU-a\" is already registered on "
                     "node \"n1\"")));
   EXPECT_THAT(
-      catalog_.RegisterNode(MakeNode("n2", {Gpu("MIG-1", "T4", 0)})),
+      scheduler_.RegisterNode(MakeNode("n2", {Gpu("MIG-1", "T4", 0)})),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"n1\"")));
-  EXPECT_THAT(catalog_.GetNode("n2"),
+  EXPECT_THAT(scheduler_.GetNode("n2"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("n2")));
   EXPECT_EQ(store_.nodes().size(), 1u);
-  EXPECT_EQ(catalog_.GetNode("n1")->devices.size(), 2u);
+  EXPECT_EQ(scheduler_.GetNode("n1")->devices.size(), 2u);
 }
 
-TEST_F(CatalogTest, FailedStoreWriteLeavesMemoryUnchanged) {
-  ASSERT_OK(catalog_.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)})));
-  const Node before = *catalog_.GetNode("n1");
+TEST_F(SchedulerNodesTest, FailedStoreWriteLeavesMemoryUnchanged) {
+  ASSERT_OK(scheduler_.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)})));
+  const Node before = *scheduler_.GetNode("n1");
   store_.FailWrites(absl::UnavailableError("disk gone"));
-  EXPECT_THAT(catalog_.RegisterNode(MakeNode("n1", {Gpu("GPU-z", "L4", 0)})),
+  EXPECT_THAT(scheduler_.RegisterNode(MakeNode("n1", {Gpu("GPU-z", "L4", 0)})),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("disk gone")));
-  EXPECT_THAT(catalog_.RegisterNode(MakeNode("n2", {Gpu("GPU-b", "T4", 0)})),
+  EXPECT_THAT(scheduler_.RegisterNode(MakeNode("n2", {Gpu("GPU-b", "T4", 0)})),
               StatusIs(absl::StatusCode::kUnavailable, testing::_));
-  EXPECT_THAT(catalog_.SetNodeSchedulable("n1", false),
+  EXPECT_THAT(scheduler_.SetNodeSchedulable("n1", false),
               StatusIs(absl::StatusCode::kUnavailable, testing::_));
-  EXPECT_THAT(catalog_.Heartbeat("n1", {"GPU-a"}),
+  EXPECT_THAT(scheduler_.Heartbeat("n1", {"GPU-a"}),
               StatusIs(absl::StatusCode::kUnavailable, testing::_));
-  EXPECT_THAT(catalog_.RemoveNode("n1", false),
+  EXPECT_THAT(scheduler_.RemoveNode("n1", false),
               StatusIs(absl::StatusCode::kUnavailable, testing::_));
-  EXPECT_EQ(*catalog_.GetNode("n1"), before);
-  EXPECT_THAT(catalog_.GetNode("n2"),
+  EXPECT_EQ(*scheduler_.GetNode("n1"), before);
+  EXPECT_THAT(scheduler_.GetNode("n2"),
               StatusIs(absl::StatusCode::kNotFound, testing::_));
   store_.FailWrites(absl::OkStatus());
   // GPU-z was never taken.
-  EXPECT_OK(catalog_.RegisterNode(MakeNode("n3", {Gpu("GPU-z", "L4", 0)})));
+  EXPECT_OK(scheduler_.RegisterNode(MakeNode("n3", {Gpu("GPU-z", "L4", 0)})));
 }
 
-TEST_F(CatalogTest, ListNodesPagesInNameOrderAndFilters) {
+TEST_F(SchedulerNodesTest, ListNodesPagesInNameOrderAndFilters) {
   for (int i = 0; i < 25; ++i) {
     Labels labels = {{"pool", i % 2 == 0 ? "even" : "odd"}};
-    ASSERT_OK(catalog_.RegisterNode(
+    ASSERT_OK(scheduler_.RegisterNode(
         MakeNode(absl::StrCat("node-", 100 + i),
                  {Gpu(absl::StrCat("GPU-", i), "T4", 0)}, labels)));
   }
@@ -136,7 +135,7 @@ TEST_F(CatalogTest, ListNodesPagesInNameOrderAndFilters) {
   int pages = 0;
   do {
     absl::StatusOr<NodePage> page =
-        catalog_.ListNodes(LabelSelector(), 10, token);
+        scheduler_.ListNodes(LabelSelector(), 10, token);
     ASSERT_OK(page);
     for (const Node& n : page->nodes) names.push_back(n.name);
     token = page->next_page_token;
@@ -149,60 +148,60 @@ TEST_F(CatalogTest, ListNodesPagesInNameOrderAndFilters) {
   absl::StatusOr<LabelSelector> odd =
       LabelSelector::Parse("pool=odd", "label_selector");
   ASSERT_OK(odd);
-  absl::StatusOr<NodePage> page = catalog_.ListNodes(*odd, 0, "");
+  absl::StatusOr<NodePage> page = scheduler_.ListNodes(*odd, 0, "");
   ASSERT_OK(page);
   EXPECT_EQ(page->nodes.size(), 12u);
   EXPECT_THAT(page->next_page_token, IsEmpty());
 
   EXPECT_THAT(
-      catalog_.ListNodes(LabelSelector(), -1, ""),
+      scheduler_.ListNodes(LabelSelector(), -1, ""),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_size")));
   EXPECT_THAT(
-      catalog_.ListNodes(LabelSelector(), kMaxPageSize + 1, ""),
+      scheduler_.ListNodes(LabelSelector(), kMaxPageSize + 1, ""),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_size")));
   EXPECT_THAT(
-      catalog_.ListNodes(LabelSelector(), 10, "!!not-a-token"),
+      scheduler_.ListNodes(LabelSelector(), 10, "!!not-a-token"),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_token")));
 }
 
-TEST_F(CatalogTest, HeartbeatSetsHealthAndTime) {
-  ASSERT_OK(catalog_.RegisterNode(
+TEST_F(SchedulerNodesTest, HeartbeatSetsHealthAndTime) {
+  ASSERT_OK(scheduler_.RegisterNode(
       MakeNode("n1", {Gpu("GPU-a", "T4", 0), Gpu("GPU-b", "T4", 1)})));
   clock_.Advance(absl::Minutes(1));
-  ASSERT_OK(catalog_.Heartbeat("n1", {"GPU-b"}));
-  Node n = *catalog_.GetNode("n1");
+  ASSERT_OK(scheduler_.Heartbeat("n1", {"GPU-b"}));
+  Node n = *scheduler_.GetNode("n1");
   EXPECT_EQ(n.last_heartbeat, clock_.Now());
   EXPECT_TRUE(n.devices[0].healthy);
   EXPECT_FALSE(n.devices[1].healthy);
   EXPECT_FALSE(store_.nodes().at("n1").devices[1].healthy);
 
   // The list is the whole unhealthy set: GPU-b recovers.
-  ASSERT_OK(catalog_.Heartbeat("n1", {}));
-  EXPECT_TRUE(catalog_.GetNode("n1")->devices[1].healthy);
+  ASSERT_OK(scheduler_.Heartbeat("n1", {}));
+  EXPECT_TRUE(scheduler_.GetNode("n1")->devices[1].healthy);
 
-  EXPECT_THAT(catalog_.Heartbeat("n1", {"GPU-a", "GPU-x"}),
+  EXPECT_THAT(scheduler_.Heartbeat("n1", {"GPU-a", "GPU-x"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("unhealthy_device_ids[1] \"GPU-x\"")));
-  EXPECT_TRUE(catalog_.GetNode("n1")->devices[0].healthy);
-  EXPECT_THAT(catalog_.Heartbeat("nope", {}),
+  EXPECT_TRUE(scheduler_.GetNode("n1")->devices[0].healthy);
+  EXPECT_THAT(scheduler_.Heartbeat("nope", {}),
               StatusIs(absl::StatusCode::kNotFound, testing::_));
 }
 
-TEST_F(CatalogTest, RemoveNodeFreesItsDeviceIds) {
-  ASSERT_OK(catalog_.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)})));
-  EXPECT_THAT(catalog_.RemoveNode("n9", false),
+TEST_F(SchedulerNodesTest, RemoveNodeFreesItsDeviceIds) {
+  ASSERT_OK(scheduler_.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)})));
+  EXPECT_THAT(scheduler_.RemoveNode("n9", false),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("n9")));
-  ASSERT_OK(catalog_.RemoveNode("n1", false));
-  EXPECT_THAT(catalog_.GetNode("n1"),
+  ASSERT_OK(scheduler_.RemoveNode("n1", false));
+  EXPECT_THAT(scheduler_.GetNode("n1"),
               StatusIs(absl::StatusCode::kNotFound, testing::_));
   EXPECT_TRUE(store_.nodes().empty());
-  EXPECT_OK(catalog_.RegisterNode(MakeNode("n2", {Gpu("GPU-a", "T4", 0)})));
+  EXPECT_OK(scheduler_.RegisterNode(MakeNode("n2", {Gpu("GPU-a", "T4", 0)})));
 }
 
-TEST_F(CatalogTest, CapacityCountsWholeGpusMigSlicesAndTpuSlices) {
+TEST_F(SchedulerNodesTest, CapacityCountsWholeGpusMigSlicesAndTpuSlices) {
   Device sick = Gpu("GPU-c", "T4", 2);
   sick.healthy = false;
-  ASSERT_OK(catalog_.RegisterNode(
+  ASSERT_OK(scheduler_.RegisterNode(
       MakeNode("n1", {Gpu("GPU-a", "T4", 0), Gpu("GPU-b", "Tesla T4", 1), sick,
                       MigGpu("GPU-m", 3,
                              {{"MIG-1", "1g.5gb", 0},
@@ -217,12 +216,12 @@ TEST_F(CatalogTest, CapacityCountsWholeGpusMigSlicesAndTpuSlices) {
   }
   for (int i = 0; i < 3; ++i)
     host_b.push_back(Chip(absl::StrCat("h-", i), "half", "2x2x1", 4 + i));
-  ASSERT_OK(catalog_.RegisterNode(MakeNode("tpu-a", host_a)));
-  ASSERT_OK(catalog_.RegisterNode(MakeNode("tpu-b", host_b)));
+  ASSERT_OK(scheduler_.RegisterNode(MakeNode("tpu-a", host_a)));
+  ASSERT_OK(scheduler_.RegisterNode(MakeNode("tpu-b", host_b)));
 
   using E = CapacityEntry;
   EXPECT_THAT(
-      catalog_.GetCapacity(),
+      scheduler_.GetCapacity(),
       ElementsAre(
           E{DeviceClass::kNvidiaGpu, "nvidia-tesla-a100", "1g.5gb", 2, 0, 2, 0},
           E{DeviceClass::kNvidiaGpu, "nvidia-tesla-a100", "3g.20gb", 1, 0, 1,
@@ -232,35 +231,36 @@ TEST_F(CatalogTest, CapacityCountsWholeGpusMigSlicesAndTpuSlices) {
           E{DeviceClass::kGoogleTpu, "tpu-v5p-slice", "2x2x2", 1, 0, 1, 0}));
 }
 
-TEST_F(CatalogTest, TpuSliceAcrossNodesMustAgreeAndFit) {
+TEST_F(SchedulerNodesTest, TpuSliceAcrossNodesMustAgreeAndFit) {
   std::vector<Device> host_a;
   for (int i = 0; i < 4; ++i)
     host_a.push_back(Chip(absl::StrCat("a-", i), "s", "2x2x2", i));
-  ASSERT_OK(catalog_.RegisterNode(MakeNode("tpu-a", host_a)));
-  EXPECT_THAT(
-      catalog_.RegisterNode(MakeNode("tpu-b", {Chip("b-0", "s", "2x2x1", 0)})),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("TPU slice \"s\")")));
+  ASSERT_OK(scheduler_.RegisterNode(MakeNode("tpu-a", host_a)));
+  EXPECT_THAT(scheduler_.RegisterNode(
+                  MakeNode("tpu-b", {Chip("b-0", "s", "2x2x1", 0)})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("TPU slice \"s\")")));
   std::vector<Device> host_b;
   for (int i = 0; i < 4; ++i)
     host_b.push_back(Chip(absl::StrCat("b-", i), "s", "2x2x2", i));
-  ASSERT_OK(catalog_.RegisterNode(MakeNode("tpu-b", host_b)));
+  ASSERT_OK(scheduler_.RegisterNode(MakeNode("tpu-b", host_b)));
   // A third host would make 12 chips on 3 hosts of an 8-chip, 2-host slice.
   EXPECT_THAT(
-      catalog_.RegisterNode(MakeNode("tpu-c", {Chip("c-0", "s", "2x2x2", 0)})),
+      scheduler_.RegisterNode(
+          MakeNode("tpu-c", {Chip("c-0", "s", "2x2x2", 0)})),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 hosts")));
   // Re-registering a host of the slice is not a conflict with itself.
-  EXPECT_OK(catalog_.RegisterNode(MakeNode("tpu-b", host_b)));
+  EXPECT_OK(scheduler_.RegisterNode(MakeNode("tpu-b", host_b)));
 }
 
-TEST_F(CatalogTest, LoadRebuildsEverythingFromTheStore) {
-  ASSERT_OK(catalog_.RegisterNode(
+TEST_F(SchedulerNodesTest, LoadRebuildsEverythingFromTheStore) {
+  ASSERT_OK(scheduler_.RegisterNode(
       MakeNode("n1", {Gpu("GPU-a", "T4", 0)}, {{"k", "v"}})));
-  ASSERT_OK(catalog_.SetNodeSchedulable("n1", false));
-  Catalog reloaded(&store_, &clock_);
+  ASSERT_OK(scheduler_.SetNodeSchedulable("n1", false));
+  Scheduler reloaded(&store_, &clock_, Scheduler::Options());
   ASSERT_OK(reloaded.Load());
-  EXPECT_EQ(*reloaded.GetNode("n1"), *catalog_.GetNode("n1"));
-  EXPECT_EQ(reloaded.GetCapacity(), catalog_.GetCapacity());
+  EXPECT_EQ(*reloaded.GetNode("n1"), *scheduler_.GetNode("n1"));
+  EXPECT_EQ(reloaded.GetCapacity(), scheduler_.GetCapacity());
   EXPECT_THAT(
       reloaded.RegisterNode(MakeNode("n2", {Gpu("GPU-a", "T4", 0)})),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"n1\"")));

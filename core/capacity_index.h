@@ -1,0 +1,93 @@
+// The in-memory index of allocatable units (whole devices, MIG slices, whole
+// TPU slices), grouped into pools by (device class, model, partition) and,
+// within a pool, by home node, ordered by free count so that a best-fit match
+// never scans the whole cluster. Not thread-safe: the scheduler guards it.
+#ifndef ACCELSCHED_CORE_CAPACITY_INDEX_H_
+#define ACCELSCHED_CORE_CAPACITY_INDEX_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "core/allocation_model.h"
+#include "core/capacity.h"
+
+namespace accelsched {
+
+struct PoolKey {
+  DeviceClass device_class = DeviceClass::kNvidiaGpu;
+  std::string model;      // canonical
+  std::string partition;  // "" whole device; MIG profile; TPU topology
+
+  auto operator<=>(const PoolKey&) const = default;
+  bool operator==(const PoolKey&) const = default;
+};
+
+struct Unit {
+  std::string key;  // device id, MIG slice id, or TpuUnitKey(slice id)
+  PoolKey pool;
+  std::string home;  // the node it is filed under (a TPU slice's first host)
+  std::vector<std::string> hosts;  // every node it spans, sorted; home first
+  std::vector<AllocatedDevice> devices;  // what allocating it hands out
+  std::string
+      group;      // packing group in a node: the GPU of a MIG slice, else ""
+  int order = 0;  // deterministic order within a node (device index, MIG start)
+  bool healthy = true;
+  std::string allocation;  // the live allocation holding it; "" when none
+
+  bool free() const { return healthy && allocation.empty(); }
+};
+
+// TPU slice ids and device ids share no namespace; a space cannot occur in
+// either.
+std::string TpuUnitKey(absl::string_view slice_id);
+
+class CapacityIndex {
+ public:
+  struct Home {
+    std::vector<std::string> units;  // keys
+    int free = 0;
+  };
+  struct Pool {
+    std::map<std::string, Home, std::less<>> homes;
+    std::set<std::pair<int, std::string>>
+        by_free;  // (free, home) where free > 0
+    std::multiset<int>
+        home_sizes;  // units per home: the most one node could ever hold
+    int64_t total = 0;
+    int64_t allocated = 0;
+    int64_t unhealthy = 0;  // not allocated and not healthy
+  };
+
+  // Adds or replaces the unit with `unit.key`.
+  void Put(Unit unit);
+  void Remove(absl::string_view key);
+  // Marks the unit held by `allocation` ("" frees it). No-op for unknown keys.
+  void SetAllocation(absl::string_view key, absl::string_view allocation);
+
+  const Unit* Find(absl::string_view key) const;
+  const Pool* FindPool(const PoolKey& key) const;
+  const std::map<PoolKey, Pool>& pools() const { return pools_; }
+  // Keys of the units that span `node` (for TPU slices, also those homed
+  // elsewhere).
+  std::vector<std::string> UnitsOnNode(absl::string_view node) const;
+
+  std::vector<CapacityEntry> Capacity() const;
+
+ private:
+  void Count(const Unit& u, int sign);
+
+  std::map<PoolKey, Pool> pools_;
+  absl::node_hash_map<std::string, Unit> units_;
+  absl::flat_hash_map<std::string, std::set<std::string>> units_by_node_;
+};
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_CAPACITY_INDEX_H_

@@ -1,0 +1,230 @@
+// The scheduler: the cluster catalog, the capacity index, and every allocation,
+// held in memory and written through a group committer to a Store before any
+// change is acknowledged. Thread-safe (provides internal synchronization):
+// changes are applied in memory under one lock in the order they are queued for
+// commit; callers then wait for their commit without holding the lock, so
+// readers and other writers proceed.
+#ifndef ACCELSCHED_CORE_SCHEDULER_H_
+#define ACCELSCHED_CORE_SCHEDULER_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/allocation_model.h"
+#include "core/capacity_index.h"
+#include "core/catalog_model.h"
+#include "core/clock.h"
+#include "core/event_hub.h"
+#include "core/group_committer.h"
+#include "core/labels.h"
+#include "core/matcher.h"
+#include "core/store.h"
+
+namespace accelsched {
+
+struct NodePage {
+  std::vector<Node> nodes;
+  std::string next_page_token;  // empty on the last page
+};
+
+struct AllocationFilter {
+  AllocationState state = AllocationState::kUnspecified;  // unspecified: any
+  std::string node;                                       // empty: any
+  std::string tenant;                                     // empty: any
+};
+
+struct AllocationPage {
+  std::vector<Allocation> allocations;
+  std::string next_page_token;
+};
+
+// An allocation named by its id or by its request id (exactly one set).
+struct AllocationKey {
+  std::string allocation_id;
+  std::string request_id;
+};
+
+struct ExplainResult {
+  bool feasible = false;
+  Allocation
+      would_allocate;  // devices and placement input only; no id or state
+  Explanation explanation;
+};
+
+inline constexpr int kDefaultPageSize = 100;
+inline constexpr int kMaxPageSize = 1000;
+
+class Scheduler {
+ public:
+  struct Options {
+    absl::Duration default_lease = absl::Hours(1);
+    absl::Duration max_lease = absl::Hours(24 * 30);
+    // Nodes silent for longer get no new allocations; zero disables the check.
+    absl::Duration heartbeat_timeout = absl::Minutes(5);
+    // Ended allocations stay readable this long, then are forgotten.
+    absl::Duration retention = absl::Hours(24);
+    size_t watch_buffer = 1024;
+  };
+
+  // `store` and `clock` are not owned and must outlive the scheduler.
+  Scheduler(Store* store, const Clock* clock, Options options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Rebuilds memory from the store. Call once, before anything else.
+  absl::Status Load();
+
+  // --- Catalog ---
+  // Upsert: validates, keeps the cordon state of a known node, stamps the
+  // heartbeat, and replaces labels and devices. A dropped device that a live
+  // allocation holds is kept, unhealthy, until released; changing such a device
+  // in place is FAILED_PRECONDITION.
+  absl::StatusOr<Node> RegisterNode(Node node);
+  absl::StatusOr<Node> GetNode(absl::string_view name) const;
+  // `page_size` 0 means kDefaultPageSize; at most kMaxPageSize.
+  absl::StatusOr<NodePage> ListNodes(const LabelSelector& selector,
+                                     int page_size,
+                                     absl::string_view page_token) const;
+  // FAILED_PRECONDITION while the node holds live allocations, unless `force`,
+  // which ends them with reason node_removed.
+  absl::Status RemoveNode(absl::string_view name, bool force);
+  absl::StatusOr<Node> SetNodeSchedulable(absl::string_view name,
+                                          bool schedulable);
+  // `unhealthy_device_ids` is the node's complete set of unhealthy devices now.
+  absl::Status Heartbeat(absl::string_view name,
+                         const std::vector<std::string>& unhealthy_device_ids);
+  // Sorted by device class, model, partition.
+  std::vector<CapacityEntry> GetCapacity() const;
+  size_t node_count() const;
+
+  // --- Allocation ---
+  absl::StatusOr<Allocation> Allocate(const AllocationRequest& request);
+  // Idempotent: an ended allocation is returned as it is.
+  absl::StatusOr<Allocation> Release(const AllocationKey& key);
+  absl::StatusOr<Allocation> RenewLease(absl::string_view allocation_id,
+                                        absl::Duration lease);
+  absl::StatusOr<Allocation> GetAllocation(const AllocationKey& key) const;
+  absl::StatusOr<AllocationPage> ListAllocations(
+      const AllocationFilter& filter, int page_size,
+      absl::string_view page_token) const;
+  absl::StatusOr<ExplainResult> Explain(const AllocationRequest& request) const;
+  // Expires due leases and forgets ended allocations past retention; returns
+  // how many leases expired. The server calls it periodically; writes also
+  // expire what is due.
+  absl::StatusOr<int> Sweep();
+
+  EventHub& events() { return events_; }
+  GroupCommitter& committer() { return *committer_; }
+  // Live allocations per tenant.
+  std::map<std::string, int64_t> ActiveByTenant() const;
+  // Nodes by schedulable flag: {schedulable, cordoned}.
+  std::pair<int64_t, int64_t> NodeCounts() const;
+
+ private:
+  struct Record {
+    Allocation allocation;
+    std::vector<std::string> units;
+    std::shared_ptr<GroupCommitter::Ticket> ticket;  // the last write of it
+  };
+  // Chips each node holds of one TPU slice.
+  struct TpuSliceState {
+    std::string canonical_model;
+    std::string topology;
+    std::map<std::string, int> chips_by_node;
+  };
+  // Mutations and events of one acknowledged call, queued together.
+  struct Write {
+    std::vector<Mutation> mutations;
+    std::vector<Event> events;
+  };
+
+  absl::Status LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnCommitFailure(const absl::Status& status);
+  // Queues `write` for commit in the order of memory changes; returns its
+  // ticket.
+  std::shared_ptr<GroupCommitter::Ticket> Commit(Write write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Wait(const std::shared_ptr<GroupCommitter::Ticket>& ticket);
+
+  // Catalog helpers (scheduler_nodes.cc).
+  absl::Status CheckOwnership(const Node& node) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status CheckTpuSlices(const Node& node) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status KeepAllocatedDevices(const Node& old_node, Node& node) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void IndexNode(const Node& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnindexNode(const Node& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-derives the units of `node` (and of TPU slices it holds or held) from
+  // the catalog.
+  void RefreshUnits(const std::string& node,
+                    const std::set<std::string>& old_slices)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PutTpuSliceUnit(const std::string& slice_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Node*> FindMutableNode(absl::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops kept (removed) devices of `node_name` that no live allocation holds
+  // any more.
+  void DropReleasedRemovedDevices(const std::string& node_name, Write& write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Allocation helpers (scheduler.cc).
+  const Record* FindRecord(const AllocationKey& key) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Ends a live allocation: frees its units and records why.
+  void EndLocked(Record& record, AllocationState state,
+                 absl::string_view reason, absl::Time now, Write& write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Expires every live allocation whose lease has passed, queued as its own
+  // write whose ticket it returns (nullptr when none was due); `expired` gets
+  // the count.
+  std::shared_ptr<GroupCommitter::Ticket> ExpireDueLocked(absl::Time now,
+                                                          int* expired)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  EligibilityRules RulesAt(absl::Time now) const;
+  std::string NewAllocationId(absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Store* const store_;
+  const Clock* const clock_;
+  const Options options_;
+  EventHub events_;
+
+  mutable absl::Mutex mu_;
+  NodeMap nodes_ ABSL_GUARDED_BY(mu_);
+  // Device and MIG slice id -> owning node.
+  absl::flat_hash_map<std::string, std::string> owner_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, TpuSliceState> tpu_slices_
+      ABSL_GUARDED_BY(mu_);
+  CapacityIndex index_ ABSL_GUARDED_BY(mu_);
+  // Every allocation kept, by id (ids sort by creation time).
+  std::map<std::string, Record, std::less<>> allocations_ ABSL_GUARDED_BY(mu_);
+  // Unit key -> the live allocation holding it: the truth the index mirrors.
+  absl::flat_hash_map<std::string, std::string> unit_owner_
+      ABSL_GUARDED_BY(mu_);
+  // request id -> its newest allocation.
+  absl::flat_hash_map<std::string, std::string> by_request_
+      ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<absl::Time, std::string>> expiry_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<absl::Time, std::string>> ended_ ABSL_GUARDED_BY(mu_);
+  uint64_t id_counter_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Last: its thread calls back into the members above.
+  std::unique_ptr<GroupCommitter> committer_;
+};
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_SCHEDULER_H_
