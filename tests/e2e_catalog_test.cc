@@ -17,8 +17,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
-#include "tests/temp_dir.h"
+#include "tests/e2e_fixture.h"
 
 namespace accelsched {
 namespace {
@@ -26,102 +25,6 @@ namespace {
 using ::google::protobuf::util::MessageDifferencer;
 using ::testing::HasSubstr;
 using ::testing::IsSupersetOf;
-
-class E2eTest : public testing::Test {
- protected:
-  void StartServer() {
-    auto server = ServerProcess::Start(db_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    channel_ = grpc::CreateChannel(server_->grpc_address(),
-                                   grpc::InsecureChannelCredentials());
-    stub_ = v1::AcceleratorScheduler::NewStub(channel_);
-  }
-
-  // Runs one unary call with a deadline.
-  template <typename Req, typename Resp, typename Method>
-  grpc::Status Call(Method method, const Req& req, Resp* resp) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(10));
-    return ((*stub_).*method)(&ctx, req, resp);
-  }
-
-  grpc::Status Register(const v1::Node& node, v1::Node* out = nullptr) {
-    v1::RegisterNodeRequest req;
-    *req.mutable_node() = node;
-    v1::Node resp;
-    grpc::Status s =
-        Call(&v1::AcceleratorScheduler::Stub::RegisterNode, req, &resp);
-    if (out != nullptr) *out = resp;
-    return s;
-  }
-
-  v1::ListNodesResponse ListAll(const std::string& selector = "") {
-    v1::ListNodesRequest req;
-    req.set_label_selector(selector);
-    v1::ListNodesResponse resp;
-    grpc::Status s =
-        Call(&v1::AcceleratorScheduler::Stub::ListNodes, req, &resp);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return resp;
-  }
-
-  v1::GetCapacityResponse Capacity() {
-    v1::GetCapacityResponse resp;
-    grpc::Status s = Call(&v1::AcceleratorScheduler::Stub::GetCapacity,
-                          v1::GetCapacityRequest(), &resp);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return resp;
-  }
-
-  TempDir dir_;
-  std::string db_ = dir_.File("accelsched.db");
-  std::unique_ptr<ServerProcess> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::AcceleratorScheduler::Stub> stub_;
-};
-
-v1::Device* AddGpu(v1::Node* n, const std::string& id, const std::string& model,
-                   int index) {
-  v1::Device* d = n->add_devices();
-  d->set_id(id);
-  d->set_model(model);
-  d->set_index(index);
-  d->set_healthy(true);
-  d->set_memory_bytes(40ULL << 30);
-  return d;
-}
-
-v1::Node GpuNode() {
-  v1::Node n;
-  n.set_name("gpu-node-1");
-  (*n.mutable_labels())["pool"] = "a100";
-  (*n.mutable_labels())["kubernetes.io/hostname"] = "gpu-node-1";
-  AddGpu(&n, "GPU-0001", "NVIDIA A100-SXM4-40GB", 0);
-  v1::Device* mig = AddGpu(&n, "GPU-0002", "nvidia-tesla-a100", 1);
-  mig->set_mig_enabled(true);
-  for (int i = 0; i < 7; ++i) {
-    v1::MigSlice* s = mig->add_mig_slices();
-    s->set_id("MIG-0002-" + std::to_string(i));
-    s->set_profile("1g.5gb");
-    s->set_start(i);
-  }
-  return n;
-}
-
-v1::Node TpuHost(const std::string& name, const std::string& prefix) {
-  v1::Node n;
-  n.set_name(name);
-  (*n.mutable_labels())["pool"] = "tpu";
-  for (int i = 0; i < 4; ++i) {
-    v1::Device* d = AddGpu(&n, prefix + std::to_string(i), "tpu-v5p-slice", i);
-    d->set_device_class(v1::GOOGLE_TPU);
-    d->set_tpu_slice_id("v5p-slice-1");
-    d->set_tpu_topology("2x2x2");
-  }
-  return n;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
