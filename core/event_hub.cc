@@ -34,6 +34,11 @@ bool EventHub::Watcher::Offer(const Event& e) {
   return true;
 }
 
+void EventHub::AddListener(Listener listener) {
+  absl::MutexLock lock(&mu_);
+  listeners_.push_back(std::move(listener));
+}
+
 std::shared_ptr<EventHub::Watcher> EventHub::Subscribe() {
   auto w = std::make_shared<Watcher>(buffer_);
   absl::MutexLock lock(&mu_);
@@ -50,6 +55,7 @@ void EventHub::Publish(std::vector<Event> events) {
   absl::MutexLock lock(&mu_);
   for (Event& e : events) {
     e.sequence = ++sequence_;
+    for (const Listener& listener : listeners_) listener(e);
     for (auto it = watchers_.begin(); it != watchers_.end();) {
       if ((*it)->Offer(e)) {
         ++it;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
@@ -46,6 +47,11 @@ class EventHub {
   EventHub(const EventHub&) = delete;
   EventHub& operator=(const EventHub&) = delete;
 
+  // Called for every published event, in order, on the publishing thread; must
+  // be quick and must not call back into the hub (metrics use it to count).
+  using Listener = std::function<void(const Event&)>;
+  void AddListener(Listener listener);
+
   std::shared_ptr<Watcher> Subscribe();
   void Unsubscribe(const std::shared_ptr<Watcher>& watcher);
   // Stamps sequence numbers and hands the events to every watcher.
@@ -58,6 +64,7 @@ class EventHub {
   const size_t buffer_;
   mutable absl::Mutex mu_;
   std::list<std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
+  std::vector<Listener> listeners_ ABSL_GUARDED_BY(mu_);
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -5,6 +5,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/labels.h"
 #include "core/node_validation.h"
 #include "core/status_macros.h"
@@ -12,21 +13,21 @@
 #include "services/proto_convert.h"
 
 namespace accelsched {
-namespace {
 
-// Per-call wrapper: runs the handler body and converts its status once. The
-// place where per-RPC metrics and logging hook in.
-template <typename Body>
-grpc::Status Handle(Body&& body) {
-  return ToGrpcStatus(body());
+grpc::Status SchedulerService::Handle(absl::string_view method,
+                                      absl::FunctionRef<absl::Status()> body) {
+  const absl::Time start = absl::Now();
+  const absl::Status status = body();
+  const absl::Duration latency = absl::Now() - start;
+  metrics_->RecordRpc(method, status.code(), latency);
+  if (method == "Allocate") metrics_->RecordAllocate(status.code(), latency);
+  return ToGrpcStatus(status);
 }
-
-}  // namespace
 
 grpc::Status SchedulerService::RegisterNode(grpc::ServerContext*,
                                             const v1::RegisterNodeRequest* req,
                                             v1::Node* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("RegisterNode", [&]() -> absl::Status {
     if (!req->has_node()) return absl::InvalidArgumentError("node is required");
     ASSIGN_OR_RETURN(Node node, NodeFromProto(req->node()));
     ASSIGN_OR_RETURN(Node stored, scheduler_->RegisterNode(std::move(node)));
@@ -38,7 +39,7 @@ grpc::Status SchedulerService::RegisterNode(grpc::ServerContext*,
 grpc::Status SchedulerService::GetNode(grpc::ServerContext*,
                                        const v1::GetNodeRequest* req,
                                        v1::Node* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("GetNode", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     ASSIGN_OR_RETURN(Node node, scheduler_->GetNode(req->name()));
     NodeToProto(node, resp);
@@ -49,7 +50,7 @@ grpc::Status SchedulerService::GetNode(grpc::ServerContext*,
 grpc::Status SchedulerService::ListNodes(grpc::ServerContext*,
                                          const v1::ListNodesRequest* req,
                                          v1::ListNodesResponse* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("ListNodes", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(
         LabelSelector selector,
         LabelSelector::Parse(req->label_selector(), "label_selector"));
@@ -65,7 +66,7 @@ grpc::Status SchedulerService::ListNodes(grpc::ServerContext*,
 grpc::Status SchedulerService::RemoveNode(grpc::ServerContext*,
                                           const v1::RemoveNodeRequest* req,
                                           v1::RemoveNodeResponse*) {
-  return Handle([&]() -> absl::Status {
+  return Handle("RemoveNode", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     return scheduler_->RemoveNode(req->name(), req->force());
   });
@@ -74,7 +75,7 @@ grpc::Status SchedulerService::RemoveNode(grpc::ServerContext*,
 grpc::Status SchedulerService::SetNodeSchedulable(
     grpc::ServerContext*, const v1::SetNodeSchedulableRequest* req,
     v1::Node* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("SetNodeSchedulable", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     ASSIGN_OR_RETURN(Node node, scheduler_->SetNodeSchedulable(
                                     req->name(), req->schedulable()));
@@ -86,7 +87,7 @@ grpc::Status SchedulerService::SetNodeSchedulable(
 grpc::Status SchedulerService::Heartbeat(grpc::ServerContext*,
                                          const v1::HeartbeatRequest* req,
                                          v1::HeartbeatResponse*) {
-  return Handle([&]() -> absl::Status {
+  return Handle("Heartbeat", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     std::vector<std::string> ids(req->unhealthy_device_ids().begin(),
                                  req->unhealthy_device_ids().end());
@@ -101,7 +102,7 @@ grpc::Status SchedulerService::Heartbeat(grpc::ServerContext*,
 grpc::Status SchedulerService::GetCapacity(grpc::ServerContext*,
                                            const v1::GetCapacityRequest*,
                                            v1::GetCapacityResponse* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("GetCapacity", [&]() -> absl::Status {
     for (const CapacityEntry& e : scheduler_->GetCapacity()) {
       CapacityToProto(e, resp->add_entries());
     }
@@ -112,7 +113,7 @@ grpc::Status SchedulerService::GetCapacity(grpc::ServerContext*,
 grpc::Status SchedulerService::Allocate(grpc::ServerContext*,
                                         const v1::AllocateRequest* req,
                                         v1::Allocation* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("Allocate", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
     ASSIGN_OR_RETURN(Allocation a, scheduler_->Allocate(request));
@@ -124,7 +125,7 @@ grpc::Status SchedulerService::Allocate(grpc::ServerContext*,
 grpc::Status SchedulerService::Release(grpc::ServerContext*,
                                        const v1::ReleaseRequest* req,
                                        v1::Allocation* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("Release", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
     ASSIGN_OR_RETURN(Allocation a, scheduler_->Release(key));
     AllocationToProto(a, resp);
@@ -135,7 +136,7 @@ grpc::Status SchedulerService::Release(grpc::ServerContext*,
 grpc::Status SchedulerService::RenewLease(grpc::ServerContext*,
                                           const v1::RenewLeaseRequest* req,
                                           v1::Allocation* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("RenewLease", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateId(req->allocation_id(), "allocation_id"));
     const absl::Duration lease = absl::Seconds(req->lease().seconds()) +
                                  absl::Nanoseconds(req->lease().nanos());
@@ -149,7 +150,7 @@ grpc::Status SchedulerService::RenewLease(grpc::ServerContext*,
 grpc::Status SchedulerService::GetAllocation(
     grpc::ServerContext*, const v1::GetAllocationRequest* req,
     v1::Allocation* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("GetAllocation", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
     ASSIGN_OR_RETURN(Allocation a, scheduler_->GetAllocation(key));
     AllocationToProto(a, resp);
@@ -160,7 +161,7 @@ grpc::Status SchedulerService::GetAllocation(
 grpc::Status SchedulerService::ListAllocations(
     grpc::ServerContext*, const v1::ListAllocationsRequest* req,
     v1::ListAllocationsResponse* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("ListAllocations", [&]() -> absl::Status {
     if (!v1::AllocationState_IsValid(req->state())) {
       return absl::InvalidArgumentError(
           absl::StrCat("state ", req->state(), " is not an AllocationState"));
@@ -183,7 +184,7 @@ grpc::Status SchedulerService::ListAllocations(
 grpc::Status SchedulerService::Explain(grpc::ServerContext*,
                                        const v1::AllocateRequest* req,
                                        v1::ExplainResponse* resp) {
-  return Handle([&]() -> absl::Status {
+  return Handle("Explain", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
     ASSIGN_OR_RETURN(ExplainResult result, scheduler_->Explain(request));
@@ -195,7 +196,7 @@ grpc::Status SchedulerService::Explain(grpc::ServerContext*,
 grpc::Status SchedulerService::WatchEvents(
     grpc::ServerContext* ctx, const v1::WatchEventsRequest*,
     grpc::ServerWriter<v1::Event>* writer) {
-  return Handle([&]() -> absl::Status {
+  return Handle("WatchEvents", [&]() -> absl::Status {
     EventHub& hub = scheduler_->events();
     std::shared_ptr<EventHub::Watcher> watcher = hub.Subscribe();
     absl::Cleanup unsubscribe = [&] { hub.Unsubscribe(watcher); };

@@ -4,15 +4,19 @@
 #ifndef ACCELSCHED_SERVICES_SCHEDULER_SERVICE_H_
 #define ACCELSCHED_SERVICES_SCHEDULER_SERVICE_H_
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
 #include "core/scheduler.h"
+#include "services/metrics.h"
 
 namespace accelsched {
 
 class SchedulerService final : public v1::AcceleratorScheduler::Service {
  public:
-  // `scheduler` must outlive the service.
-  explicit SchedulerService(Scheduler* scheduler) : scheduler_(scheduler) {}
+  // `scheduler` and `metrics` must outlive the service.
+  SchedulerService(Scheduler* scheduler, Metrics* metrics)
+      : scheduler_(scheduler), metrics_(metrics) {}
 
   grpc::Status RegisterNode(grpc::ServerContext* ctx,
                             const v1::RegisterNodeRequest* req,
@@ -55,7 +59,13 @@ class SchedulerService final : public v1::AcceleratorScheduler::Service {
                            grpc::ServerWriter<v1::Event>* writer) override;
 
  private:
+  // Per-call wrapper: runs `body`, converts its status once, records the call's
+  // metrics.
+  grpc::Status Handle(absl::string_view method,
+                      absl::FunctionRef<absl::Status()> body);
+
   Scheduler* const scheduler_;
+  Metrics* const metrics_;
 };
 
 }  // namespace accelsched

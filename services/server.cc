@@ -14,6 +14,7 @@
 #include "core/scheduler.h"
 #include "core/status_macros.h"
 #include "grpc/health/v1/health.pb.h"
+#include "services/metrics.h"
 #include "services/scheduler_service.h"
 #include "storage/sqlite_store.h"
 
@@ -79,6 +80,8 @@ void Server::StartSweeper(absl::Duration interval) {
 
 absl::Status Server::StartMetrics(const Options& options) {
   registry_ = std::make_shared<prometheus::Registry>();
+  metrics_ = std::make_unique<Metrics>(*registry_, scheduler_.get(),
+                                       ACCELSCHED_VERSION);
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
   } catch (const std::exception& e) {
@@ -87,6 +90,7 @@ absl::Status Server::StartMetrics(const Options& options) {
                                                "\": ", e.what()));
   }
   exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(metrics_->catalog_collector());
   std::vector<int> ports = exposer_->GetListeningPorts();
   metrics_port_ = ports.empty() ? 0 : ports.front();
   return absl::OkStatus();
@@ -99,7 +103,8 @@ absl::Status Server::StartGrpc(const Options& options) {
   // show the service.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  service_ = std::make_unique<SchedulerService>(scheduler_.get());
+  service_ =
+      std::make_unique<SchedulerService>(scheduler_.get(), metrics_.get());
   grpc::ServerBuilder builder;
   // Without this, Linux's SO_REUSEPORT would let a second server share a busy
   // port silently.
@@ -133,9 +138,11 @@ void Server::Shutdown(absl::Duration grace) {
     stop_sweeper_.Notify();
     sweeper_.join();
   }
+  // No scrape may read the scheduler once it is gone; its commit thread still
+  // reports to metrics while it drains the queue, so metrics go last.
   exposer_.reset();
-  // Drains the commit queue before the store closes.
   scheduler_.reset();
+  metrics_.reset();
 }
 
 }  // namespace accelsched

@@ -23,6 +23,7 @@ class Registry;
 namespace accelsched {
 
 class Clock;
+class Metrics;
 class Scheduler;
 class SchedulerService;
 class Store;
@@ -70,6 +71,7 @@ class Server {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<SchedulerService> service_;
   std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<grpc::Server> grpc_server_;
   absl::Notification stop_sweeper_;

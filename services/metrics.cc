@@ -1,0 +1,272 @@
+#include "services/metrics.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+
+#include <vector>
+
+#include "core/allocation_model.h"
+#include "core/scheduler.h"
+
+namespace accelsched {
+namespace {
+
+// Latency buckets in seconds, from 100 microseconds to 10 seconds.
+prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+          0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
+}
+
+const char* AllocateResult(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return "ok";
+    case absl::StatusCode::kResourceExhausted:
+      return "exhausted";
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAlreadyExists:
+      return "invalid";
+    default:
+      return "error";
+  }
+}
+
+const char* CodeName(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return "OK";
+    case absl::StatusCode::kCancelled:
+      return "CANCELLED";
+    case absl::StatusCode::kUnknown:
+      return "UNKNOWN";
+    case absl::StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
+    case absl::StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case absl::StatusCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case absl::StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case absl::StatusCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case absl::StatusCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case absl::StatusCode::kAborted:
+      return "ABORTED";
+    case absl::StatusCode::kOutOfRange:
+      return "OUT_OF_RANGE";
+    case absl::StatusCode::kUnimplemented:
+      return "UNIMPLEMENTED";
+    case absl::StatusCode::kInternal:
+      return "INTERNAL";
+    case absl::StatusCode::kUnavailable:
+      return "UNAVAILABLE";
+    case absl::StatusCode::kDataLoss:
+      return "DATA_LOSS";
+    case absl::StatusCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+prometheus::ClientMetric Sample(
+    double value, std::vector<prometheus::ClientMetric::Label> labels) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = value;
+  return m;
+}
+
+prometheus::MetricFamily GaugeFamily(std::string name, std::string help) {
+  prometheus::MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = prometheus::MetricType::Gauge;
+  return f;
+}
+
+// Reads the catalog at scrape time.
+class CatalogCollector final : public prometheus::Collectable {
+ public:
+  CatalogCollector(Scheduler* scheduler, std::string version)
+      : scheduler_(scheduler), version_(std::move(version)) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> out;
+    auto devices = GaugeFamily(
+        "accelsched_devices",
+        "Allocatable units (whole devices, MIG slices, TPU slices) by state.");
+    for (const CapacityEntry& e : scheduler_->GetCapacity()) {
+      const std::string cls(DeviceClassName(e.device_class));
+      for (const auto& [state, value] :
+           {std::pair<const char*, int64_t>{"free", e.free},
+            {"allocated", e.allocated},
+            {"unhealthy", e.unhealthy}}) {
+        devices.metric.push_back(
+            Sample(static_cast<double>(value), {{"device_class", cls},
+                                                {"model", e.model},
+                                                {"partition", e.partition},
+                                                {"state", state}}));
+      }
+    }
+    out.push_back(std::move(devices));
+
+    auto active = GaugeFamily("accelsched_allocations_active",
+                              "Live (ACTIVE) allocations by tenant.");
+    for (const auto& [tenant, n] : scheduler_->ActiveByTenant()) {
+      active.metric.push_back(
+          Sample(static_cast<double>(n), {{"tenant", tenant}}));
+    }
+    out.push_back(std::move(active));
+
+    auto nodes =
+        GaugeFamily("accelsched_nodes",
+                    "Registered nodes by whether they take new allocations.");
+    const auto [schedulable, cordoned] = scheduler_->NodeCounts();
+    nodes.metric.push_back(
+        Sample(static_cast<double>(schedulable), {{"schedulable", "true"}}));
+    nodes.metric.push_back(
+        Sample(static_cast<double>(cordoned), {{"schedulable", "false"}}));
+    out.push_back(std::move(nodes));
+
+    auto watchers =
+        GaugeFamily("accelsched_watchers", "Connected WatchEvents streams.");
+    watchers.metric.push_back(
+        Sample(static_cast<double>(scheduler_->events().watchers()), {}));
+    out.push_back(std::move(watchers));
+
+    prometheus::MetricFamily dropped;
+    dropped.name = "accelsched_watchers_dropped_total";
+    dropped.help = "WatchEvents streams ended for falling behind.";
+    dropped.type = prometheus::MetricType::Counter;
+    prometheus::ClientMetric d;
+    d.counter.value = static_cast<double>(scheduler_->events().dropped());
+    dropped.metric.push_back(std::move(d));
+    out.push_back(std::move(dropped));
+
+    auto build = GaugeFamily("accelsched_build_info",
+                             "Always 1; the labels carry the build's version.");
+    build.metric.push_back(Sample(1, {{"version", version_}}));
+    out.push_back(std::move(build));
+    return out;
+  }
+
+ private:
+  Scheduler* const scheduler_;
+  const std::string version_;
+};
+
+}  // namespace
+
+struct Metrics::Families {
+  explicit Families(prometheus::Registry& r)
+      : allocate_requests(
+            prometheus::BuildCounter()
+                .Name("accelsched_allocate_requests_total")
+                .Help("Allocate calls by result: ok, exhausted, invalid, "
+                      "error.")
+                .Register(r)),
+        allocate_duration(
+            prometheus::BuildHistogram()
+                .Name("accelsched_allocate_duration_seconds")
+                .Help("Allocate latency, durable commit included.")
+                .Register(r)
+                .Add({}, LatencyBuckets())),
+        releases(prometheus::BuildCounter()
+                     .Name("accelsched_releases_total")
+                     .Help("Allocations ended, by reason: released, expired, "
+                           "node_removed.")
+                     .Register(r)),
+        lease_expirations(prometheus::BuildCounter()
+                              .Name("accelsched_lease_expirations_total")
+                              .Help("Allocations whose lease ran out.")
+                              .Register(r)
+                              .Add({})),
+        grpc_requests(
+            prometheus::BuildCounter()
+                .Name("accelsched_grpc_requests_total")
+                .Help("Finished gRPC calls by method and status code.")
+                .Register(r)),
+        grpc_duration(prometheus::BuildHistogram()
+                          .Name("accelsched_grpc_request_duration_seconds")
+                          .Help("gRPC call latency by method.")
+                          .Register(r)),
+        commit_duration(prometheus::BuildHistogram()
+                            .Name("accelsched_sqlite_commit_duration_seconds")
+                            .Help("Duration of one durable SQLite transaction.")
+                            .Register(r)
+                            .Add({}, LatencyBuckets())),
+        commit_batch(
+            prometheus::BuildHistogram()
+                .Name("accelsched_group_commit_batch_size")
+                .Help("Acknowledged writes carried by one transaction.")
+                .Register(r)
+                .Add({}, prometheus::Histogram::BucketBoundaries{
+                             1, 2, 4, 8, 16, 32, 64, 128, 256})) {
+    for (const char* result : {"ok", "exhausted", "invalid", "error"}) {
+      allocate_requests.Add({{"result", result}});
+    }
+    for (const char* reason :
+         {kReasonReleased, kReasonExpired, kReasonNodeRemoved}) {
+      releases.Add({{"reason", reason}});
+    }
+  }
+
+  prometheus::Family<prometheus::Counter>& allocate_requests;
+  prometheus::Histogram& allocate_duration;
+  prometheus::Family<prometheus::Counter>& releases;
+  prometheus::Counter& lease_expirations;
+  prometheus::Family<prometheus::Counter>& grpc_requests;
+  prometheus::Family<prometheus::Histogram>& grpc_duration;
+  prometheus::Histogram& commit_duration;
+  prometheus::Histogram& commit_batch;
+};
+
+Metrics::Metrics(prometheus::Registry& registry, Scheduler* scheduler,
+                 absl::string_view version)
+    : f_(std::make_unique<Families>(registry)),
+      collector_(
+          std::make_shared<CatalogCollector>(scheduler, std::string(version))) {
+  Families* f = f_.get();
+  scheduler->committer().set_observer(
+      [f](size_t writes, absl::Duration latency) {
+        f->commit_batch.Observe(static_cast<double>(writes));
+        f->commit_duration.Observe(absl::ToDoubleSeconds(latency));
+      });
+  scheduler->events().AddListener([f](const Event& e) {
+    if (e.type == Event::Type::kReleased || e.type == Event::Type::kExpired) {
+      f->releases.Add({{"reason", e.reason}}).Increment();
+    }
+    if (e.type == Event::Type::kExpired) f->lease_expirations.Increment();
+  });
+}
+
+Metrics::~Metrics() = default;
+
+std::shared_ptr<prometheus::Collectable> Metrics::catalog_collector() const {
+  return collector_;
+}
+
+void Metrics::RecordRpc(absl::string_view method, absl::StatusCode code,
+                        absl::Duration latency) {
+  const std::string m(method);
+  f_->grpc_requests.Add({{"method", m}, {"code", CodeName(code)}}).Increment();
+  f_->grpc_duration.Add({{"method", m}}, LatencyBuckets())
+      .Observe(absl::ToDoubleSeconds(latency));
+}
+
+void Metrics::RecordAllocate(absl::StatusCode code, absl::Duration latency) {
+  f_->allocate_requests.Add({{"result", AllocateResult(code)}}).Increment();
+  f_->allocate_duration.Observe(absl::ToDoubleSeconds(latency));
+}
+
+}  // namespace accelsched
