@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs accelsched's build and test dependencies from Debian 12's packages.
 # Idempotent and non-interactive: packages already present are left alone.
+# --build-only: just what building accelschedd needs (the Dockerfile uses it).
 set -euo pipefail
 
 PACKAGES=(
@@ -13,6 +14,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
 )
+# The tests run the real tools: Prometheus and promtool, docker-compose's config check.
+TEST_PACKAGES=(prometheus docker-compose)
+if [[ "${1:-}" != "--build-only" ]]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

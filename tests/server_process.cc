@@ -16,10 +16,11 @@ namespace {
 
 // fork + exec accelschedd with stdout and stderr on a pipe; returns the pid and
 // the read end.
-pid_t Spawn(const std::vector<std::string>& flags, int* read_fd) {
+pid_t Spawn(const std::string& binary, const std::vector<std::string>& flags,
+            int* read_fd) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-  std::vector<std::string> args = {ACCELSCHEDD_PATH};
+  std::vector<std::string> args = {binary};
   args.insert(args.end(), flags.begin(), flags.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -53,14 +54,35 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   std::vector<std::string> flags = {"--db=" + db, "--listen=127.0.0.1:0",
                                     "--metrics_listen=127.0.0.1:0"};
   flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
+  std::unique_ptr<ServerProcess> p;
+  {
+    absl::StatusOr<std::unique_ptr<ServerProcess>> started =
+        StartProgram(ACCELSCHEDD_PATH, flags, "accelschedd ready:");
+    if (!started.ok()) return started.status();
+    p = std::move(*started);
+  }
+  const std::string out = p->output();
+  if (std::sscanf(out.c_str() + out.find("accelschedd ready:"),
+                  "accelschedd ready: grpc_port=%d metrics_port=%d",
+                  &p->grpc_port_, &p->metrics_port_) != 2) {
+    return absl::InternalError(
+        absl::StrCat("unexpected ready line in:\n", out));
+  }
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartProgram(
+    const std::string& binary, const std::vector<std::string>& args,
+    const std::string& ready_marker) {
   int fd = -1;
-  pid_t pid = Spawn(flags, &fd);
-  if (pid < 0) return absl::InternalError("cannot spawn accelschedd");
+  pid_t pid = Spawn(binary, args, &fd);
+  if (pid < 0)
+    return absl::InternalError(absl::StrCat("cannot spawn ", binary));
   std::unique_ptr<ServerProcess> p(new ServerProcess(pid, fd));
-  if (!p->WaitForReady(absl::Seconds(30))) {
+  if (!p->WaitForOutput(ready_marker, absl::Seconds(30))) {
     p->Stop(SIGKILL);
     return absl::UnavailableError(absl::StrCat(
-        "accelschedd did not become ready; it printed:\n", p->output()));
+        binary, " did not become ready; it printed:\n", p->output()));
   }
   return p;
 }
@@ -68,7 +90,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
 int ServerProcess::RunToExit(const std::vector<std::string>& flags,
                              std::string* output, absl::Duration timeout) {
   int fd = -1;
-  pid_t pid = Spawn(flags, &fd);
+  pid_t pid = Spawn(ACCELSCHEDD_PATH, flags, &fd);
   if (pid < 0) return -1;
   ServerProcess p(pid, fd);
   const absl::Time deadline = absl::Now() + timeout;
@@ -108,17 +130,14 @@ void ServerProcess::ReadOutput() {
   eof_ = true;
 }
 
-bool ServerProcess::WaitForReady(absl::Duration timeout) {
+bool ServerProcess::WaitForOutput(const std::string& marker,
+                                  absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return eof_ || output_.find("accelschedd ready:") != std::string::npos;
+  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return eof_ || output_.find(marker) != std::string::npos;
   };
   mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-  size_t at = output_.find("accelschedd ready:");
-  if (at == std::string::npos) return false;
-  return std::sscanf(output_.c_str() + at,
-                     "accelschedd ready: grpc_port=%d metrics_port=%d",
-                     &grpc_port_, &metrics_port_) == 2;
+  return output_.find(marker) != std::string::npos;
 }
 
 int ServerProcess::Stop(int signal) {

@@ -24,6 +24,12 @@ class ServerProcess {
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::string& db, const std::vector<std::string>& extra_flags = {});
 
+  // Starts any program and waits until its output contains `ready_marker`
+  // (ports are not parsed). For Prometheus in the metrics tests.
+  static absl::StatusOr<std::unique_ptr<ServerProcess>> StartProgram(
+      const std::string& binary, const std::vector<std::string>& args,
+      const std::string& ready_marker);
+
   // Runs accelschedd with exactly `flags` until it exits; returns its exit
   // code, and its output in `output`.
   static int RunToExit(const std::vector<std::string>& flags,
@@ -49,7 +55,7 @@ class ServerProcess {
  private:
   ServerProcess(pid_t pid, int fd);
   void ReadOutput();
-  bool WaitForReady(absl::Duration timeout);
+  bool WaitForOutput(const std::string& marker, absl::Duration timeout);
 
   pid_t pid_;
   int fd_;
