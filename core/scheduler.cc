@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -54,7 +55,8 @@ Scheduler::Scheduler(Store* store, const Clock* clock, Options options)
       events_(options.watch_buffer),
       committer_(std::make_unique<GroupCommitter>(
           store, &events_,
-          [this](const absl::Status& s) { OnCommitFailure(s); })) {}
+          [this](const absl::Status& s) { OnCommitFailure(s); },
+          options.max_commit_batch)) {}
 
 Scheduler::~Scheduler() { committer_.reset(); }
 
@@ -201,12 +203,17 @@ absl::StatusOr<Allocation> Scheduler::Allocate(
     const AllocationRequest& request) {
   ASSIGN_OR_RETURN(MatchSpec spec,
                    ValidateAllocationRequest(request, options_.max_lease));
+  // Expiries queued on the way are waited for on every path: each queued write must be.
+  std::shared_ptr<GroupCommitter::Ticket> expiry;
+  absl::Cleanup wait_for_expiry = [&] {
+    if (expiry != nullptr) Wait(expiry).IgnoreError();
+  };
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   Allocation a;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    ExpireDueLocked(now, nullptr);
+    expiry = ExpireDueLocked(now, nullptr);
     if (const Record* existing = FindRecord({"", request.request_id});
         existing != nullptr && existing->allocation.live()) {
       const Allocation& e = existing->allocation;
@@ -259,7 +266,7 @@ absl::StatusOr<Allocation> Scheduler::Allocate(
       expiry_.insert({a.expires_at, a.id});
       by_request_[a.request_id] = a.id;
       Write write;
-      write.mutations.push_back(PutAllocationMutation{a, record.units});
+      write.mutations.push_back(PutAllocationMutation{a, record.units, true});
       write.events.push_back(
           Event{Event::Type::kAllocated, now, a, a.node, "", 0});
       ticket = Commit(std::move(write));
@@ -272,12 +279,17 @@ absl::StatusOr<Allocation> Scheduler::Allocate(
 }
 
 absl::StatusOr<Allocation> Scheduler::Release(const AllocationKey& key) {
+  // Expiries queued on the way are waited for on every path: each queued write must be.
+  std::shared_ptr<GroupCommitter::Ticket> expiry;
+  absl::Cleanup wait_for_expiry = [&] {
+    if (expiry != nullptr) Wait(expiry).IgnoreError();
+  };
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   Allocation a;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    ExpireDueLocked(now, nullptr);
+    expiry = ExpireDueLocked(now, nullptr);
     const Record* found = FindRecord(key);
     if (found == nullptr) return AllocationNotFound(key);
     Record& record = allocations_.find(found->allocation.id)->second;
@@ -301,12 +313,17 @@ absl::StatusOr<Allocation> Scheduler::RenewLease(
         "lease ", absl::FormatDuration(lease), " is out of range [0, ",
         absl::FormatDuration(options_.max_lease), "]"));
   }
+  // Expiries queued on the way are waited for on every path: each queued write must be.
+  std::shared_ptr<GroupCommitter::Ticket> expiry;
+  absl::Cleanup wait_for_expiry = [&] {
+    if (expiry != nullptr) Wait(expiry).IgnoreError();
+  };
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   Allocation a;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    ExpireDueLocked(now, nullptr);
+    expiry = ExpireDueLocked(now, nullptr);
     auto it = allocations_.find(allocation_id);
     if (it == allocations_.end()) {
       return AllocationNotFound({std::string(allocation_id), ""});

@@ -74,6 +74,9 @@ class Scheduler {
     // Ended allocations stay readable this long, then are forgotten.
     absl::Duration retention = absl::Hours(24);
     size_t watch_buffer = 1024;
+    // Writes per transaction at most; 0: no cap (group commit). 1 is the baseline of one
+    // commit per acknowledged call.
+    size_t max_commit_batch = 0;
   };
 
   // `store` and `clock` are not owned and must outlive the scheduler.

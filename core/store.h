@@ -32,8 +32,10 @@ struct DeleteNodeMutation {
 // Inserts or updates an allocation and the units it holds.
 struct PutAllocationMutation {
   Allocation allocation;
-  std::vector<std::string>
-      units;  // unit keys; live while the allocation is ACTIVE
+  // Unit keys; live while the allocation is ACTIVE.
+  std::vector<std::string> units;
+  // False for an update of a stored allocation: its devices are already written.
+  bool created = false;
 };
 // Forgets an ended allocation (retention).
 struct DeleteAllocationMutation {

@@ -26,6 +26,9 @@ ABSL_FLAG(absl::Duration, allocation_retention, absl::Hours(24),
           "how long released and expired allocations stay readable");
 ABSL_FLAG(absl::Duration, sweep_interval, absl::Seconds(1),
           "how often expired leases are swept");
+ABSL_FLAG(int, max_commit_batch, 0,
+          "writes per SQLite transaction at most; 0: no cap (group commit), 1: one "
+          "commit per call");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
   options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   options.allocation_retention = absl::GetFlag(FLAGS_allocation_retention);
   options.sweep_interval = absl::GetFlag(FLAGS_sweep_interval);
+  options.max_commit_batch = absl::GetFlag(FLAGS_max_commit_batch);
 
   auto server = accelsched::Server::BuildAndStart(options);
   if (!server.ok()) {

@@ -41,6 +41,8 @@ class Server {
     absl::Duration allocation_retention = absl::Hours(24);
     // How often expired leases are swept.
     absl::Duration sweep_interval = absl::Seconds(1);
+    // Writes per SQLite transaction at most; 0: no cap.
+    int max_commit_batch = 0;
   };
 
   // Checks the options, then opens, loads and starts everything; an error

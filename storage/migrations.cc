@@ -66,7 +66,6 @@ CREATE TABLE allocations (
   count INTEGER NOT NULL,
   hostname TEXT NOT NULL
 );
-CREATE INDEX allocations_by_request ON allocations(request_id);
 CREATE TABLE allocation_devices (
   allocation_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,
   position INTEGER NOT NULL,

@@ -1,5 +1,6 @@
 #include "storage/sqlite_store.h"
 
+#include <cstdio>
 #include <map>
 #include <utility>
 #include <variant>
@@ -15,7 +16,31 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
     const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(Migrate(*db, SchemaMigrations()));
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
+  // Checkpoints would otherwise run inside whichever commit crosses the WAL threshold,
+  // stalling every caller in that group; a second connection does them instead.
+  RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint = 0"));
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> checkpoint_db, SqliteDb::Open(path));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
+  store->StartCheckpointer(std::move(checkpoint_db));
+  return store;
+}
+
+void SqliteStore::StartCheckpointer(std::unique_ptr<SqliteDb> db) {
+  checkpointer_ = std::thread([this, db = std::move(db)] {
+    // PASSIVE never blocks the writer; it copies what it can and tries again later.
+    while (!stop_checkpointer_.WaitForNotificationWithTimeout(absl::Milliseconds(200))) {
+      absl::Status s = db->Exec("PRAGMA wal_checkpoint(PASSIVE)");
+      if (!s.ok() && s.code() != absl::StatusCode::kUnavailable) {
+        std::fprintf(stderr, "accelsched: WAL checkpoint: %s\n",
+                     std::string(s.message()).c_str());
+      }
+    }
+  });
+}
+
+SqliteStore::~SqliteStore() {
+  stop_checkpointer_.Notify();
+  if (checkpointer_.joinable()) checkpointer_.join();
 }
 
 absl::StatusOr<std::vector<Node>> SqliteStore::LoadNodes() {
@@ -221,7 +246,7 @@ absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
                       .Bind(14, int64_t{a.count})
                       .Bind(15, a.hostname)
                       .Run());
-  for (size_t i = 0; i < a.devices.size(); ++i) {
+  for (size_t i = 0; m.created && i < a.devices.size(); ++i) {
     const AllocatedDevice& d = a.devices[i];
     ASSIGN_OR_RETURN(
         Statement * dev,

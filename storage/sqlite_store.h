@@ -5,9 +5,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "core/store.h"
 #include "storage/sqlite_db.h"
 
@@ -18,6 +20,8 @@ class SqliteStore final : public Store {
   // Opens or creates `path` and migrates it to the current schema.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
       const std::string& path);
+  // Stops the checkpointer; the connection's close checkpoints what is left.
+  ~SqliteStore() override;
 
   absl::StatusOr<std::vector<Node>> LoadNodes() override;
   absl::StatusOr<std::vector<StoredAllocation>> LoadAllocations() override;
@@ -27,6 +31,8 @@ class SqliteStore final : public Store {
 
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  // Copies the WAL back into the database from a second connection, off the commit path.
+  void StartCheckpointer(std::unique_ptr<SqliteDb> db);
 
   absl::Status Write(const PutNodeMutation& m);
   absl::Status Write(const PutNodeStatusMutation& m);
@@ -38,6 +44,8 @@ class SqliteStore final : public Store {
   absl::Status DeleteOrphanTpuSlices();
 
   std::unique_ptr<SqliteDb> db_;
+  absl::Notification stop_checkpointer_;
+  std::thread checkpointer_;
 };
 
 }  // namespace accelsched

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "core/store.h"
 
 namespace accelsched {
@@ -31,6 +32,7 @@ class FakeStore final : public Store {
   }
   // All or nothing, like a transaction.
   absl::Status Apply(absl::Span<const Mutation> mutations) override {
+    absl::SleepFor(commit_delay_);  // as an fsync would, outside the lock
     absl::MutexLock lock(&mu_);
     if (!fail_writes_.ok()) return fail_writes_;
     auto nodes = nodes_;
@@ -57,6 +59,9 @@ class FakeStore final : public Store {
     return absl::OkStatus();
   }
 
+  // Each Apply takes this long, like a disk's fsync. Set before the scheduler runs.
+  void set_commit_delay(absl::Duration d) { commit_delay_ = d; }
+
   // Every later write fails with `s` (OK restores writes).
   void FailWrites(absl::Status s) {
     absl::MutexLock lock(&mu_);
@@ -81,6 +86,7 @@ class FakeStore final : public Store {
   std::map<std::string, StoredAllocation> allocations_;
   absl::Status fail_writes_;
   int transactions_ = 0;
+  absl::Duration commit_delay_;
 };
 
 }  // namespace accelsched

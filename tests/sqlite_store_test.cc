@@ -180,7 +180,7 @@ TEST(SqliteStoreTest, AllocationsRoundTripAndEnd) {
   {
     auto store = SqliteStore::Open(path);
     ASSERT_OK(store);
-    ASSERT_OK(ApplyOne(**store, PutAllocationMutation{live, {"MIG-1"}}));
+    ASSERT_OK(ApplyOne(**store, PutAllocationMutation{live, {"MIG-1"}, true}));
   }
   auto store = SqliteStore::Open(path);
   ASSERT_OK(store);
@@ -214,11 +214,11 @@ TEST(SqliteStoreTest, SchemaRefusesDoubleBookingAtomically) {
   ASSERT_OK(ApplyOne(
       **store,
       PutAllocationMutation{SampleAllocation("a-1", AllocationState::kActive),
-                            {"MIG-1"}}));
+                            {"MIG-1"}, true}));
   const Mutation batch[] = {
       PutNodeMutation{SampleNode()},
       PutAllocationMutation{SampleAllocation("a-2", AllocationState::kActive),
-                            {"MIG-1"}}};
+                            {"MIG-1"}, true}};
   EXPECT_THAT((*store)->Apply(batch),
               StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("UNIQUE")));
   EXPECT_EQ(Count(path, "allocations"), 1);
@@ -228,7 +228,7 @@ TEST(SqliteStoreTest, SchemaRefusesDoubleBookingAtomically) {
   const Mutation release_then_take[] = {
       PutAllocationMutation{ended, {"MIG-1"}},
       PutAllocationMutation{SampleAllocation("a-2", AllocationState::kActive),
-                            {"MIG-1"}}};
+                            {"MIG-1"}, true}};
   EXPECT_OK((*store)->Apply(release_then_take));
 }
 
