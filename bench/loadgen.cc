@@ -1,11 +1,13 @@
-// loadgen: drives a real accelschedd on a real SQLite file over gRPC and compares it with
-// the floor of the same server: Health/Check from the same callers.
+// loadgen: drives a real accelschedd on a real SQLite file over gRPC and
+// compares it with the floor of the same server: Health/Check from the same
+// callers.
 //
 //   build/bench/loadgen --seconds=5 --callers=1,8,64
-//   build/bench/loadgen --startup_devices=100000      # start-up time and memory
+//   build/bench/loadgen --startup_devices=100000      # start-up time and
+//   memory
 //
-// By default it starts its own server on a fresh database (synchronous=FULL); --target
-// connects to a running one instead (it must be empty of allocations).
+// By default it starts its own server on a fresh database (synchronous=FULL);
+// --target connects to a running one instead (it must be empty of allocations).
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
@@ -30,15 +32,20 @@
 #include "tests/server_process.h"
 
 ABSL_FLAG(double, seconds, 5, "duration of each measurement");
-ABSL_FLAG(std::string, callers, "1,8,64", "concurrent callers, comma-separated");
-ABSL_FLAG(std::string, target, "", "host:port of a running server (default: start one)");
+ABSL_FLAG(std::string, callers, "1,8,64",
+          "concurrent callers, comma-separated");
+ABSL_FLAG(std::string, target, "",
+          "host:port of a running server (default: start one)");
 ABSL_FLAG(int, metrics_port, 0, "its metrics port, with --target");
-ABSL_FLAG(std::string, dir, "/tmp/accelsched-loadgen", "where the started server's db goes");
-ABSL_FLAG(bool, compare_batching, true,
-          "also run the widest load against a server with --max_commit_batch=1");
-ABSL_FLAG(int, startup_devices, 0,
-          "instead: fill a database with this many devices, restart, and report the "
-          "time to serve and the resident memory");
+ABSL_FLAG(std::string, dir, "/tmp/accelsched-loadgen",
+          "where the started server's db goes");
+ABSL_FLAG(
+    bool, compare_batching, true,
+    "also run the widest load against a server with --max_commit_batch=1");
+ABSL_FLAG(
+    int, startup_devices, 0,
+    "instead: fill a database with this many devices, restart, and report the "
+    "time to serve and the resident memory");
 
 namespace accelsched {
 namespace {
@@ -59,19 +66,21 @@ struct Result {
   }
 };
 
-std::vector<std::shared_ptr<grpc::Channel>> Channels(const std::string& target, int n) {
+std::vector<std::shared_ptr<grpc::Channel>> Channels(const std::string& target,
+                                                     int n) {
   std::vector<std::shared_ptr<grpc::Channel>> out;
   for (int i = 0; i < n; ++i) {
     grpc::ChannelArguments args;
-    args.SetInt("loadgen.channel", i);  // distinct arguments: distinct connections
-    out.push_back(
-        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+    args.SetInt("loadgen.channel",
+                i);  // distinct arguments: distinct connections
+    out.push_back(grpc::CreateCustomChannel(
+        target, grpc::InsecureChannelCredentials(), args));
   }
   return out;
 }
 
-// Runs `callers` threads for `seconds`; `body(thread, i, latencies)` makes one round of
-// calls and returns how many it made.
+// Runs `callers` threads for `seconds`; `body(thread, i, latencies)` makes one
+// round of calls and returns how many it made.
 template <typename Body>
 Result Run(int callers, double seconds, Body body) {
   std::atomic<bool> stop{false};
@@ -98,7 +107,9 @@ Result Run(int callers, double seconds, Body body) {
   return all;
 }
 
-double Micros(absl::Time since) { return absl::ToDoubleMicroseconds(absl::Now() - since); }
+double Micros(absl::Time since) {
+  return absl::ToDoubleMicroseconds(absl::Now() - since);
+}
 
 // Registers `nodes` nodes of 8 T4s each (with 16 threads).
 void RegisterNodes(const std::string& target, int nodes) {
@@ -107,7 +118,8 @@ void RegisterNodes(const std::string& target, int nodes) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 16; ++t) {
     threads.emplace_back([&, t] {
-      auto stub = v1::AcceleratorScheduler::NewStub(channels[t % channels.size()]);
+      auto stub =
+          v1::AcceleratorScheduler::NewStub(channels[t % channels.size()]);
       for (int n; (n = next++) < nodes;) {
         v1::RegisterNodeRequest req;
         v1::Node* node = req.mutable_node();
@@ -122,7 +134,8 @@ void RegisterNodes(const std::string& target, int nodes) {
         grpc::ClientContext ctx;
         v1::Node resp;
         grpc::Status s = stub->RegisterNode(&ctx, req, &resp);
-        if (!s.ok()) std::fprintf(stderr, "register: %s\n", s.error_message().c_str());
+        if (!s.ok())
+          std::fprintf(stderr, "register: %s\n", s.error_message().c_str());
       }
     });
   }
@@ -138,9 +151,11 @@ CommitCounters ReadCommitCounters(int metrics_port) {
   absl::StatusOr<std::string> body = HttpGet(metrics_port, "/metrics");
   if (!body.ok()) return c;
   for (absl::string_view line : absl::StrSplit(*body, '\n')) {
-    if (absl::ConsumePrefix(&line, "accelsched_group_commit_batch_size_count ")) {
+    if (absl::ConsumePrefix(&line,
+                            "accelsched_group_commit_batch_size_count ")) {
       (void)absl::SimpleAtod(line, &c.commits);
-    } else if (absl::ConsumePrefix(&line, "accelsched_group_commit_batch_size_sum ")) {
+    } else if (absl::ConsumePrefix(&line,
+                                   "accelsched_group_commit_batch_size_sum ")) {
       (void)absl::SimpleAtod(line, &c.writes);
     }
   }
@@ -152,59 +167,64 @@ struct Measured {
   CommitCounters commits;
 };
 
-Measured Measure(const std::string& target, int metrics_port, int callers, double seconds,
-                 const std::string& tag) {
+Measured Measure(const std::string& target, int metrics_port, int callers,
+                 double seconds, const std::string& tag) {
   auto channels = Channels(target, std::min(callers, 8));
   std::vector<std::unique_ptr<Stub>> stubs;
   std::vector<std::unique_ptr<grpc::health::v1::Health::Stub>> health;
   for (int t = 0; t < callers; ++t) {
-    stubs.push_back(v1::AcceleratorScheduler::NewStub(channels[t % channels.size()]));
-    health.push_back(grpc::health::v1::Health::NewStub(channels[t % channels.size()]));
+    stubs.push_back(
+        v1::AcceleratorScheduler::NewStub(channels[t % channels.size()]));
+    health.push_back(
+        grpc::health::v1::Health::NewStub(channels[t % channels.size()]));
   }
   Measured m;
-  m.floor = Run(callers, seconds, [&](int t, int64_t, std::vector<double>& lat) {
-    grpc::ClientContext ctx;
-    grpc::health::v1::HealthCheckRequest req;
-    grpc::health::v1::HealthCheckResponse resp;
-    const absl::Time start = absl::Now();
-    grpc::Status s = health[t]->Check(&ctx, req, &resp);
-    lat.push_back(Micros(start));
-    return s.ok() ? 1 : 0;
-  });
+  m.floor =
+      Run(callers, seconds, [&](int t, int64_t, std::vector<double>& lat) {
+        grpc::ClientContext ctx;
+        grpc::health::v1::HealthCheckRequest req;
+        grpc::health::v1::HealthCheckResponse resp;
+        const absl::Time start = absl::Now();
+        grpc::Status s = health[t]->Check(&ctx, req, &resp);
+        lat.push_back(Micros(start));
+        return s.ok() ? 1 : 0;
+      });
   const CommitCounters before = ReadCommitCounters(metrics_port);
   // Allocate then Release; each is one call. Latency is Allocate's.
-  m.work = Run(callers, seconds, [&](int t, int64_t i, std::vector<double>& lat) {
-    v1::AllocateRequest req;
-    req.set_request_id(absl::StrCat(tag, "-", t, "-", i));
-    req.mutable_accelerator()->set_device("nvidia-tesla-t4");
-    v1::Allocation a;
-    grpc::ClientContext ctx;
-    const absl::Time start = absl::Now();
-    grpc::Status s = stubs[t]->Allocate(&ctx, req, &a);
-    lat.push_back(Micros(start));
-    if (!s.ok()) {
-      std::fprintf(stderr, "allocate: %s\n", s.error_message().c_str());
-      return 0;
-    }
-    v1::ReleaseRequest rel;
-    rel.set_allocation_id(a.id());
-    v1::Allocation released;
-    grpc::ClientContext ctx2;
-    return stubs[t]->Release(&ctx2, rel, &released).ok() ? 2 : 1;
-  });
+  m.work =
+      Run(callers, seconds, [&](int t, int64_t i, std::vector<double>& lat) {
+        v1::AllocateRequest req;
+        req.set_request_id(absl::StrCat(tag, "-", t, "-", i));
+        req.mutable_accelerator()->set_device("nvidia-tesla-t4");
+        v1::Allocation a;
+        grpc::ClientContext ctx;
+        const absl::Time start = absl::Now();
+        grpc::Status s = stubs[t]->Allocate(&ctx, req, &a);
+        lat.push_back(Micros(start));
+        if (!s.ok()) {
+          std::fprintf(stderr, "allocate: %s\n", s.error_message().c_str());
+          return 0;
+        }
+        v1::ReleaseRequest rel;
+        rel.set_allocation_id(a.id());
+        v1::Allocation released;
+        grpc::ClientContext ctx2;
+        return stubs[t]->Release(&ctx2, rel, &released).ok() ? 2 : 1;
+      });
   const CommitCounters after = ReadCommitCounters(metrics_port);
   m.commits = {after.commits - before.commits, after.writes - before.writes};
   return m;
 }
 
-std::unique_ptr<ServerProcess> StartServer(const std::string& db,
-                                           const std::vector<std::string>& flags) {
+std::unique_ptr<ServerProcess> StartServer(
+    const std::string& db, const std::vector<std::string>& flags) {
   std::filesystem::remove(db);
   std::filesystem::remove(db + "-wal");
   std::filesystem::remove(db + "-shm");
   auto server = ServerProcess::Start(db, flags);
   if (!server.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(server.status().message()).c_str());
+    std::fprintf(stderr, "%s\n",
+                 std::string(server.status().message()).c_str());
     std::exit(1);
   }
   return std::move(*server);
@@ -241,18 +261,23 @@ int Startup(int devices) {
   grpc::ClientContext ctx;
   grpc::Status s = stub->GetCapacity(&ctx, v1::GetCapacityRequest(), &capacity);
   const double serving = absl::ToDoubleSeconds(absl::Now() - start);
-  std::printf("start-up with %lld devices: ready line after %.3f s, first GetCapacity "
-              "answered after %.3f s (%s, %lld units); resident memory %.1f MiB\n",
-              static_cast<long long>(nodes) * 8, ready, serving, s.ok() ? "ok" : "failed",
-              capacity.entries_size() ? static_cast<long long>(capacity.entries(0).total())
-                                      : 0LL,
-              ResidentKiB((*restarted)->pid()) / 1024.0);
+  std::printf(
+      "start-up with %lld devices: ready line after %.3f s, first GetCapacity "
+      "answered after %.3f s (%s, %lld units); resident memory %.1f MiB\n",
+      static_cast<long long>(nodes) * 8, ready, serving,
+      s.ok() ? "ok" : "failed",
+      capacity.entries_size()
+          ? static_cast<long long>(capacity.entries(0).total())
+          : 0LL,
+      ResidentKiB((*restarted)->pid()) / 1024.0);
   return s.ok() ? 0 : 1;
 }
 
 void Print(const char* what, Result& r) {
-  std::printf("  %-34s %9.0f calls/s  p50 %7.0f us  p99 %7.0f us  p999 %7.0f us\n", what,
-              r.per_second(), r.quantile(0.5), r.quantile(0.99), r.quantile(0.999));
+  std::printf(
+      "  %-34s %9.0f calls/s  p50 %7.0f us  p99 %7.0f us  p999 %7.0f us\n",
+      what, r.per_second(), r.quantile(0.5), r.quantile(0.99),
+      r.quantile(0.999));
 }
 
 int Main() {
@@ -260,7 +285,8 @@ int Main() {
     return Startup(absl::GetFlag(FLAGS_startup_devices));
   }
   std::vector<int> callers;
-  for (absl::string_view c : absl::StrSplit(absl::GetFlag(FLAGS_callers), ',')) {
+  for (absl::string_view c :
+       absl::StrSplit(absl::GetFlag(FLAGS_callers), ',')) {
     int n = 0;
     if (absl::SimpleAtoi(c, &n) && n > 0) callers.push_back(n);
   }
@@ -277,32 +303,40 @@ int Main() {
   }
   // 64 nodes x 8 T4: every caller always finds a free device.
   RegisterNodes(target, 64);
-  std::printf("accelschedd at %s, SQLite synchronous=FULL, %.1f s per measurement\n",
-              target.c_str(), seconds);
+  std::printf(
+      "accelschedd at %s, SQLite synchronous=FULL, %.1f s per measurement\n",
+      target.c_str(), seconds);
   for (int n : callers) {
-    Measured m = Measure(target, metrics_port, n, seconds, absl::StrCat("c", n));
+    Measured m =
+        Measure(target, metrics_port, n, seconds, absl::StrCat("c", n));
     std::printf("%d caller%s:\n", n, n == 1 ? "" : "s");
     Print("Health/Check (floor)", m.floor);
     Print("Allocate+Release (latency: Alloc.)", m.work);
-    std::printf("  ratio: throughput %.2f of the floor; Allocate p99 %.2fx the floor's\n",
-                m.work.per_second() / m.floor.per_second(),
-                m.work.quantile(0.99) / std::max(1.0, m.floor.quantile(0.99)));
+    std::printf(
+        "  ratio: throughput %.2f of the floor; Allocate p99 %.2fx the "
+        "floor's\n",
+        m.work.per_second() / m.floor.per_second(),
+        m.work.quantile(0.99) / std::max(1.0, m.floor.quantile(0.99)));
     if (m.commits.commits > 0) {
       std::printf("  group commit: %.0f commits/s, %.1f writes per commit\n",
-                  m.commits.commits / m.work.seconds, m.commits.writes / m.commits.commits);
+                  m.commits.commits / m.work.seconds,
+                  m.commits.writes / m.commits.commits);
     }
   }
-  if (server != nullptr && absl::GetFlag(FLAGS_compare_batching) && !callers.empty()) {
+  if (server != nullptr && absl::GetFlag(FLAGS_compare_batching) &&
+      !callers.empty()) {
     server->Stop(SIGTERM);
-    auto baseline = StartServer(dir + "/loadgen-nobatch.db", {"--max_commit_batch=1"});
+    auto baseline =
+        StartServer(dir + "/loadgen-nobatch.db", {"--max_commit_batch=1"});
     RegisterNodes(baseline->grpc_address(), 64);
     const int n = callers.back();
-    Measured m = Measure(baseline->grpc_address(), baseline->metrics_port(), n, seconds,
-                         "nobatch");
+    Measured m = Measure(baseline->grpc_address(), baseline->metrics_port(), n,
+                         seconds, "nobatch");
     std::printf("%d callers, one commit per call (--max_commit_batch=1):\n", n);
     Print("Allocate+Release (latency: Alloc.)", m.work);
     std::printf("  %.0f commits/s, %.1f writes per commit\n",
-                m.commits.commits / m.work.seconds, m.commits.writes / m.commits.commits);
+                m.commits.commits / m.work.seconds,
+                m.commits.writes / m.commits.commits);
   }
   return 0;
 }

@@ -1,6 +1,7 @@
-// The in-core matcher on synthetic clusters of 1,000, 10,000 and 100,000 nodes: a mix of
-// whole GPUs of several models, MIG GPUs with mixed geometries and TPU v5e slices, about
-// half allocated. Reports Allocate+Release pairs per second and the cost of one match.
+// The in-core matcher on synthetic clusters of 1,000, 10,000 and 100,000 nodes:
+// a mix of whole GPUs of several models, MIG GPUs with mixed geometries and TPU
+// v5e slices, about half allocated. Reports Allocate+Release pairs per second
+// and the cost of one match.
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -28,10 +29,12 @@ const PoolKey kTpu{DeviceClass::kGoogleTpu, "tpu-v5-lite-podslice", "2x4"};
 
 void AddUnit(Cluster& c, const std::string& key, const PoolKey& pool,
              const std::string& node, const std::string& group, int order) {
-  c.index.Put(Unit{key, pool, node, {node}, {{node, key, "", ""}}, group, order, true, ""});
+  c.index.Put(Unit{
+      key, pool, node, {node}, {{node, key, "", ""}}, group, order, true, ""});
 }
 
-// Node i is one of five shapes; then a seeded 30-70% of each node's units are allocated.
+// Node i is one of five shapes; then a seeded 30-70% of each node's units are
+// allocated.
 Cluster& BuildCluster(int n) {
   static std::map<int, Cluster>* clusters = new std::map<int, Cluster>;
   auto [it, fresh] = clusters->try_emplace(n);
@@ -47,20 +50,22 @@ Cluster& BuildCluster(int n) {
     node.labels = {{"pool", absl::StrCat("p", i % 4)}};
     c.nodes.emplace(name, node);
     std::vector<std::string> keys;
-    auto add = [&](const std::string& key, const PoolKey& pool, const std::string& group,
-                   int order) {
+    auto add = [&](const std::string& key, const PoolKey& pool,
+                   const std::string& group, int order) {
       AddUnit(c, key, pool, name, group, order);
       keys.push_back(key);
     };
     switch (i % 5) {
       case 0:
-        for (int g = 0; g < 8; ++g) add(absl::StrCat(name, "-h", g), kH100, "", g);
+        for (int g = 0; g < 8; ++g)
+          add(absl::StrCat(name, "-h", g), kH100, "", g);
         break;
       case 1:  // 8 MIG A100s: 7 x 1g.5gb, or 3g.20gb + 3g.20gb
         for (int g = 0; g < 8; ++g) {
           const std::string gpu = absl::StrCat(name, "-a", g);
           if (g % 2 == 0) {
-            for (int s = 0; s < 7; ++s) add(absl::StrCat(gpu, "-", s), kMig1g, gpu, g * 8 + s);
+            for (int s = 0; s < 7; ++s)
+              add(absl::StrCat(gpu, "-", s), kMig1g, gpu, g * 8 + s);
           } else {
             add(gpu + "-0", kMig3g, gpu, g * 8);
             add(gpu + "-4", kMig3g, gpu, g * 8 + 4);
@@ -68,16 +73,19 @@ Cluster& BuildCluster(int n) {
         }
         break;
       case 2:
-        for (int g = 0; g < 4; ++g) add(absl::StrCat(name, "-l", g), kL4, "", g);
+        for (int g = 0; g < 4; ++g)
+          add(absl::StrCat(name, "-l", g), kL4, "", g);
         break;
       case 3:
         add(absl::StrCat(name, "-tpu"), kTpu, "", 0);
         break;
       case 4:
-        for (int g = 0; g < 8; ++g) add(absl::StrCat(name, "-t", g), kT4, "", g);
+        for (int g = 0; g < 8; ++g)
+          add(absl::StrCat(name, "-t", g), kT4, "", g);
         break;
     }
-    const double share = 0.3 + 0.4 * std::uniform_real_distribution<>(0, 1)(rng);
+    const double share =
+        0.3 + 0.4 * std::uniform_real_distribution<>(0, 1)(rng);
     for (const std::string& key : keys) {
       if (std::uniform_real_distribution<>(0, 1)(rng) < share) {
         c.index.SetAllocation(key, "pre-allocated");
@@ -88,32 +96,38 @@ Cluster& BuildCluster(int n) {
 }
 
 const MatchSpec kSpecs[] = {
-    {kH100, 2, LabelSelector()}, {kMig1g, 1, LabelSelector()},
-    {kL4, 1, LabelSelector()},   {kT4, 4, LabelSelector()},
-    {kTpu, 1, LabelSelector()},  {kMig3g, 1, LabelSelector::FromMap({{"pool", "p1"}})},
+    {kH100, 2, LabelSelector()},
+    {kMig1g, 1, LabelSelector()},
+    {kL4, 1, LabelSelector()},
+    {kT4, 4, LabelSelector()},
+    {kTpu, 1, LabelSelector()},
+    {kMig3g, 1, LabelSelector::FromMap({{"pool", "p1"}})},
 };
 
-const EligibilityRules kRules{absl::FromUnixSeconds(1'700'000'000), absl::Minutes(5)};
+const EligibilityRules kRules{absl::FromUnixSeconds(1'700'000'000),
+                              absl::Minutes(5)};
 
 // One match per iteration, allocating nothing.
 void BM_Match(benchmark::State& state) {
   Cluster& c = BuildCluster(static_cast<int>(state.range(0)));
   size_t i = 0;
   for (auto _ : state) {
-    auto units = Match(c.index, c.nodes, kSpecs[i++ % std::size(kSpecs)], kRules);
+    auto units =
+        Match(c.index, c.nodes, kSpecs[i++ % std::size(kSpecs)], kRules);
     benchmark::DoNotOptimize(units);
   }
   state.SetItemsProcessed(state.iterations());
 }
 
-// Match, mark the units allocated, then release them: the in-core work of one Allocate
-// and one Release.
+// Match, mark the units allocated, then release them: the in-core work of one
+// Allocate and one Release.
 void BM_AllocateRelease(benchmark::State& state) {
   Cluster& c = BuildCluster(static_cast<int>(state.range(0)));
   size_t i = 0;
   int64_t misses = 0;
   for (auto _ : state) {
-    auto units = Match(c.index, c.nodes, kSpecs[i++ % std::size(kSpecs)], kRules);
+    auto units =
+        Match(c.index, c.nodes, kSpecs[i++ % std::size(kSpecs)], kRules);
     if (!units.has_value()) {
       ++misses;
       continue;
@@ -127,7 +141,8 @@ void BM_AllocateRelease(benchmark::State& state) {
   state.counters["misses"] = static_cast<double>(misses);
 }
 
-BENCHMARK(BM_Match)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Match)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(
+    benchmark::kMicrosecond);
 BENCHMARK(BM_AllocateRelease)
     ->Arg(1000)
     ->Arg(10000)

@@ -87,7 +87,8 @@ GroupCommitter::Stats GroupCommitter::stats() const {
   return stats_;
 }
 
-void GroupCommitter::Finish(std::vector<Write>& batch, const absl::Status& status) {
+void GroupCommitter::Finish(std::vector<Write>& batch,
+                            const absl::Status& status) {
   for (Write& w : batch) {
     absl::MutexLock lock(&w.ticket->mu);
     w.ticket->status = status;
@@ -99,10 +100,13 @@ void GroupCommitter::LeadOneBatch() {
   std::vector<Write> batch;
   {
     absl::MutexLock lock(&mu_);
-    const size_t n = max_batch_ == 0 ? queue_.size() : std::min(max_batch_, queue_.size());
+    const size_t n =
+        max_batch_ == 0 ? queue_.size() : std::min(max_batch_, queue_.size());
     batch.assign(std::make_move_iterator(queue_.begin()),
-                 std::make_move_iterator(queue_.begin() + static_cast<std::ptrdiff_t>(n)));
-    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+                 std::make_move_iterator(queue_.begin() +
+                                         static_cast<std::ptrdiff_t>(n)));
+    queue_.erase(queue_.begin(),
+                 queue_.begin() + static_cast<std::ptrdiff_t>(n));
   }
   std::vector<Mutation> all;
   for (Write& w : batch) {
@@ -127,8 +131,8 @@ void GroupCommitter::LeadOneBatch() {
     }
   }
   if (!status.ok()) {
-    // Restore the owner's state before anyone is told, so that no caller can act on
-    // what was never written.
+    // Restore the owner's state before anyone is told, so that no caller can
+    // act on what was never written.
     on_failure_(status);
   } else {
     if (observer) observer(batch.size(), latency);

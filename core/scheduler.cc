@@ -203,7 +203,8 @@ absl::StatusOr<Allocation> Scheduler::Allocate(
     const AllocationRequest& request) {
   ASSIGN_OR_RETURN(MatchSpec spec,
                    ValidateAllocationRequest(request, options_.max_lease));
-  // Expiries queued on the way are waited for on every path: each queued write must be.
+  // Expiries queued on the way are waited for on every path: each queued write
+  // must be.
   std::shared_ptr<GroupCommitter::Ticket> expiry;
   absl::Cleanup wait_for_expiry = [&] {
     if (expiry != nullptr) Wait(expiry).IgnoreError();
@@ -279,7 +280,8 @@ absl::StatusOr<Allocation> Scheduler::Allocate(
 }
 
 absl::StatusOr<Allocation> Scheduler::Release(const AllocationKey& key) {
-  // Expiries queued on the way are waited for on every path: each queued write must be.
+  // Expiries queued on the way are waited for on every path: each queued write
+  // must be.
   std::shared_ptr<GroupCommitter::Ticket> expiry;
   absl::Cleanup wait_for_expiry = [&] {
     if (expiry != nullptr) Wait(expiry).IgnoreError();
@@ -313,7 +315,8 @@ absl::StatusOr<Allocation> Scheduler::RenewLease(
         "lease ", absl::FormatDuration(lease), " is out of range [0, ",
         absl::FormatDuration(options_.max_lease), "]"));
   }
-  // Expiries queued on the way are waited for on every path: each queued write must be.
+  // Expiries queued on the way are waited for on every path: each queued write
+  // must be.
   std::shared_ptr<GroupCommitter::Ticket> expiry;
   absl::Cleanup wait_for_expiry = [&] {
     if (expiry != nullptr) Wait(expiry).IgnoreError();

@@ -74,8 +74,8 @@ class Scheduler {
     // Ended allocations stay readable this long, then are forgotten.
     absl::Duration retention = absl::Hours(24);
     size_t watch_buffer = 1024;
-    // Writes per transaction at most; 0: no cap (group commit). 1 is the baseline of one
-    // commit per acknowledged call.
+    // Writes per transaction at most; 0: no cap (group commit). 1 is the
+    // baseline of one commit per acknowledged call.
     size_t max_commit_batch = 0;
   };
 

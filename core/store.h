@@ -34,7 +34,8 @@ struct PutAllocationMutation {
   Allocation allocation;
   // Unit keys; live while the allocation is ACTIVE.
   std::vector<std::string> units;
-  // False for an update of a stored allocation: its devices are already written.
+  // False for an update of a stored allocation: its devices are already
+  // written.
   bool created = false;
 };
 // Forgets an ended allocation (retention).

@@ -26,9 +26,10 @@ ABSL_FLAG(absl::Duration, allocation_retention, absl::Hours(24),
           "how long released and expired allocations stay readable");
 ABSL_FLAG(absl::Duration, sweep_interval, absl::Seconds(1),
           "how often expired leases are swept");
-ABSL_FLAG(int, max_commit_batch, 0,
-          "writes per SQLite transaction at most; 0: no cap (group commit), 1: one "
-          "commit per call");
+ABSL_FLAG(
+    int, max_commit_batch, 0,
+    "writes per SQLite transaction at most; 0: no cap (group commit), 1: one "
+    "commit per call");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(

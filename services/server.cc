@@ -44,7 +44,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
         "--allocation_retention must not be negative");
   }
   if (options.max_commit_batch < 0) {
-    return absl::InvalidArgumentError("--max_commit_batch must not be negative");
+    return absl::InvalidArgumentError(
+        "--max_commit_batch must not be negative");
   }
   if (options.sweep_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--sweep_interval must be positive");
@@ -64,7 +65,8 @@ absl::Status Server::OpenScheduler(const Options& options) {
   scheduler_options.default_lease = options.default_lease;
   scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
   scheduler_options.retention = options.allocation_retention;
-  scheduler_options.max_commit_batch = static_cast<size_t>(options.max_commit_batch);
+  scheduler_options.max_commit_batch =
+      static_cast<size_t>(options.max_commit_batch);
   scheduler_ = std::make_unique<Scheduler>(store_.get(), clock_.get(),
                                            scheduler_options);
   return scheduler_->Load();
@@ -113,11 +115,14 @@ absl::Status Server::StartGrpc(const Options& options) {
   // Without this, Linux's SO_REUSEPORT would let a second server share a busy
   // port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Handlers block until their commit; with gRPC's default of 2 pollers the sync server
-  // creates a thread for each blocked call and lets it exit afterwards, and that churn
-  // (thread stacks, malloc arenas) cost more CPU than the calls. Keep threads polling.
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 4);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 256);
+  // Handlers block until their commit; with gRPC's default of 2 pollers the
+  // sync server creates a thread for each blocked call and lets it exit
+  // afterwards, and that churn (thread stacks, malloc arenas) cost more CPU
+  // than the calls. Keep threads polling.
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 4);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 256);
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
                            &grpc_port_);
   builder.RegisterService(service_.get());

@@ -16,10 +16,12 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
     const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(Migrate(*db, SchemaMigrations()));
-  // Checkpoints would otherwise run inside whichever commit crosses the WAL threshold,
-  // stalling every caller in that group; a second connection does them instead.
+  // Checkpoints would otherwise run inside whichever commit crosses the WAL
+  // threshold, stalling every caller in that group; a second connection does
+  // them instead.
   RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint = 0"));
-  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> checkpoint_db, SqliteDb::Open(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> checkpoint_db,
+                   SqliteDb::Open(path));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
   store->StartCheckpointer(std::move(checkpoint_db));
   return store;
@@ -27,8 +29,10 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
 
 void SqliteStore::StartCheckpointer(std::unique_ptr<SqliteDb> db) {
   checkpointer_ = std::thread([this, db = std::move(db)] {
-    // PASSIVE never blocks the writer; it copies what it can and tries again later.
-    while (!stop_checkpointer_.WaitForNotificationWithTimeout(absl::Milliseconds(200))) {
+    // PASSIVE never blocks the writer; it copies what it can and tries again
+    // later.
+    while (!stop_checkpointer_.WaitForNotificationWithTimeout(
+        absl::Milliseconds(200))) {
       absl::Status s = db->Exec("PRAGMA wal_checkpoint(PASSIVE)");
       if (!s.ok() && s.code() != absl::StatusCode::kUnavailable) {
         std::fprintf(stderr, "accelsched: WAL checkpoint: %s\n",

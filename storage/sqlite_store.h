@@ -31,7 +31,8 @@ class SqliteStore final : public Store {
 
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
-  // Copies the WAL back into the database from a second connection, off the commit path.
+  // Copies the WAL back into the database from a second connection, off the
+  // commit path.
   void StartCheckpointer(std::unique_ptr<SqliteDb> db);
 
   absl::Status Write(const PutNodeMutation& m);

@@ -59,7 +59,8 @@ class FakeStore final : public Store {
     return absl::OkStatus();
   }
 
-  // Each Apply takes this long, like a disk's fsync. Set before the scheduler runs.
+  // Each Apply takes this long, like a disk's fsync. Set before the scheduler
+  // runs.
   void set_commit_delay(absl::Duration d) { commit_delay_ = d; }
 
   // Every later write fails with `s` (OK restores writes).

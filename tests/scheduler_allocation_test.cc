@@ -528,7 +528,8 @@ TEST_F(SchedulerAllocationTest, InvalidRequestsNameTheField) {
 // Many threads allocating and releasing at once: every call is answered, no
 // unit is in two live allocations, the counts add up, and commits were batched.
 TEST_F(SchedulerAllocationTest, ConcurrentCallersNeverShareAUnit) {
-  // A commit that takes as long as an fsync, so that concurrent writes queue behind it.
+  // A commit that takes as long as an fsync, so that concurrent writes queue
+  // behind it.
   store_.set_commit_delay(absl::Microseconds(500));
   std::vector<Device> devices;
   for (int i = 0; i < 8; ++i)

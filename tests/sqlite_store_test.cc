@@ -213,12 +213,12 @@ TEST(SqliteStoreTest, SchemaRefusesDoubleBookingAtomically) {
   ASSERT_OK(store);
   ASSERT_OK(ApplyOne(
       **store,
-      PutAllocationMutation{SampleAllocation("a-1", AllocationState::kActive),
-                            {"MIG-1"}, true}));
+      PutAllocationMutation{
+          SampleAllocation("a-1", AllocationState::kActive), {"MIG-1"}, true}));
   const Mutation batch[] = {
       PutNodeMutation{SampleNode()},
-      PutAllocationMutation{SampleAllocation("a-2", AllocationState::kActive),
-                            {"MIG-1"}, true}};
+      PutAllocationMutation{
+          SampleAllocation("a-2", AllocationState::kActive), {"MIG-1"}, true}};
   EXPECT_THAT((*store)->Apply(batch),
               StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("UNIQUE")));
   EXPECT_EQ(Count(path, "allocations"), 1);
@@ -227,8 +227,8 @@ TEST(SqliteStoreTest, SchemaRefusesDoubleBookingAtomically) {
   Allocation ended = SampleAllocation("a-1", AllocationState::kReleased);
   const Mutation release_then_take[] = {
       PutAllocationMutation{ended, {"MIG-1"}},
-      PutAllocationMutation{SampleAllocation("a-2", AllocationState::kActive),
-                            {"MIG-1"}, true}};
+      PutAllocationMutation{
+          SampleAllocation("a-2", AllocationState::kActive), {"MIG-1"}, true}};
   EXPECT_OK((*store)->Apply(release_then_take));
 }
 
