@@ -58,6 +58,12 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AllocationRequest& req, absl::Duration max_lease) {
   RETURN_IF_ERROR(ValidateId(req.request_id, "request_id"));
   if (req.device.empty()) return Invalid("accelerator.device", "is required");
+  if (req.device.size() > kMaxIdLength) {
+    return Invalid(
+        "accelerator.device",
+        absl::StrCat("is ", req.device.size(), " characters long; at most ",
+                     kMaxIdLength, " are allowed"));
+  }
   const ModelInfo* model = FindModel(req.device);
   if (model == nullptr) {
     return Invalid(
@@ -92,6 +98,11 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
                    absl::StrCat(req.count,
                                 ": a TPU request takes one whole slice; "
                                 "use 0 or 1"));
+  }
+  if (req.node_selector.size() > kMaxSelectorTerms) {
+    return Invalid("node_selector",
+                   absl::StrCat("has ", req.node_selector.size(),
+                                " entries; at most ", kMaxSelectorTerms));
   }
   RETURN_IF_ERROR(ValidateLabels(req.node_selector, "node_selector"));
   spec.selector = LabelSelector::FromMap(req.node_selector);

@@ -13,6 +13,7 @@ namespace accelsched {
 
 inline constexpr int kMaxCount = 1024;
 inline constexpr size_t kMaxTenantLength = 128;
+inline constexpr size_t kMaxSelectorTerms = 64;
 
 // INVALID_ARGUMENT naming the field for: a missing or malformed request_id, an
 // unknown accelerator.device, a device_class that contradicts it, unpartitioned

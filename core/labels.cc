@@ -79,6 +79,11 @@ absl::Status ValidateLabels(const Labels& labels, absl::string_view field) {
 absl::StatusOr<LabelSelector> LabelSelector::Parse(absl::string_view text,
                                                    absl::string_view field) {
   LabelSelector selector;
+  if (text.size() > kMaxSelectorLength) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is ", text.size(),
+                                                   " characters long; at most ",
+                                                   kMaxSelectorLength));
+  }
   if (absl::StripAsciiWhitespace(text).empty()) return selector;
   for (absl::string_view raw : absl::StrSplit(text, ',')) {
     absl::string_view term = absl::StripAsciiWhitespace(raw);

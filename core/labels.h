@@ -14,6 +14,8 @@ namespace accelsched {
 
 using Labels = std::map<std::string, std::string>;
 
+inline constexpr size_t kMaxSelectorLength = 4096;
+
 // A lower-case RFC 1123 subdomain of at most 253 characters: the syntax of
 // Kubernetes node names and of label-key prefixes.
 bool IsDnsSubdomain(absl::string_view s);

@@ -141,11 +141,13 @@ Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
       // whose other hosts (for a multi-host TPU slice) can serve too.
       int free = 0;
       std::string blocked_by;
+      const std::string& this_node =
+          name;  // lambdas cannot capture a binding (C++17)
       for (const Unit* u : units->second) {
         if (!u->free()) continue;
         const bool others_ok = std::all_of(
             u->hosts.begin(), u->hosts.end(), [&](const std::string& host) {
-              return host == name ||
+              return host == this_node ||
                      Ineligible(FindNode(nodes, host), spec, rules) == nullptr;
             });
         if (others_ok) {

@@ -65,6 +65,12 @@ absl::Status ValidateTpu(const ModelInfo& model, const Device& device,
 
 absl::Status ValidateDevice(Device& device, absl::string_view field) {
   RETURN_IF_ERROR(ValidateId(device.id, absl::StrCat(field, ".id")));
+  if (device.model.size() > kMaxIdLength) {
+    return Invalid(
+        absl::StrCat(field, ".model"),
+        absl::StrCat("is ", device.model.size(), " characters long; at most ",
+                     kMaxIdLength, " are allowed"));
+  }
   const ModelInfo* model = FindModel(device.model);
   if (model == nullptr) {
     return Invalid(absl::StrCat(field, ".model"),

@@ -11,7 +11,8 @@ std::string EncodePageToken(absl::string_view last_key) {
 
 absl::StatusOr<std::string> DecodePageToken(absl::string_view token) {
   std::string key;
-  if (!absl::WebSafeBase64Unescape(token, &key) || key.empty()) {
+  if (token.size() > 1024 || !absl::WebSafeBase64Unescape(token, &key) ||
+      key.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "page_token \"", token, "\" is not a token this server issued"));
   }

@@ -37,8 +37,8 @@ const Device* FindDevice(const Node& node, absl::string_view id) {
 }  // namespace
 
 absl::Status Scheduler::CheckOwnership(const Node& node) const {
-  auto check = [&](absl::string_view id,
-                   absl::string_view field) -> absl::Status {
+  auto check = [&](absl::string_view id, absl::string_view field)
+                   ABSL_SHARED_LOCKS_REQUIRED(mu_) -> absl::Status {
     auto it = owner_.find(id);
     if (it != owner_.end() && it->second != node.name) {
       return absl::InvalidArgumentError(
@@ -238,7 +238,7 @@ void Scheduler::RefreshUnits(const std::string& node_name,
   auto it = nodes_.find(node_name);
   if (it != nodes_.end()) {
     const Node& node = it->second;
-    auto put = [&](Unit u) {
+    auto put = [&](Unit u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (auto owner = unit_owner_.find(u.key); owner != unit_owner_.end()) {
         u.allocation = owner->second;
       }
@@ -287,7 +287,7 @@ void Scheduler::DropReleasedRemovedDevices(const std::string& node_name,
   auto it = nodes_.find(node_name);
   if (it == nodes_.end()) return;
   Node& node = it->second;
-  auto held = [&](const Device& d) {
+  auto held = [&](const Device& d) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     if (unit_owner_.contains(d.id)) return true;
     for (const MigSlice& s : d.mig_slices) {
       if (unit_owner_.contains(s.id)) return true;
@@ -295,14 +295,13 @@ void Scheduler::DropReleasedRemovedDevices(const std::string& node_name,
     return !d.tpu_slice_id.empty() &&
            unit_owner_.contains(TpuUnitKey(d.tpu_slice_id));
   };
-  const bool any =
-      std::any_of(node.devices.begin(), node.devices.end(),
-                  [&](const Device& d) { return d.removed && !held(d); });
-  if (!any) return;
+  auto droppable = [&](const Device& d) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return d.removed && !held(d);
+  };
+  if (std::none_of(node.devices.begin(), node.devices.end(), droppable)) return;
   const std::set<std::string> old_slices = TpuSlicesOf(node);
   UnindexNode(node);
-  std::erase_if(node.devices,
-                [&](const Device& d) { return d.removed && !held(d); });
+  std::erase_if(node.devices, droppable);
   IndexNode(node);
   RefreshUnits(node_name, old_slices);
   write.mutations.push_back(PutNodeMutation{node});

@@ -15,7 +15,9 @@ PACKAGES=(
   libbenchmark-dev
 )
 # The tests run the real tools: Prometheus and promtool, docker-compose's config check.
-TEST_PACKAGES=(prometheus docker-compose)
+# The tests also need clang's sanitizer and libFuzzer runtimes, openssl for test
+# certificates, and setpriv (util-linux) to run the server as an unprivileged user.
+TEST_PACKAGES=(prometheus docker-compose clang libclang-rt-14-dev openssl util-linux)
 if [[ "${1:-}" != "--build-only" ]]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()

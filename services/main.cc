@@ -31,6 +31,24 @@ ABSL_FLAG(
     "writes per SQLite transaction at most; 0: no cap (group commit), 1: one "
     "commit per call");
 
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain; with --tls_key turns on TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA for client certificates (mutual TLS); a verified client "
+          "certificate may "
+          "change the catalog");
+ABSL_FLAG(
+    std::string, admin_token_file, "",
+    "file with the bearer token that RegisterNode, RemoveNode, "
+    "SetNodeSchedulable "
+    "and Heartbeat must present (metadata authorization: Bearer <token>)");
+
+ABSL_FLAG(int64_t, max_db_pages, 0,
+          "cap the database at this many pages (SQLite's max_page_count); "
+          "writes beyond "
+          "it fail with RESOURCE_EXHAUSTED; 0: no cap");
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "accelsched: schedules a cluster's GPUs, MIG slices and TPUs");
@@ -53,6 +71,11 @@ int main(int argc, char** argv) {
   options.allocation_retention = absl::GetFlag(FLAGS_allocation_retention);
   options.sweep_interval = absl::GetFlag(FLAGS_sweep_interval);
   options.max_commit_batch = absl::GetFlag(FLAGS_max_commit_batch);
+  options.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key = absl::GetFlag(FLAGS_tls_key);
+  options.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  options.admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
+  options.max_db_pages = absl::GetFlag(FLAGS_max_db_pages);
 
   auto server = accelsched::Server::BuildAndStart(options);
   if (!server.ok()) {

@@ -1,5 +1,7 @@
 #include "services/scheduler_service.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -14,20 +16,29 @@
 
 namespace accelsched {
 
-grpc::Status SchedulerService::Handle(absl::string_view method,
+grpc::Status SchedulerService::Handle(const grpc::ServerContext* ctx,
+                                      absl::string_view method,
                                       absl::FunctionRef<absl::Status()> body) {
+  // The calls that change the catalog need an admin credential when one is
+  // configured.
+  static constexpr absl::string_view kAdminMethods[] = {
+      "RegisterNode", "RemoveNode", "SetNodeSchedulable", "Heartbeat"};
+  const bool admin =
+      std::find(std::begin(kAdminMethods), std::end(kAdminMethods), method) !=
+      std::end(kAdminMethods);
   const absl::Time start = absl::Now();
-  const absl::Status status = body();
+  absl::Status status = admin ? auth_->Check(*ctx, method) : absl::OkStatus();
+  if (status.ok()) status = body();
   const absl::Duration latency = absl::Now() - start;
   metrics_->RecordRpc(method, status.code(), latency);
   if (method == "Allocate") metrics_->RecordAllocate(status.code(), latency);
   return ToGrpcStatus(status);
 }
 
-grpc::Status SchedulerService::RegisterNode(grpc::ServerContext*,
+grpc::Status SchedulerService::RegisterNode(grpc::ServerContext* ctx,
                                             const v1::RegisterNodeRequest* req,
                                             v1::Node* resp) {
-  return Handle("RegisterNode", [&]() -> absl::Status {
+  return Handle(ctx, "RegisterNode", [&]() -> absl::Status {
     if (!req->has_node()) return absl::InvalidArgumentError("node is required");
     ASSIGN_OR_RETURN(Node node, NodeFromProto(req->node()));
     ASSIGN_OR_RETURN(Node stored, scheduler_->RegisterNode(std::move(node)));
@@ -36,10 +47,10 @@ grpc::Status SchedulerService::RegisterNode(grpc::ServerContext*,
   });
 }
 
-grpc::Status SchedulerService::GetNode(grpc::ServerContext*,
+grpc::Status SchedulerService::GetNode(grpc::ServerContext* ctx,
                                        const v1::GetNodeRequest* req,
                                        v1::Node* resp) {
-  return Handle("GetNode", [&]() -> absl::Status {
+  return Handle(ctx, "GetNode", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     ASSIGN_OR_RETURN(Node node, scheduler_->GetNode(req->name()));
     NodeToProto(node, resp);
@@ -47,10 +58,10 @@ grpc::Status SchedulerService::GetNode(grpc::ServerContext*,
   });
 }
 
-grpc::Status SchedulerService::ListNodes(grpc::ServerContext*,
+grpc::Status SchedulerService::ListNodes(grpc::ServerContext* ctx,
                                          const v1::ListNodesRequest* req,
                                          v1::ListNodesResponse* resp) {
-  return Handle("ListNodes", [&]() -> absl::Status {
+  return Handle(ctx, "ListNodes", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(
         LabelSelector selector,
         LabelSelector::Parse(req->label_selector(), "label_selector"));
@@ -63,19 +74,19 @@ grpc::Status SchedulerService::ListNodes(grpc::ServerContext*,
   });
 }
 
-grpc::Status SchedulerService::RemoveNode(grpc::ServerContext*,
+grpc::Status SchedulerService::RemoveNode(grpc::ServerContext* ctx,
                                           const v1::RemoveNodeRequest* req,
                                           v1::RemoveNodeResponse*) {
-  return Handle("RemoveNode", [&]() -> absl::Status {
+  return Handle(ctx, "RemoveNode", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     return scheduler_->RemoveNode(req->name(), req->force());
   });
 }
 
 grpc::Status SchedulerService::SetNodeSchedulable(
-    grpc::ServerContext*, const v1::SetNodeSchedulableRequest* req,
+    grpc::ServerContext* ctx, const v1::SetNodeSchedulableRequest* req,
     v1::Node* resp) {
-  return Handle("SetNodeSchedulable", [&]() -> absl::Status {
+  return Handle(ctx, "SetNodeSchedulable", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     ASSIGN_OR_RETURN(Node node, scheduler_->SetNodeSchedulable(
                                     req->name(), req->schedulable()));
@@ -84,10 +95,10 @@ grpc::Status SchedulerService::SetNodeSchedulable(
   });
 }
 
-grpc::Status SchedulerService::Heartbeat(grpc::ServerContext*,
+grpc::Status SchedulerService::Heartbeat(grpc::ServerContext* ctx,
                                          const v1::HeartbeatRequest* req,
                                          v1::HeartbeatResponse*) {
-  return Handle("Heartbeat", [&]() -> absl::Status {
+  return Handle(ctx, "Heartbeat", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     std::vector<std::string> ids(req->unhealthy_device_ids().begin(),
                                  req->unhealthy_device_ids().end());
@@ -99,10 +110,10 @@ grpc::Status SchedulerService::Heartbeat(grpc::ServerContext*,
   });
 }
 
-grpc::Status SchedulerService::GetCapacity(grpc::ServerContext*,
+grpc::Status SchedulerService::GetCapacity(grpc::ServerContext* ctx,
                                            const v1::GetCapacityRequest*,
                                            v1::GetCapacityResponse* resp) {
-  return Handle("GetCapacity", [&]() -> absl::Status {
+  return Handle(ctx, "GetCapacity", [&]() -> absl::Status {
     for (const CapacityEntry& e : scheduler_->GetCapacity()) {
       CapacityToProto(e, resp->add_entries());
     }
@@ -110,10 +121,10 @@ grpc::Status SchedulerService::GetCapacity(grpc::ServerContext*,
   });
 }
 
-grpc::Status SchedulerService::Allocate(grpc::ServerContext*,
+grpc::Status SchedulerService::Allocate(grpc::ServerContext* ctx,
                                         const v1::AllocateRequest* req,
                                         v1::Allocation* resp) {
-  return Handle("Allocate", [&]() -> absl::Status {
+  return Handle(ctx, "Allocate", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
     ASSIGN_OR_RETURN(Allocation a, scheduler_->Allocate(request));
@@ -122,10 +133,10 @@ grpc::Status SchedulerService::Allocate(grpc::ServerContext*,
   });
 }
 
-grpc::Status SchedulerService::Release(grpc::ServerContext*,
+grpc::Status SchedulerService::Release(grpc::ServerContext* ctx,
                                        const v1::ReleaseRequest* req,
                                        v1::Allocation* resp) {
-  return Handle("Release", [&]() -> absl::Status {
+  return Handle(ctx, "Release", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
     ASSIGN_OR_RETURN(Allocation a, scheduler_->Release(key));
     AllocationToProto(a, resp);
@@ -133,10 +144,10 @@ grpc::Status SchedulerService::Release(grpc::ServerContext*,
   });
 }
 
-grpc::Status SchedulerService::RenewLease(grpc::ServerContext*,
+grpc::Status SchedulerService::RenewLease(grpc::ServerContext* ctx,
                                           const v1::RenewLeaseRequest* req,
                                           v1::Allocation* resp) {
-  return Handle("RenewLease", [&]() -> absl::Status {
+  return Handle(ctx, "RenewLease", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateId(req->allocation_id(), "allocation_id"));
     const absl::Duration lease = absl::Seconds(req->lease().seconds()) +
                                  absl::Nanoseconds(req->lease().nanos());
@@ -148,9 +159,9 @@ grpc::Status SchedulerService::RenewLease(grpc::ServerContext*,
 }
 
 grpc::Status SchedulerService::GetAllocation(
-    grpc::ServerContext*, const v1::GetAllocationRequest* req,
+    grpc::ServerContext* ctx, const v1::GetAllocationRequest* req,
     v1::Allocation* resp) {
-  return Handle("GetAllocation", [&]() -> absl::Status {
+  return Handle(ctx, "GetAllocation", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
     ASSIGN_OR_RETURN(Allocation a, scheduler_->GetAllocation(key));
     AllocationToProto(a, resp);
@@ -159,9 +170,9 @@ grpc::Status SchedulerService::GetAllocation(
 }
 
 grpc::Status SchedulerService::ListAllocations(
-    grpc::ServerContext*, const v1::ListAllocationsRequest* req,
+    grpc::ServerContext* ctx, const v1::ListAllocationsRequest* req,
     v1::ListAllocationsResponse* resp) {
-  return Handle("ListAllocations", [&]() -> absl::Status {
+  return Handle(ctx, "ListAllocations", [&]() -> absl::Status {
     if (!v1::AllocationState_IsValid(req->state())) {
       return absl::InvalidArgumentError(
           absl::StrCat("state ", req->state(), " is not an AllocationState"));
@@ -181,10 +192,10 @@ grpc::Status SchedulerService::ListAllocations(
   });
 }
 
-grpc::Status SchedulerService::Explain(grpc::ServerContext*,
+grpc::Status SchedulerService::Explain(grpc::ServerContext* ctx,
                                        const v1::AllocateRequest* req,
                                        v1::ExplainResponse* resp) {
-  return Handle("Explain", [&]() -> absl::Status {
+  return Handle(ctx, "Explain", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
     ASSIGN_OR_RETURN(ExplainResult result, scheduler_->Explain(request));
@@ -196,7 +207,7 @@ grpc::Status SchedulerService::Explain(grpc::ServerContext*,
 grpc::Status SchedulerService::WatchEvents(
     grpc::ServerContext* ctx, const v1::WatchEventsRequest*,
     grpc::ServerWriter<v1::Event>* writer) {
-  return Handle("WatchEvents", [&]() -> absl::Status {
+  return Handle(ctx, "WatchEvents", [&]() -> absl::Status {
     EventHub& hub = scheduler_->events();
     std::shared_ptr<EventHub::Watcher> watcher = hub.Subscribe();
     absl::Cleanup unsubscribe = [&] { hub.Unsubscribe(watcher); };

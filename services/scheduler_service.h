@@ -8,15 +8,17 @@
 #include "absl/status/status.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
 #include "core/scheduler.h"
+#include "services/admin_auth.h"
 #include "services/metrics.h"
 
 namespace accelsched {
 
 class SchedulerService final : public v1::AcceleratorScheduler::Service {
  public:
-  // `scheduler` and `metrics` must outlive the service.
-  SchedulerService(Scheduler* scheduler, Metrics* metrics)
-      : scheduler_(scheduler), metrics_(metrics) {}
+  // `scheduler`, `metrics` and `auth` must outlive the service.
+  SchedulerService(Scheduler* scheduler, Metrics* metrics,
+                   const AdminAuth* auth)
+      : scheduler_(scheduler), metrics_(metrics), auth_(auth) {}
 
   grpc::Status RegisterNode(grpc::ServerContext* ctx,
                             const v1::RegisterNodeRequest* req,
@@ -61,11 +63,12 @@ class SchedulerService final : public v1::AcceleratorScheduler::Service {
  private:
   // Per-call wrapper: runs `body`, converts its status once, records the call's
   // metrics.
-  grpc::Status Handle(absl::string_view method,
+  grpc::Status Handle(const grpc::ServerContext* ctx, absl::string_view method,
                       absl::FunctionRef<absl::Status()> body);
 
   Scheduler* const scheduler_;
   Metrics* const metrics_;
+  const AdminAuth* const auth_;
 };
 
 }  // namespace accelsched

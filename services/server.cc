@@ -8,12 +8,15 @@
 
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
 #include "core/scheduler.h"
 #include "core/status_macros.h"
 #include "grpc/health/v1/health.pb.h"
+#include "services/admin_auth.h"
 #include "services/metrics.h"
 #include "services/scheduler_service.h"
 #include "storage/sqlite_store.h"
@@ -50,6 +53,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   if (options.sweep_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--sweep_interval must be positive");
   }
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (!options.tls_client_ca.empty() && options.tls_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca needs --tls_cert and --tls_key");
+  }
   std::unique_ptr<Server> server(new Server);
   RETURN_IF_ERROR(server->OpenScheduler(options));
   RETURN_IF_ERROR(server->StartMetrics(options));
@@ -60,7 +70,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
 
 absl::Status Server::OpenScheduler(const Options& options) {
   clock_ = std::make_unique<RealClock>();
-  ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db));
+  ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db, options.max_db_pages));
   Scheduler::Options scheduler_options;
   scheduler_options.default_lease = options.default_lease;
   scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
@@ -102,6 +112,41 @@ absl::Status Server::StartMetrics(const Options& options) {
   return absl::OkStatus();
 }
 
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& path,
+                                    absl::string_view flag) {
+  std::ifstream in(path, std::ios::binary);
+  std::string pem(std::istreambuf_iterator<char>(in), {});
+  if (!in.good() && !in.eof()) pem.clear();
+  if (pem.find("-----BEGIN") == std::string::npos) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read a PEM file from ", flag, " \"", path, "\""));
+  }
+  return pem;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Server::Credentials(
+    const Options& options) {
+  if (options.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(options.tls_cert, "--tls_cert"));
+  ASSIGN_OR_RETURN(pair.private_key, ReadPem(options.tls_key, "--tls_key"));
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!options.tls_client_ca.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                     ReadPem(options.tls_client_ca, "--tls_client_ca"));
+    // Optional but verified: allocation clients need no certificate; catalog
+    // changes do (AdminAuth), unless they carry the admin token.
+    ssl.client_certificate_request =
+        GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
 absl::Status Server::StartGrpc(const Options& options) {
   grpc::EnableDefaultHealthCheckService(true);
   // libgrpc++'s health service carries no protobuf descriptors; touching ours
@@ -109,12 +154,21 @@ absl::Status Server::StartGrpc(const Options& options) {
   // show the service.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  service_ =
-      std::make_unique<SchedulerService>(scheduler_.get(), metrics_.get());
+  std::string token;
+  if (!options.admin_token_file.empty()) {
+    ASSIGN_OR_RETURN(token, AdminAuth::ReadTokenFile(options.admin_token_file));
+  }
+  auth_ = std::make_unique<AdminAuth>(std::move(token),
+                                      !options.tls_client_ca.empty());
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   Credentials(options));
+  service_ = std::make_unique<SchedulerService>(scheduler_.get(),
+                                                metrics_.get(), auth_.get());
   grpc::ServerBuilder builder;
   // Without this, Linux's SO_REUSEPORT would let a second server share a busy
   // port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   // Handlers block until their commit; with gRPC's default of 2 pollers the
   // sync server creates a thread for each blocked call and lets it exit
   // afterwards, and that churn (thread stacks, malloc arenas) cost more CPU
@@ -123,8 +177,7 @@ absl::Status Server::StartGrpc(const Options& options) {
       grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 4);
   builder.SetSyncServerOption(
       grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 256);
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &grpc_port_);
+  builder.AddListeningPort(options.listen, credentials, &grpc_port_);
   builder.RegisterService(service_.get());
   grpc_server_ = builder.BuildAndStart();
   if (grpc_server_ == nullptr || grpc_port_ == 0) {

@@ -14,6 +14,7 @@
 
 namespace grpc {
 class Server;
+class ServerCredentials;
 }  // namespace grpc
 namespace prometheus {
 class Exposer;
@@ -22,11 +23,15 @@ class Registry;
 
 namespace accelsched {
 
+class AdminAuth;
 class Clock;
 class Metrics;
 class Scheduler;
 class SchedulerService;
 class Store;
+
+// The largest request accepted, in bytes; larger ones are RESOURCE_EXHAUSTED.
+inline constexpr int kMaxRequestBytes = 4 << 20;
 
 class Server {
  public:
@@ -43,6 +48,15 @@ class Server {
     absl::Duration sweep_interval = absl::Seconds(1);
     // Writes per SQLite transaction at most; 0: no cap.
     int max_commit_batch = 0;
+    // PEM files. Cert and key together turn on TLS; a client CA adds mutual
+    // TLS, where a verified client certificate is an admin credential.
+    std::string tls_cert;
+    std::string tls_key;
+    std::string tls_client_ca;
+    // A file holding the bearer token that catalog-changing calls must present.
+    std::string admin_token_file;
+    // Caps the database at this many pages (0: no cap).
+    int64_t max_db_pages = 0;
   };
 
   // Checks the options, then opens, loads and starts everything; an error
@@ -67,10 +81,13 @@ class Server {
   void StartSweeper(absl::Duration interval);
   absl::Status StartMetrics(const Options& options);
   absl::Status StartGrpc(const Options& options);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+      const Options& options);
 
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<AdminAuth> auth_;
   std::unique_ptr<SchedulerService> service_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Metrics> metrics_;

@@ -13,9 +13,14 @@
 namespace accelsched {
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
-    const std::string& path) {
+    const std::string& path, int64_t max_pages) {
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(Migrate(*db, SchemaMigrations()));
+  if (max_pages > 0) {
+    // A PRAGMA takes no bound parameters; the value is an integer.
+    RETURN_IF_ERROR(
+        db->Exec(absl::StrCat("PRAGMA max_page_count = ", max_pages).c_str()));
+  }
   // Checkpoints would otherwise run inside whichever commit crosses the WAL
   // threshold, stalling every caller in that group; a second connection does
   // them instead.

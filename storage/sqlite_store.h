@@ -18,8 +18,11 @@ namespace accelsched {
 class SqliteStore final : public Store {
  public:
   // Opens or creates `path` and migrates it to the current schema.
+  // `max_pages` > 0 caps the database's size in pages (SQLite's
+  // max_page_count): writes beyond it fail with RESOURCE_EXHAUSTED and change
+  // nothing.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
-      const std::string& path);
+      const std::string& path, int64_t max_pages = 0);
   // Stops the checkpointer; the connection's close checkpoints what is left.
   ~SqliteStore() override;
 

@@ -89,8 +89,16 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartProgram(
 
 int ServerProcess::RunToExit(const std::vector<std::string>& flags,
                              std::string* output, absl::Duration timeout) {
+  return RunProgramToExit(ACCELSCHEDD_PATH, flags, output, timeout);
+}
+
+int ServerProcess::RunProgramToExit(const std::string& binary,
+                                    const std::vector<std::string>& args,
+                                    std::string* output,
+                                    absl::Duration timeout) {
+  const std::vector<std::string>& flags = args;
   int fd = -1;
-  pid_t pid = Spawn(ACCELSCHEDD_PATH, flags, &fd);
+  pid_t pid = Spawn(binary, flags, &fd);
   if (pid < 0) return -1;
   ServerProcess p(pid, fd);
   const absl::Time deadline = absl::Now() + timeout;

@@ -32,6 +32,13 @@ class ServerProcess {
 
   // Runs accelschedd with exactly `flags` until it exits; returns its exit
   // code, and its output in `output`.
+  // The same for any program (e.g. accelschedd under setpriv).
+  static int RunProgramToExit(const std::string& binary,
+                              const std::vector<std::string>& args,
+                              std::string* output,
+                              absl::Duration timeout = absl::Seconds(30));
+  static std::string ServerPath() { return ACCELSCHEDD_PATH; }
+
   static int RunToExit(const std::vector<std::string>& flags,
                        std::string* output,
                        absl::Duration timeout = absl::Seconds(30));

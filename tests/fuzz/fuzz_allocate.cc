@@ -1,0 +1,35 @@
+// libFuzzer: an AllocateRequest parsed from arbitrary bytes, through validation
+// and the real scheduler (allocate, read back, release), on a small cluster.
+#include <cstddef>
+#include <cstdint>
+
+#include "accelsched/v1/accelsched.pb.h"
+#include "google/protobuf/stubs/logging.h"
+#include "services/proto_convert.h"
+#include "tests/fuzz/scheduler_fuzz_fixture.h"
+
+// Invalid UTF-8 in string fields is an ordinary parse failure here, not worth a
+// log line.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace accelsched;
+  v1::AllocateRequest proto;
+  if (!proto.ParseFromArray(data, static_cast<int>(size))) return 0;
+  absl::StatusOr<AllocationRequest> req = AllocationRequestFromProto(proto);
+  if (!req.ok()) return 0;
+  Scheduler& s = FuzzScheduler();
+  (void)s.Explain(*req);
+  absl::StatusOr<Allocation> a = s.Allocate(*req);
+  if (a.ok()) {
+    v1::Allocation out;
+    AllocationToProto(*a, &out);
+    if (!s.GetAllocation({a->id, ""}).ok()) __builtin_trap();
+    if (!s.Release({a->id, ""}).ok()) __builtin_trap();
+  }
+  CheckCapacity(s);
+  return 0;
+}
