@@ -10,9 +10,21 @@
 
 namespace accelsched {
 
+inline constexpr int kDefaultPageSize = 100;
+inline constexpr int kMaxPageSize = 1000;
+
 std::string EncodePageToken(absl::string_view last_key);
 // INVALID_ARGUMENT naming page_token when it is not one EncodePageToken made.
 absl::StatusOr<std::string> DecodePageToken(absl::string_view token);
+
+// A List call's paging fields, checked: `size` 0 becomes kDefaultPageSize;
+// `after` is the key the page starts after ("" for the first page).
+struct PageRequest {
+  int size = kDefaultPageSize;
+  std::string after;
+};
+absl::StatusOr<PageRequest> ParsePageRequest(int page_size,
+                                             absl::string_view page_token);
 
 }  // namespace accelsched
 

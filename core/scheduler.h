@@ -28,6 +28,7 @@
 #include "core/group_committer.h"
 #include "core/labels.h"
 #include "core/matcher.h"
+#include "core/page_token.h"
 #include "core/store.h"
 
 namespace accelsched {
@@ -60,9 +61,6 @@ struct ExplainResult {
       would_allocate;  // devices and placement input only; no id or state
   Explanation explanation;
 };
-
-inline constexpr int kDefaultPageSize = 100;
-inline constexpr int kMaxPageSize = 1000;
 
 class Scheduler {
  public:

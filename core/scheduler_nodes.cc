@@ -354,15 +354,10 @@ absl::StatusOr<Node> Scheduler::GetNode(absl::string_view name) const {
 absl::StatusOr<NodePage> Scheduler::ListNodes(
     const LabelSelector& selector, int page_size,
     absl::string_view page_token) const {
-  if (page_size < 0 || page_size > kMaxPageSize) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "page_size ", page_size, " is out of range [0, ", kMaxPageSize, "]"));
-  }
-  if (page_size == 0) page_size = kDefaultPageSize;
-  std::string after;
-  if (!page_token.empty()) {
-    ASSIGN_OR_RETURN(after, DecodePageToken(page_token));
-  }
+  ASSIGN_OR_RETURN(const PageRequest request,
+                   ParsePageRequest(page_size, page_token));
+  const std::string& after = request.after;
+  page_size = request.size;
   NodePage page;
   absl::ReaderMutexLock lock(&mu_);
   auto it = after.empty() ? nodes_.begin() : nodes_.upper_bound(after);

@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/fake_store.h"
+#include "tests/scheduler_test_util.h"
 #include "tests/status_matchers.h"
 
 namespace accelsched {
@@ -14,36 +15,11 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-Device Gpu(std::string id, const char* model, int index) {
-  Device d;
-  d.id = std::move(id);
-  d.model = model;
-  d.index = index;
-  return d;
-}
-
 Device MigGpu(std::string id, int index, std::vector<MigSlice> slices) {
   Device d = Gpu(std::move(id), "nvidia-tesla-a100", index);
   d.mig_enabled = true;
   d.mig_slices = std::move(slices);
   return d;
-}
-
-Device Chip(std::string id, const char* slice, const char* topology,
-            int index) {
-  Device d = Gpu(std::move(id), "tpu-v5p-slice", index);
-  d.tpu_slice_id = slice;
-  d.tpu_topology = topology;
-  return d;
-}
-
-Node MakeNode(std::string name, std::vector<Device> devices,
-              Labels labels = {}) {
-  Node n;
-  n.name = std::move(name);
-  n.devices = std::move(devices);
-  n.labels = std::move(labels);
-  return n;
 }
 
 class SchedulerNodesTest : public testing::Test {
