@@ -12,6 +12,6 @@ cmake -S . -B "$dir" -DACCELSCHED_SANITIZE="$mode" -DACCELSCHED_BUILD_BENCH=OFF 
 cmake --build "$dir" -j"${JOBS:-2}"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 cd "$dir"
 ctest --output-on-failure -j"${JOBS:-2}" --timeout 900
