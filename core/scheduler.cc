@@ -199,6 +199,27 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::ExpireDueLocked(
   return ticket;
 }
 
+Allocation Scheduler::Draft(const AllocationRequest& request,
+                            const MatchSpec& spec,
+                            const std::vector<const Unit*>& units) const {
+  Allocation a;
+  a.request_id = request.request_id;
+  a.node = units.front()->home;
+  a.tenant = request.tenant;
+  a.priority = request.priority;
+  a.device_class = spec.pool.device_class;
+  a.model = spec.pool.model;
+  a.partition = spec.pool.partition;
+  a.count = spec.count;
+  const Node& home = nodes_.find(a.node)->second;
+  auto hostname = home.labels.find("kubernetes.io/hostname");
+  a.hostname = hostname == home.labels.end() ? home.name : hostname->second;
+  for (const Unit* u : units) {
+    a.devices.insert(a.devices.end(), u->devices.begin(), u->devices.end());
+  }
+  return a;
+}
+
 absl::StatusOr<Allocation> Scheduler::Allocate(
     const AllocationRequest& request) {
   ASSIGN_OR_RETURN(MatchSpec spec,
@@ -237,28 +258,15 @@ absl::StatusOr<Allocation> Scheduler::Allocate(
         return absl::ResourceExhaustedError(
             accelsched::Explain(index_, nodes_, spec, RulesAt(now)).summary);
       }
+      a = Draft(request, spec, *units);
       a.id = NewAllocationId(now);
-      a.request_id = request.request_id;
       a.state = AllocationState::kActive;
-      a.node = units->front()->home;
-      a.tenant = request.tenant;
-      a.priority = request.priority;
       a.created_at = now;
       a.expires_at =
           now + (request.lease == absl::ZeroDuration() ? options_.default_lease
                                                        : request.lease);
-      a.device_class = spec.pool.device_class;
-      a.model = spec.pool.model;
-      a.partition = spec.pool.partition;
-      a.count = spec.count;
-      const Node& home = nodes_.find(a.node)->second;
-      auto hostname = home.labels.find("kubernetes.io/hostname");
-      a.hostname = hostname == home.labels.end() ? home.name : hostname->second;
       Record record;
-      for (const Unit* u : *units) {
-        record.units.push_back(u->key);
-        a.devices.insert(a.devices.end(), u->devices.begin(), u->devices.end());
-      }
+      for (const Unit* u : *units) record.units.push_back(u->key);
       for (const std::string& key : record.units) {
         unit_owner_[key] = a.id;
         index_.SetAllocation(key, a.id);
@@ -418,20 +426,7 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
       Match(index_, nodes_, spec, rules);
   if (!units.has_value()) return result;
   result.feasible = true;
-  Allocation& a = result.would_allocate;
-  a.request_id = request.request_id;
-  a.node = units->front()->home;
-  a.tenant = request.tenant;
-  a.device_class = spec.pool.device_class;
-  a.model = spec.pool.model;
-  a.partition = spec.pool.partition;
-  a.count = spec.count;
-  const Node& home = nodes_.find(a.node)->second;
-  auto hostname = home.labels.find("kubernetes.io/hostname");
-  a.hostname = hostname == home.labels.end() ? home.name : hostname->second;
-  for (const Unit* u : *units) {
-    a.devices.insert(a.devices.end(), u->devices.begin(), u->devices.end());
-  }
+  result.would_allocate = Draft(request, spec, *units);
   return result;
 }
 

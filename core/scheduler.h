@@ -194,6 +194,12 @@ class Scheduler {
   std::shared_ptr<GroupCommitter::Ticket> ExpireDueLocked(absl::Time now,
                                                           int* expired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What allocating `units` for `request` would give: devices, placement input
+  // and the request's fields; no id, state or times. Shared by Allocate and
+  // Explain.
+  Allocation Draft(const AllocationRequest& request, const MatchSpec& spec,
+                   const std::vector<const Unit*>& units) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   EligibilityRules RulesAt(absl::Time now) const;
   std::string NewAllocationId(absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -37,47 +37,6 @@ const char* AllocateResult(absl::StatusCode code) {
   }
 }
 
-const char* CodeName(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kOk:
-      return "OK";
-    case absl::StatusCode::kCancelled:
-      return "CANCELLED";
-    case absl::StatusCode::kUnknown:
-      return "UNKNOWN";
-    case absl::StatusCode::kInvalidArgument:
-      return "INVALID_ARGUMENT";
-    case absl::StatusCode::kDeadlineExceeded:
-      return "DEADLINE_EXCEEDED";
-    case absl::StatusCode::kNotFound:
-      return "NOT_FOUND";
-    case absl::StatusCode::kAlreadyExists:
-      return "ALREADY_EXISTS";
-    case absl::StatusCode::kPermissionDenied:
-      return "PERMISSION_DENIED";
-    case absl::StatusCode::kResourceExhausted:
-      return "RESOURCE_EXHAUSTED";
-    case absl::StatusCode::kFailedPrecondition:
-      return "FAILED_PRECONDITION";
-    case absl::StatusCode::kAborted:
-      return "ABORTED";
-    case absl::StatusCode::kOutOfRange:
-      return "OUT_OF_RANGE";
-    case absl::StatusCode::kUnimplemented:
-      return "UNIMPLEMENTED";
-    case absl::StatusCode::kInternal:
-      return "INTERNAL";
-    case absl::StatusCode::kUnavailable:
-      return "UNAVAILABLE";
-    case absl::StatusCode::kDataLoss:
-      return "DATA_LOSS";
-    case absl::StatusCode::kUnauthenticated:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
-}
-
 prometheus::ClientMetric Sample(
     double value, std::vector<prometheus::ClientMetric::Label> labels) {
   prometheus::ClientMetric m;
@@ -259,7 +218,9 @@ std::shared_ptr<prometheus::Collectable> Metrics::catalog_collector() const {
 void Metrics::RecordRpc(absl::string_view method, absl::StatusCode code,
                         absl::Duration latency) {
   const std::string m(method);
-  f_->grpc_requests.Add({{"method", m}, {"code", CodeName(code)}}).Increment();
+  f_->grpc_requests
+      .Add({{"method", m}, {"code", absl::StatusCodeToString(code)}})
+      .Increment();
   f_->grpc_duration.Add({{"method", m}}, LatencyBuckets())
       .Observe(absl::ToDoubleSeconds(latency));
 }
