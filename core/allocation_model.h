@@ -100,7 +100,7 @@ struct Event {
   Allocation allocation;  // for allocation events
   std::string node;
   std::string reason;
-  uint64_t sequence = 0;  // set when published
+  uint64_t sequence = 0;  // set by the commit that records it
 };
 
 }  // namespace accelsched

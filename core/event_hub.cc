@@ -53,8 +53,7 @@ void EventHub::Unsubscribe(const std::shared_ptr<Watcher>& watcher) {
 
 void EventHub::Publish(std::vector<Event> events) {
   absl::MutexLock lock(&mu_);
-  for (Event& e : events) {
-    e.sequence = ++sequence_;
+  for (const Event& e : events) {
     for (const Listener& listener : listeners_) listener(e);
     for (auto it = watchers_.begin(); it != watchers_.end();) {
       if ((*it)->Offer(e)) {

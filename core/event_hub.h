@@ -54,7 +54,8 @@ class EventHub {
 
   std::shared_ptr<Watcher> Subscribe();
   void Unsubscribe(const std::shared_ptr<Watcher>& watcher);
-  // Stamps sequence numbers and hands the events to every watcher.
+  // Hands the events, in order, to every listener and watcher. Their sequence
+  // numbers are the committer's (see GroupCommitter), kept as they are.
   void Publish(std::vector<Event> events);
 
   size_t watchers() const;
@@ -65,7 +66,6 @@ class EventHub {
   mutable absl::Mutex mu_;
   std::list<std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
   std::vector<Listener> listeners_ ABSL_GUARDED_BY(mu_);
-  uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -43,6 +43,11 @@ void GroupCommitter::set_observer(CommitObserver observer) {
   observer_ = std::move(observer);
 }
 
+void GroupCommitter::set_last_event_sequence(uint64_t sequence) {
+  absl::MutexLock lock(&mu_);
+  last_sequence_ = sequence;
+}
+
 std::shared_ptr<GroupCommitter::Ticket> GroupCommitter::Enqueue(
     std::vector<Mutation> mutations, std::vector<Event> events) {
   auto ticket = std::make_shared<Ticket>();
@@ -98,8 +103,10 @@ void GroupCommitter::Finish(std::vector<Write>& batch,
 
 void GroupCommitter::LeadOneBatch() {
   std::vector<Write> batch;
+  uint64_t sequence;
   {
     absl::MutexLock lock(&mu_);
+    sequence = last_sequence_;
     const size_t n =
         max_batch_ == 0 ? queue_.size() : std::min(max_batch_, queue_.size());
     batch.assign(std::make_move_iterator(queue_.begin()),
@@ -109,9 +116,12 @@ void GroupCommitter::LeadOneBatch() {
                  queue_.begin() + static_cast<std::ptrdiff_t>(n));
   }
   std::vector<Mutation> all;
+  const uint64_t before = sequence;
   for (Write& w : batch) {
     for (Mutation& m : w.mutations) all.push_back(std::move(m));
+    for (Event& e : w.events) e.sequence = ++sequence;
   }
+  if (sequence != before) all.push_back(PutEventSequenceMutation{sequence});
   absl::Status status = absl::OkStatus();
   absl::Duration latency;
   if (!all.empty()) {
@@ -125,6 +135,7 @@ void GroupCommitter::LeadOneBatch() {
     if (status.ok()) {
       ++stats_.commits;
       stats_.writes += batch.size();
+      last_sequence_ = sequence;
       observer = observer_;
     } else {
       ++stats_.failures;

@@ -3,7 +3,10 @@
 // transaction on its own thread, then hands leadership to the next queued
 // writer (leveldb's DBImpl::Write pattern). Throughput is not bounded by one
 // fsync per request, and the serial commit path never waits for another thread
-// to be scheduled. Events are published only after their commit. Thread-safe.
+// to be scheduled. Only one leader runs at a time, so Store::Apply calls are
+// serialised. Events are numbered in the transaction that records their
+// sequence (so numbering continues after a restart) and published only after
+// it commits. Thread-safe.
 #ifndef ACCELSCHED_CORE_GROUP_COMMITTER_H_
 #define ACCELSCHED_CORE_GROUP_COMMITTER_H_
 
@@ -58,6 +61,9 @@ class GroupCommitter {
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
   void set_observer(CommitObserver observer);
+  // The sequence number of the last event already published (the store's);
+  // the next committed event gets one more. Call before the first Enqueue.
+  void set_last_event_sequence(uint64_t sequence);
 
   // Queues one write (an acknowledged call's worth of mutations) in order.
   // Every ticket must be waited on: its waiter may be the one to commit it.
@@ -95,6 +101,8 @@ class GroupCommitter {
       false;  // a leader exists or is appointed
   Stats stats_ ABSL_GUARDED_BY(mu_);
   CommitObserver observer_ ABSL_GUARDED_BY(mu_);
+  // Advanced by the leader only after a commit that recorded it.
+  uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace accelsched

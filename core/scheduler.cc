@@ -61,6 +61,8 @@ Scheduler::Scheduler(Store* store, const Clock* clock, Options options)
 Scheduler::~Scheduler() { committer_.reset(); }
 
 absl::Status Scheduler::Load() {
+  ASSIGN_OR_RETURN(const uint64_t sequence, store_->LoadEventSequence());
+  committer_->set_last_event_sequence(sequence);
   absl::MutexLock lock(&mu_);
   return LoadLocked();
 }
@@ -142,11 +144,12 @@ EligibilityRules Scheduler::RulesAt(absl::Time now) const {
 
 std::string Scheduler::NewAllocationId(absl::Time now) {
   // Time first, so ids sort by creation; a counter and random bits keep them
-  // unique across restarts and within one microsecond.
-  static absl::BitGen* gen = new absl::BitGen;
+  // unique across restarts and within one microsecond. absl::BitGen is not
+  // thread-safe, and schedulers in one process (tests) share no lock.
+  thread_local absl::BitGen id_bits;
   return absl::StrFormat("a-%013x-%04x%04x", absl::ToUnixMicros(now),
                          ++id_counter_ & 0xffff,
-                         absl::Uniform<uint32_t>(*gen) & 0xffff);
+                         absl::Uniform<uint32_t>(id_bits) & 0xffff);
 }
 
 const Scheduler::Record* Scheduler::FindRecord(const AllocationKey& key) const {

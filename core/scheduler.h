@@ -83,7 +83,9 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Rebuilds memory from the store. Call once, before anything else.
+  // Rebuilds memory, and the event numbering, from the store. Call once, before
+  // anything else. DATA_LOSS for a stored device whose model this build does
+  // not know; the store's errors otherwise.
   absl::Status Load();
 
   // --- Catalog ---
@@ -228,7 +230,8 @@ class Scheduler {
   std::set<std::pair<absl::Time, std::string>> ended_ ABSL_GUARDED_BY(mu_);
   uint64_t id_counter_ ABSL_GUARDED_BY(mu_) = 0;
 
-  // Last: its thread calls back into the members above.
+  // Last, so that it is destroyed first: draining its queue calls back into
+  // the members above (the failure handler reloads them).
   std::unique_ptr<GroupCommitter> committer_;
 };
 

@@ -1,10 +1,15 @@
 // The durable record the scheduler writes through. core/ defines it; storage/
 // implements it (SQLite today), so another engine can be added without touching
-// core. Implementations need not be thread-safe: only the scheduler's commit
-// thread calls them after Load.
+// core. tests/store_conformance_test.cc holds every implementation, and the
+// fake, to this contract.
+//
+// Implementations need not be thread-safe: the scheduler calls Load* before it
+// serves, then Apply from its group committer, which runs one transaction at a
+// time (calls are serialised, from whichever thread leads the commit).
 #ifndef ACCELSCHED_CORE_STORE_H_
 #define ACCELSCHED_CORE_STORE_H_
 
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
@@ -17,52 +22,79 @@
 
 namespace accelsched {
 
-// Replaces the node's row, labels and devices.
+// Inserts or replaces the node: its schedulable flag, last heartbeat, labels
+// and devices (each with every field, MIG slices included), in the order
+// given. ALREADY_EXISTS when a device id or MIG slice id is another node's or
+// repeats, or when two devices of the node that are not `removed` share an
+// index.
 struct PutNodeMutation {
   Node node;
 };
-// Writes the node's schedulable flag, last heartbeat and each device's health.
+// Writes only the node's schedulable flag, last heartbeat and the health of
+// each of its devices (labels, the device list and `removed` are untouched).
+// NOT_FOUND when the node, or one of the devices on it, is not stored.
 struct PutNodeStatusMutation {
   Node node;
 };
 // Deletes the node and the devices it owns. Allocations are not touched.
+// NOT_FOUND when the node is not stored.
 struct DeleteNodeMutation {
   std::string name;
 };
-// Inserts or updates an allocation and the units it holds.
+// `created`: inserts the allocation with its devices and units (ALREADY_EXISTS
+// when the id is stored). Otherwise updates a stored one's state, expires_at,
+// ended_at and end_reason, and its units' liveness (NOT_FOUND when the id is
+// not stored); its other fields never change. Either way ALREADY_EXISTS when a
+// unit would be live in two allocations: the last guard against double booking.
 struct PutAllocationMutation {
   Allocation allocation;
   // Unit keys; live while the allocation is ACTIVE.
   std::vector<std::string> units;
-  // False for an update of a stored allocation: its devices are already
-  // written.
   bool created = false;
 };
-// Forgets an ended allocation (retention).
+// Forgets an allocation (retention); one that is not stored is no error.
 struct DeleteAllocationMutation {
   std::string id;
+};
+// Records that events up to `last` were published, so that numbering continues
+// after a restart. FAILED_PRECONDITION when `last` is below the stored value.
+struct PutEventSequenceMutation {
+  uint64_t last = 0;
 };
 
 using Mutation =
     std::variant<PutNodeMutation, PutNodeStatusMutation, DeleteNodeMutation,
-                 PutAllocationMutation, DeleteAllocationMutation>;
+                 PutAllocationMutation, DeleteAllocationMutation,
+                 PutEventSequenceMutation>;
 
 struct StoredAllocation {
   Allocation allocation;
-  std::vector<std::string> units;
+  std::vector<std::string> units;  // in the order first written
+
+  bool operator==(const StoredAllocation&) const = default;
 };
 
 class Store {
  public:
   virtual ~Store() = default;
 
-  // Every node with its labels and devices, for rebuilding memory at start-up.
+  // Every node with its labels and devices, in name order, each node's devices
+  // and MIG slices in the order written. Every field written comes back except
+  // Device::canonical_model, which is the catalog's to derive (returned
+  // empty). A TPU slice has one topology: every chip of it comes back with the
+  // one written last.
   virtual absl::StatusOr<std::vector<Node>> LoadNodes() = 0;
-  // Every allocation kept (live ones and ended ones not yet forgotten).
+  // Every allocation kept (live ones and ended ones not yet forgotten), in id
+  // order, with every field.
   virtual absl::StatusOr<std::vector<StoredAllocation>> LoadAllocations() = 0;
+  // The last event sequence number recorded; 0 for a new store.
+  virtual absl::StatusOr<uint64_t> LoadEventSequence() = 0;
 
-  // Applies every mutation in one durable transaction: all or none. Returns
-  // only after the commit is on disk.
+  // Applies the mutations in order in one durable transaction: all or none.
+  // Returns only after the commit is on disk. On error nothing of the batch is
+  // visible, now or after a reopen, and the error is that of the first
+  // mutation that failed (the codes each mutation names above), or of the
+  // commit itself.
   virtual absl::Status Apply(absl::Span<const Mutation> mutations) = 0;
 };
 

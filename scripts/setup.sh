@@ -16,8 +16,9 @@ PACKAGES=(
 )
 # The tests run the real tools: Prometheus and promtool, docker-compose's config check.
 # The tests also need clang's sanitizer and libFuzzer runtimes, openssl for test
-# certificates, and setpriv (util-linux) to run the server as an unprivileged user.
-TEST_PACKAGES=(prometheus docker-compose clang libclang-rt-14-dev openssl util-linux)
+# certificates, setpriv (util-linux) to run the server as an unprivileged user, and
+# dpkg-dev (dpkg-source) for scripts/tsan_abseil.sh's `apt-get source`.
+TEST_PACKAGES=(prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev)
 if [[ "${1:-}" != "--build-only" ]]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs every test.
+# Sets everything up, builds, and runs every test: the plain suite, the same suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer, core/ and storage/ under ThreadSanitizer, then
+# the fuzzers for a bounded time. QUICK=1 stops after the plain run (for local iteration; CI runs
+# it all). Each phase's duration is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
-(cd build && ctest --output-on-failure -j"${JOBS:-2}" --timeout 900)
-# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer, then the fuzzers for a
-# bounded time. QUICK=1 stops after the plain run (for local iteration; CI runs it all).
+timings=()
+phase() {
+  local name="$1" start=$SECONDS
+  shift
+  "$@"
+  timings+=("$name: $((SECONDS - start)) s")
+}
+report() { printf 'test.sh: %s\n' "${timings[@]}"; }
+trap report EXIT
+phase build bash scripts/build.sh
+phase plain bash -c 'cd build && ctest --output-on-failure -j"${JOBS:-2}" --timeout 900'
 if [[ "${QUICK:-0}" == 1 ]]; then exit 0; fi
-bash scripts/sanitize.sh address
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
+phase asan+ubsan bash scripts/sanitize.sh address
+phase tsan bash scripts/sanitize.sh thread
+phase fuzz bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"

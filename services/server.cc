@@ -70,7 +70,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
 
 absl::Status Server::OpenScheduler(const Options& options) {
   clock_ = std::make_unique<RealClock>();
-  ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db, options.max_db_pages));
+  SqliteStore::Options store_options;
+  store_options.max_pages = options.max_db_pages;
+  ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db, store_options));
   Scheduler::Options scheduler_options;
   scheduler_options.default_lease = options.default_lease;
   scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
@@ -205,8 +207,8 @@ void Server::Shutdown(absl::Duration grace) {
     stop_sweeper_.Notify();
     sweeper_.join();
   }
-  // No scrape may read the scheduler once it is gone; its commit thread still
-  // reports to metrics while it drains the queue, so metrics go last.
+  // No scrape may read the scheduler once it is gone, and destroying it drains
+  // its commit queue, whose commits still report to metrics: metrics go last.
   exposer_.reset();
   scheduler_.reset();
   metrics_.reset();

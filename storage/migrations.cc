@@ -8,6 +8,18 @@
 namespace accelsched {
 namespace {
 
+// FAILED_PRECONDITION naming the first row that breaks a foreign key.
+absl::Status CheckForeignKeys(SqliteDb& db) {
+  ASSIGN_OR_RETURN(Statement * q, db.Prepare("PRAGMA foreign_key_check"));
+  ASSIGN_OR_RETURN(bool row, q->Step());
+  if (!row) return absl::OkStatus();
+  absl::Status s = absl::FailedPreconditionError(
+      absl::StrCat("row ", q->ColumnInt(1), " of table ", q->ColumnText(0),
+                   " refers to a missing row of ", q->ColumnText(2)));
+  RETURN_IF_ERROR(q->Reset());
+  return s;
+}
+
 constexpr Migration kMigrations[] = {
     {1, R"sql(
 CREATE TABLE nodes (
@@ -85,33 +97,56 @@ CREATE TABLE allocation_units (
 -- allocation, whatever the code above believes.
 CREATE UNIQUE INDEX live_units ON allocation_units(unit) WHERE live = 1;
 )sql"},
+    // A device kept as removed (allocated when its node stopped reporting it)
+    // may share its index with the device now reported there, so the index is
+    // unique among present devices only. Devices, MIG slices and units come
+    // back in the order they were written. Event sequence numbers continue
+    // across restarts. The rebuild follows
+    // https://www.sqlite.org/lang_altertable.html
+    // ("Making Other Kinds Of Table Schema Changes").
+    {3, R"sql(
+CREATE TABLE devices_v3 (
+  id TEXT PRIMARY KEY,
+  node TEXT NOT NULL REFERENCES nodes(name) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  device_index INTEGER NOT NULL,
+  device_class INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  healthy INTEGER NOT NULL,
+  mig_enabled INTEGER NOT NULL,
+  tpu_slice_id TEXT REFERENCES tpu_slices(id),
+  removed INTEGER NOT NULL
+);
+INSERT INTO devices_v3 (id, node, position, device_index, device_class, model,
+  memory_bytes, healthy, mig_enabled, tpu_slice_id, removed)
+SELECT id, node, device_index, device_index, device_class, model,
+  memory_bytes, healthy, mig_enabled, tpu_slice_id, removed FROM devices;
+DROP TABLE devices;
+ALTER TABLE devices_v3 RENAME TO devices;
+CREATE INDEX devices_by_node ON devices(node, position);
+CREATE INDEX devices_by_tpu_slice ON devices(tpu_slice_id);
+CREATE UNIQUE INDEX present_devices_by_index ON devices(node, device_index)
+  WHERE removed = 0;
+ALTER TABLE mig_slices ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE allocation_units ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE event_sequence (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  last INTEGER NOT NULL CHECK (last >= 0)
+);
+INSERT INTO event_sequence (id, last) VALUES (1, 0);
+)sql"},
 };
 
-}  // namespace
-
-absl::Span<const Migration> SchemaMigrations() { return kMigrations; }
-
-absl::StatusOr<int> SchemaVersion(SqliteDb& db) {
-  ASSIGN_OR_RETURN(Statement * stmt, db.Prepare("PRAGMA user_version"));
-  ASSIGN_OR_RETURN(bool row, stmt->Step());
-  int version = row ? static_cast<int>(stmt->ColumnInt(0)) : 0;
-  stmt->Reset();
-  return version;
-}
-
-absl::Status Migrate(SqliteDb& db, absl::Span<const Migration> migrations) {
-  ASSIGN_OR_RETURN(int version, SchemaVersion(db));
-  const int latest = migrations.empty() ? 0 : migrations.back().version;
-  if (version > latest) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "database \"", db.path(), "\" has schema version ", version,
-        ", newer than this build's ", latest, "; run a newer accelschedd"));
-  }
+// Steps every migration after `version` in `migrations`; foreign keys are off.
+absl::Status MigrateFrom(SqliteDb& db, int version,
+                         absl::Span<const Migration> migrations) {
   for (const Migration& m : migrations) {
     if (m.version <= version) continue;
     Transaction txn(&db);
     RETURN_IF_ERROR(txn.begin_status());
     absl::Status s = db.Exec(m.sql);
+    if (s.ok()) s = CheckForeignKeys(db);
     // PRAGMA takes no bound parameters; the version is a compile-time constant.
     if (s.ok())
       s = db.Exec(absl::StrCat("PRAGMA user_version = ", m.version).c_str());
@@ -123,6 +158,34 @@ absl::Status Migrate(SqliteDb& db, absl::Span<const Migration> migrations) {
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Span<const Migration> SchemaMigrations() { return kMigrations; }
+
+absl::StatusOr<int> SchemaVersion(SqliteDb& db) {
+  ASSIGN_OR_RETURN(Statement * stmt, db.Prepare("PRAGMA user_version"));
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  const int version = row ? static_cast<int>(stmt->ColumnInt(0)) : 0;
+  RETURN_IF_ERROR(stmt->Reset());  // also returns a failed column read
+  return version;
+}
+
+absl::Status Migrate(SqliteDb& db, absl::Span<const Migration> migrations) {
+  ASSIGN_OR_RETURN(int version, SchemaVersion(db));
+  const int latest = migrations.empty() ? 0 : migrations.back().version;
+  if (version > latest) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database \"", db.path(), "\" has schema version ", version,
+        ", newer than this build's ", latest, "; run a newer accelschedd"));
+  }
+  if (version == latest) return absl::OkStatus();
+  // The pragma is a no-op inside a transaction, so it is set around them.
+  RETURN_IF_ERROR(db.Exec("PRAGMA foreign_keys = OFF"));
+  absl::Status s = MigrateFrom(db, version, migrations);
+  absl::Status on = db.Exec("PRAGMA foreign_keys = ON");
+  return s.ok() ? on : s;
 }
 
 }  // namespace accelsched

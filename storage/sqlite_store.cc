@@ -13,13 +13,13 @@
 namespace accelsched {
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
-    const std::string& path, int64_t max_pages) {
+    const std::string& path, const Options& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(Migrate(*db, SchemaMigrations()));
-  if (max_pages > 0) {
+  if (options.max_pages > 0) {
     // A PRAGMA takes no bound parameters; the value is an integer.
-    RETURN_IF_ERROR(
-        db->Exec(absl::StrCat("PRAGMA max_page_count = ", max_pages).c_str()));
+    RETURN_IF_ERROR(db->Exec(
+        absl::StrCat("PRAGMA max_page_count = ", options.max_pages).c_str()));
   }
   // Checkpoints would otherwise run inside whichever commit crosses the WAL
   // threshold, stalling every caller in that group; a second connection does
@@ -28,16 +28,17 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> checkpoint_db,
                    SqliteDb::Open(path));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
-  store->StartCheckpointer(std::move(checkpoint_db));
+  store->StartCheckpointer(std::move(checkpoint_db),
+                           options.checkpoint_interval);
   return store;
 }
 
-void SqliteStore::StartCheckpointer(std::unique_ptr<SqliteDb> db) {
-  checkpointer_ = std::thread([this, db = std::move(db)] {
+void SqliteStore::StartCheckpointer(std::unique_ptr<SqliteDb> db,
+                                    absl::Duration interval) {
+  checkpointer_ = std::thread([this, interval, db = std::move(db)] {
     // PASSIVE never blocks the writer; it copies what it can and tries again
     // later.
-    while (!stop_checkpointer_.WaitForNotificationWithTimeout(
-        absl::Milliseconds(200))) {
+    while (!stop_checkpointer_.WaitForNotificationWithTimeout(interval)) {
       absl::Status s = db->Exec("PRAGMA wal_checkpoint(PASSIVE)");
       if (!s.ok() && s.code() != absl::StatusCode::kUnavailable) {
         std::fprintf(stderr, "accelsched: WAL checkpoint: %s\n",
@@ -73,12 +74,13 @@ absl::StatusOr<std::vector<Node>> SqliteStore::LoadNodes() {
     if (!row) break;
     nodes[q->ColumnText(0)].labels[q->ColumnText(1)] = q->ColumnText(2);
   }
-  // MIG slices first, so each device is built whole in one pass.
+  // MIG slices first, so each device is built whole in one pass. Slices
+  // written before schema 3 all have position 0 and keep their old order.
   std::map<std::string, std::vector<MigSlice>> slices;
   ASSIGN_OR_RETURN(
       q,
       db_->Prepare("SELECT device_id, id, profile, start_slot FROM mig_slices "
-                   "ORDER BY device_id, start_slot"));
+                   "ORDER BY device_id, position, start_slot"));
   for (;;) {
     ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
@@ -91,7 +93,7 @@ absl::StatusOr<std::vector<Node>> SqliteStore::LoadNodes() {
              "d.device_index, "
              "d.healthy, d.mig_enabled, d.tpu_slice_id, t.topology, d.removed "
              "FROM devices d LEFT JOIN tpu_slices t ON t.id = d.tpu_slice_id "
-             "ORDER BY d.node, d.device_index"));
+             "ORDER BY d.node, d.position"));
   for (;;) {
     ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
@@ -132,7 +134,8 @@ absl::Status SqliteStore::WriteDevices(const Node& node) {
   ASSIGN_OR_RETURN(Statement * del,
                    db_->Prepare("DELETE FROM devices WHERE node = ?1"));
   RETURN_IF_ERROR(del->Bind(1, node.name).Run());
-  for (const Device& d : node.devices) {
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    const Device& d = node.devices[i];
     if (!d.tpu_slice_id.empty()) {
       ASSIGN_OR_RETURN(
           Statement * slice,
@@ -148,9 +151,9 @@ absl::Status SqliteStore::WriteDevices(const Node& node) {
     ASSIGN_OR_RETURN(
         Statement * dev,
         db_->Prepare("INSERT INTO devices (id, node, device_index, "
-                     "device_class, model, memory_bytes, "
-                     "healthy, mig_enabled, tpu_slice_id) VALUES (?1, ?2, ?3, "
-                     "?4, ?5, ?6, ?7, ?8, ?9)"));
+                     "device_class, model, memory_bytes, healthy, mig_enabled, "
+                     "tpu_slice_id, removed, position) VALUES (?1, ?2, ?3, "
+                     "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
     RETURN_IF_ERROR(dev->Bind(1, d.id)
                         .Bind(2, node.name)
                         .Bind(3, int64_t{d.index})
@@ -161,17 +164,19 @@ absl::Status SqliteStore::WriteDevices(const Node& node) {
                         .Bind(8, int64_t{d.mig_enabled})
                         .BindOrNull(9, d.tpu_slice_id)
                         .Bind(10, int64_t{d.removed})
+                        .Bind(11, static_cast<int64_t>(i))
                         .Run());
-    for (const MigSlice& s : d.mig_slices) {
+    for (size_t j = 0; j < d.mig_slices.size(); ++j) {
+      const MigSlice& s = d.mig_slices[j];
       ASSIGN_OR_RETURN(
           Statement * mig,
-          db_->Prepare(
-              "INSERT INTO mig_slices (id, device_id, profile, start_slot) "
-              "VALUES (?1, ?2, ?3, ?4)"));
+          db_->Prepare("INSERT INTO mig_slices (id, device_id, profile, "
+                       "start_slot, position) VALUES (?1, ?2, ?3, ?4, ?5)"));
       RETURN_IF_ERROR(mig->Bind(1, s.id)
                           .Bind(2, d.id)
                           .Bind(3, s.profile)
                           .Bind(4, int64_t{s.start})
+                          .Bind(5, static_cast<int64_t>(j))
                           .Run());
     }
   }
@@ -204,13 +209,28 @@ absl::Status SqliteStore::Write(const PutNodeMutation& m) {
 }
 
 absl::Status SqliteStore::Write(const PutNodeStatusMutation& m) {
-  RETURN_IF_ERROR(WriteNodeRow(m.node));
-  for (const Device& d : m.node.devices) {
+  const Node& node = m.node;
+  ASSIGN_OR_RETURN(Statement * q,
+                   db_->Prepare("UPDATE nodes SET schedulable = ?2, "
+                                "last_heartbeat_unix_ns = ?3 WHERE name = ?1"));
+  RETURN_IF_ERROR(q->Bind(1, node.name)
+                      .Bind(2, int64_t{node.schedulable})
+                      .Bind(3, absl::ToUnixNanos(node.last_heartbeat))
+                      .Run());
+  if (db_->changes() == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("node \"", node.name, "\" not found"));
+  }
+  for (const Device& d : node.devices) {
     ASSIGN_OR_RETURN(
-        Statement * q,
-        db_->Prepare(
-            "UPDATE devices SET healthy = ?2 WHERE id = ?1 AND healthy != ?2"));
-    RETURN_IF_ERROR(q->Bind(1, d.id).Bind(2, int64_t{d.healthy}).Run());
+        q, db_->Prepare(
+               "UPDATE devices SET healthy = ?3 WHERE node = ?1 AND id = ?2"));
+    RETURN_IF_ERROR(
+        q->Bind(1, node.name).Bind(2, d.id).Bind(3, int64_t{d.healthy}).Run());
+    if (db_->changes() == 0) {
+      return absl::NotFoundError(absl::StrCat(
+          "device \"", d.id, "\" of node \"", node.name, "\" not found"));
+    }
   }
   return absl::OkStatus();
 }
@@ -227,57 +247,74 @@ absl::Status SqliteStore::Write(const DeleteNodeMutation& m) {
 
 absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
   const Allocation& a = m.allocation;
-  ASSIGN_OR_RETURN(
-      Statement * q,
-      db_->Prepare(
-          "INSERT INTO allocations (id, request_id, state, node, tenant, "
-          "priority, "
-          "created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
-          "end_reason, "
-          "device_class, model, partition, count, hostname) VALUES (?1, ?2, "
-          "?3, ?4, "
-          "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
-          "ON CONFLICT (id) DO UPDATE SET state = ?3, expires_at_unix_ns = ?8, "
-          "ended_at_unix_ns = ?9, end_reason = ?10"));
-  RETURN_IF_ERROR(q->Bind(1, a.id)
-                      .Bind(2, a.request_id)
-                      .Bind(3, int64_t{static_cast<int>(a.state)})
-                      .Bind(4, a.node)
-                      .Bind(5, a.tenant)
-                      .Bind(6, int64_t{a.priority})
-                      .Bind(7, absl::ToUnixNanos(a.created_at))
-                      .Bind(8, absl::ToUnixNanos(a.expires_at))
-                      .Bind(9, absl::ToUnixNanos(a.ended_at))
-                      .Bind(10, a.end_reason)
-                      .Bind(11, int64_t{static_cast<int>(a.device_class)})
-                      .Bind(12, a.model)
-                      .Bind(13, a.partition)
-                      .Bind(14, int64_t{a.count})
-                      .Bind(15, a.hostname)
-                      .Run());
-  for (size_t i = 0; m.created && i < a.devices.size(); ++i) {
-    const AllocatedDevice& d = a.devices[i];
+  if (m.created) {
     ASSIGN_OR_RETURN(
-        Statement * dev,
-        db_->Prepare("INSERT OR IGNORE INTO allocation_devices (allocation_id, "
-                     "position, node, device_id, mig_slice_id, profile) VALUES "
-                     "(?1, ?2, ?3, ?4, ?5, ?6)"));
-    RETURN_IF_ERROR(dev->Bind(1, a.id)
-                        .Bind(2, static_cast<int64_t>(i))
-                        .Bind(3, d.node)
-                        .Bind(4, d.device_id)
-                        .Bind(5, d.mig_slice_id)
-                        .Bind(6, d.profile)
+        Statement * q,
+        db_->Prepare("INSERT INTO allocations (id, request_id, state, node, "
+                     "tenant, priority, created_at_unix_ns, "
+                     "expires_at_unix_ns, ended_at_unix_ns, end_reason, "
+                     "device_class, model, partition, count, hostname) VALUES "
+                     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                     "?14, ?15)"));
+    RETURN_IF_ERROR(q->Bind(1, a.id)
+                        .Bind(2, a.request_id)
+                        .Bind(3, int64_t{static_cast<int>(a.state)})
+                        .Bind(4, a.node)
+                        .Bind(5, a.tenant)
+                        .Bind(6, int64_t{a.priority})
+                        .Bind(7, absl::ToUnixNanos(a.created_at))
+                        .Bind(8, absl::ToUnixNanos(a.expires_at))
+                        .Bind(9, absl::ToUnixNanos(a.ended_at))
+                        .Bind(10, a.end_reason)
+                        .Bind(11, int64_t{static_cast<int>(a.device_class)})
+                        .Bind(12, a.model)
+                        .Bind(13, a.partition)
+                        .Bind(14, int64_t{a.count})
+                        .Bind(15, a.hostname)
                         .Run());
+    for (size_t i = 0; i < a.devices.size(); ++i) {
+      const AllocatedDevice& d = a.devices[i];
+      ASSIGN_OR_RETURN(
+          Statement * dev,
+          db_->Prepare("INSERT INTO allocation_devices (allocation_id, "
+                       "position, node, device_id, mig_slice_id, profile) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+      RETURN_IF_ERROR(dev->Bind(1, a.id)
+                          .Bind(2, static_cast<int64_t>(i))
+                          .Bind(3, d.node)
+                          .Bind(4, d.device_id)
+                          .Bind(5, d.mig_slice_id)
+                          .Bind(6, d.profile)
+                          .Run());
+    }
+  } else {
+    ASSIGN_OR_RETURN(
+        Statement * q,
+        db_->Prepare("UPDATE allocations SET state = ?2, expires_at_unix_ns = "
+                     "?3, ended_at_unix_ns = ?4, end_reason = ?5 WHERE id = "
+                     "?1"));
+    RETURN_IF_ERROR(q->Bind(1, a.id)
+                        .Bind(2, int64_t{static_cast<int>(a.state)})
+                        .Bind(3, absl::ToUnixNanos(a.expires_at))
+                        .Bind(4, absl::ToUnixNanos(a.ended_at))
+                        .Bind(5, a.end_reason)
+                        .Run());
+    if (db_->changes() == 0) {
+      return absl::NotFoundError(
+          absl::StrCat("allocation \"", a.id, "\" not found"));
+    }
   }
-  for (const std::string& unit : m.units) {
+  for (size_t i = 0; i < m.units.size(); ++i) {
     ASSIGN_OR_RETURN(
         Statement * u,
-        db_->Prepare("INSERT INTO allocation_units (allocation_id, unit, live) "
-                     "VALUES (?1, ?2, ?3) ON CONFLICT (allocation_id, unit) "
-                     "DO UPDATE SET live = ?3"));
-    RETURN_IF_ERROR(
-        u->Bind(1, a.id).Bind(2, unit).Bind(3, int64_t{a.live()}).Run());
+        db_->Prepare("INSERT INTO allocation_units (allocation_id, unit, live, "
+                     "position) VALUES (?1, ?2, ?3, ?4) ON CONFLICT "
+                     "(allocation_id, unit) DO UPDATE SET live = ?3"));
+    RETURN_IF_ERROR(u->Bind(1, a.id)
+                        .Bind(2, m.units[i])
+                        .Bind(3, int64_t{a.live()})
+                        .Bind(4, static_cast<int64_t>(i))
+                        .Run());
   }
   return absl::OkStatus();
 }
@@ -288,13 +325,47 @@ absl::Status SqliteStore::Write(const DeleteAllocationMutation& m) {
   return q->Bind(1, m.id).Run();
 }
 
+absl::Status SqliteStore::Write(const PutEventSequenceMutation& m) {
+  ASSIGN_OR_RETURN(Statement * q,
+                   db_->Prepare("UPDATE event_sequence SET last = ?1 "
+                                "WHERE id = 1 AND last <= ?1"));
+  RETURN_IF_ERROR(q->Bind(1, static_cast<int64_t>(m.last)).Run());
+  if (db_->changes() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("event sequence ", m.last, " is below the stored one"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SqliteStore::Apply(absl::Span<const Mutation> mutations) {
   Transaction txn(db_.get());
   RETURN_IF_ERROR(txn.begin_status());
+  absl::Status s;
   for (const Mutation& m : mutations) {
-    RETURN_IF_ERROR(std::visit([this](const auto& v) { return Write(v); }, m));
+    s = std::visit([this](const auto& v) { return Write(v); }, m);
+    if (!s.ok()) break;
   }
-  return txn.Commit();
+  if (s.ok()) s = txn.Commit();
+  if (s.ok()) return s;
+  if (absl::Status undo = txn.Rollback(); !undo.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat(s.message(), "; rollback: ", undo.message()));
+  }
+  return s;
+}
+
+absl::StatusOr<uint64_t> SqliteStore::LoadEventSequence() {
+  ASSIGN_OR_RETURN(
+      Statement * q,
+      db_->Prepare("SELECT last FROM event_sequence WHERE id = 1"));
+  ASSIGN_OR_RETURN(bool row, q->Step());
+  if (!row) {
+    return absl::DataLossError(absl::StrCat("database \"", db_->path(),
+                                            "\" has no event sequence row"));
+  }
+  const int64_t last = q->ColumnInt(0);
+  RETURN_IF_ERROR(q->Reset());
+  return static_cast<uint64_t>(last);
 }
 
 absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
@@ -341,7 +412,7 @@ absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
   }
   ASSIGN_OR_RETURN(
       q, db_->Prepare("SELECT allocation_id, unit FROM allocation_units "
-                      "ORDER BY allocation_id, rowid"));
+                      "ORDER BY allocation_id, position, rowid"));
   for (;;) {
     ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;

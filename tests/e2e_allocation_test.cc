@@ -25,6 +25,7 @@ using Stub = v1::AcceleratorScheduler::Stub;
 
 // Four nodes: two with 8 T4s, one with two MIG A100s (7 x 1g.5gb each), one
 // H100 node.
+// Call as ASSERT_NO_FATAL_FAILURE(...): it asserts.
 void RegisterCluster(E2eTest& t) {
   for (int n = 0; n < 2; ++n) {
     v1::Node node;
@@ -90,8 +91,8 @@ std::map<std::string, v1::Allocation> CheckInvariants(E2eTest& t) {
 }
 
 TEST_F(E2eTest, ApiScenarios) {
-  StartServer();
-  RegisterCluster(*this);
+  ASSERT_TRUE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(RegisterCluster(*this));
 
   // WatchEvents sees the allocation once it is committed.
   grpc::ClientContext watch_ctx;
@@ -205,8 +206,8 @@ TEST_F(E2eTest, ApiScenarios) {
 }
 
 TEST_F(E2eTest, LeasesExpireInTheServer) {
-  StartServer({"--default_lease=1s", "--sweep_interval=100ms"});
-  RegisterCluster(*this);
+  ASSERT_TRUE(StartServer({"--default_lease=1s", "--sweep_interval=100ms"}));
+  ASSERT_NO_FATAL_FAILURE(RegisterCluster(*this));
   v1::Allocation a;
   ASSERT_TRUE(Allocate(AllocateReq("short", "H100", 2), &a).ok());
   v1::GetAllocationRequest get;
@@ -223,8 +224,8 @@ TEST_F(E2eTest, LeasesExpireInTheServer) {
 }
 
 TEST_F(E2eTest, RestartKeepsEveryActiveAllocation) {
-  StartServer();
-  RegisterCluster(*this);
+  ASSERT_TRUE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(RegisterCluster(*this));
   for (int i = 0; i < 6; ++i) {
     ASSERT_TRUE(
         Allocate(AllocateReq(absl::StrCat("r", i), "T4", 1 + i % 3)).ok());
@@ -240,7 +241,7 @@ TEST_F(E2eTest, RestartKeepsEveryActiveAllocation) {
 
   for (int signal : {SIGTERM, SIGKILL}) {
     server_->Stop(signal);
-    StartServer();
+    ASSERT_TRUE(StartServer());
     const std::map<std::string, v1::Allocation> after = CheckInvariants(*this);
     ASSERT_EQ(after.size(), before.size());
     for (const auto& [id, a] : before) {
@@ -248,6 +249,78 @@ TEST_F(E2eTest, RestartKeepsEveryActiveAllocation) {
     }
     EXPECT_EQ(Capacity().DebugString(), capacity.DebugString());
   }
+}
+
+// Issue 9 as a user found it: GPU 1 leaves the inventory while allocated, the
+// server is killed and started again, the allocation is released and the node
+// heartbeats. The node has one T4, and a request for two is refused; before the
+// fix the dropped GPU came back free after the restart.
+TEST_F(E2eTest, GpuDroppedWhileAllocatedStaysGoneAfterKillAndRestart) {
+  ASSERT_TRUE(StartServer());
+  v1::Node both;
+  both.set_name("n1");
+  AddGpu(&both, "GPU-t4-0", "nvidia-tesla-t4", 0);
+  AddGpu(&both, "GPU-t4-1", "nvidia-tesla-t4", 1);
+  ASSERT_TRUE(Register(both).ok());
+  v1::Allocation held;
+  ASSERT_TRUE(Allocate(AllocateReq("job", "T4", 2), &held).ok());
+  v1::Node only_first;
+  only_first.set_name("n1");
+  AddGpu(&only_first, "GPU-t4-0", "nvidia-tesla-t4", 0);
+  ASSERT_TRUE(Register(only_first).ok());
+  ASSERT_EQ(server_->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(StartServer());
+
+  v1::ReleaseRequest release;
+  release.set_allocation_id(held.id());
+  v1::Allocation released;
+  ASSERT_TRUE(Call(&Stub::Release, release, &released).ok());
+  v1::HeartbeatRequest heartbeat;
+  heartbeat.set_name("n1");
+  v1::HeartbeatResponse beat;
+  ASSERT_TRUE(Call(&Stub::Heartbeat, heartbeat, &beat).ok());
+
+  const v1::GetCapacityResponse capacity = Capacity();
+  ASSERT_EQ(capacity.entries_size(), 1);
+  EXPECT_EQ(capacity.entries(0).model(), "nvidia-tesla-t4");
+  EXPECT_EQ(capacity.entries(0).total(), 1);
+  EXPECT_EQ(capacity.entries(0).free(), 1);
+  v1::GetNodeRequest get;
+  get.set_name("n1");
+  v1::Node node;
+  ASSERT_TRUE(Call(&Stub::GetNode, get, &node).ok());
+  ASSERT_EQ(node.devices_size(), 1);
+  EXPECT_EQ(node.devices(0).id(), "GPU-t4-0");
+  EXPECT_EQ(Allocate(AllocateReq("again", "T4", 2)).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// The same when the GPU that drops is the first: the other is renumbered to
+// index 0 while the dropped one, still allocated, keeps index 0 too.
+TEST_F(E2eTest, GpusRenumberedAfterADropSurviveKillAndRestart) {
+  ASSERT_TRUE(StartServer());
+  v1::Node both;
+  both.set_name("n1");
+  AddGpu(&both, "GPU-t4-0", "nvidia-tesla-t4", 0);
+  AddGpu(&both, "GPU-t4-1", "nvidia-tesla-t4", 1);
+  ASSERT_TRUE(Register(both).ok());
+  v1::Allocation held;
+  ASSERT_TRUE(Allocate(AllocateReq("job", "T4", 2), &held).ok());
+  v1::Node renumbered;
+  renumbered.set_name("n1");
+  AddGpu(&renumbered, "GPU-t4-1", "nvidia-tesla-t4", 0);
+  grpc::Status s = Register(renumbered);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(server_->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(StartServer());
+  v1::ReleaseRequest release;
+  release.set_request_id("job");
+  v1::Allocation released;
+  ASSERT_TRUE(Call(&Stub::Release, release, &released).ok());
+  const v1::GetCapacityResponse capacity = Capacity();
+  ASSERT_EQ(capacity.entries_size(), 1);
+  EXPECT_EQ(capacity.entries(0).total(), 1);
+  EXPECT_EQ(capacity.entries(0).free(), 1);
 }
 
 // The load of the concurrency and crash tests: `threads` callers allocate and
@@ -316,8 +389,8 @@ void RunLoad(E2eTest& t, int threads, const std::string& prefix,
 }
 
 TEST_F(E2eTest, ThirtyTwoConcurrentClientsNeverDoubleBook) {
-  StartServer();
-  RegisterCluster(*this);
+  ASSERT_TRUE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(RegisterCluster(*this));
   std::atomic<bool> stop{false};
   Ledger ledger;
   std::thread timer([&] {
@@ -343,8 +416,8 @@ TEST_F(E2eTest, ThirtyTwoConcurrentClientsNeverDoubleBook) {
 }
 
 TEST_F(E2eTest, KilledMidLoadKeepsEveryAcknowledgedChange) {
-  StartServer();
-  RegisterCluster(*this);
+  ASSERT_TRUE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(RegisterCluster(*this));
   Ledger ledger;
   for (int round = 0; round < 3; ++round) {
     std::atomic<bool> stop{false};
@@ -355,7 +428,7 @@ TEST_F(E2eTest, KilledMidLoadKeepsEveryAcknowledgedChange) {
     });
     RunLoad(*this, 16, absl::StrCat("round", round, "-w"), stop, ledger);
     killer.join();
-    StartServer();
+    ASSERT_TRUE(StartServer());
     const std::map<std::string, v1::Allocation> active = CheckInvariants(*this);
     for (const auto& [id, units] : ledger.allocated) {
       v1::GetAllocationRequest get;

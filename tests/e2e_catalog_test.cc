@@ -32,7 +32,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 TEST_F(E2eTest, ReflectionListsTheServicesAndHealthIsServing) {
-  StartServer();
+  ASSERT_TRUE(StartServer());
   auto health = grpc::health::v1::Health::NewStub(channel_);
   for (const char* service : {"", "accelsched.v1.AcceleratorScheduler"}) {
     grpc::health::v1::HealthCheckRequest req;
@@ -77,7 +77,7 @@ TEST_F(E2eTest, ReflectionListsTheServicesAndHealthIsServing) {
 }
 
 TEST_F(E2eTest, CatalogSurvivesRestartAndKill) {
-  StartServer();
+  ASSERT_TRUE(StartServer());
   v1::Node stored;
   ASSERT_TRUE(Register(GpuNode(), &stored).ok());
   EXPECT_EQ(stored.devices(0).canonical_model(), "nvidia-tesla-a100");
@@ -116,7 +116,7 @@ TEST_F(E2eTest, CatalogSurvivesRestartAndKill) {
   // Clean restart.
   EXPECT_EQ(server_->Stop(SIGTERM), 0);
   EXPECT_THAT(server_->output(), HasSubstr("accelschedd: stopped"));
-  StartServer();
+  ASSERT_TRUE(StartServer());
   EXPECT_TRUE(MessageDifferencer::Equals(ListAll(), before));
   EXPECT_TRUE(MessageDifferencer::Equals(Capacity(), capacity));
 
@@ -127,7 +127,7 @@ TEST_F(E2eTest, CatalogSurvivesRestartAndKill) {
   ASSERT_TRUE(
       Call(&v1::AcceleratorScheduler::Stub::RemoveNode, remove, &removed).ok());
   server_->Stop(SIGKILL);
-  StartServer();
+  ASSERT_TRUE(StartServer());
   EXPECT_EQ(ListAll().nodes_size(), 2);
   v1::GetNodeRequest get;
   get.set_name("gpu-node-1");
@@ -141,7 +141,7 @@ TEST_F(E2eTest, CatalogSurvivesRestartAndKill) {
 }
 
 TEST_F(E2eTest, BadInputIsRejectedNamingTheFieldAndChangesNothing) {
-  StartServer();
+  ASSERT_TRUE(StartServer());
   ASSERT_TRUE(Register(GpuNode()).ok());
   const v1::ListNodesResponse before = ListAll();
 

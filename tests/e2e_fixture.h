@@ -21,13 +21,21 @@ namespace accelsched {
 // server too.
 class E2eTest : public testing::Test {
  public:
-  void StartServer(const std::vector<std::string>& flags = {}) {
+  // Starts accelschedd on db_ and connects to it. Use as
+  // ASSERT_TRUE(StartServer(...)): on failure nothing is connected, and the
+  // result says what the process printed.
+  [[nodiscard]] testing::AssertionResult StartServer(
+      const std::vector<std::string>& flags = {}) {
     auto server = ServerProcess::Start(db_, flags);
-    ASSERT_TRUE(server.ok()) << server.status();
+    if (!server.ok()) {
+      return testing::AssertionFailure()
+             << "accelschedd did not start: " << server.status();
+    }
     server_ = std::move(*server);
     channel_ = grpc::CreateChannel(server_->grpc_address(),
                                    grpc::InsecureChannelCredentials());
     stub_ = v1::AcceleratorScheduler::NewStub(channel_);
+    return testing::AssertionSuccess();
   }
 
   // Runs one unary call with a deadline.

@@ -50,7 +50,7 @@ grpc::Status RegisterWith(Stub& stub, const v1::Node& node,
 TEST_F(E2eTest, AdminTokenGuardsCatalogChangesOnly) {
   const std::string token_file = dir_.File("admin.token");
   std::ofstream(token_file) << "s3cret-admin-token\n";
-  StartServer({"--admin_token_file=" + token_file});
+  ASSERT_TRUE(StartServer({"--admin_token_file=" + token_file}));
   const v1::Node node = SmallNode("n1", "GPU-", 2);
   grpc::Status s = RegisterWith(*stub_, node, "");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -88,6 +88,7 @@ TEST_F(E2eTest, AdminTokenGuardsCatalogChangesOnly) {
 
 // A CA, a server certificate for 127.0.0.1 and a client certificate, made with
 // openssl.
+// Call as ASSERT_NO_FATAL_FAILURE(...): it asserts.
 void MakeCertificates(const TempDir& dir) {
   const std::string d = dir.File("");
   const std::string script = absl::StrCat(
@@ -123,7 +124,7 @@ std::unique_ptr<Stub> TlsStub(const ServerProcess& server, const TempDir& dir,
 }
 
 TEST_F(E2eTest, MutualTlsMakesAClientCertificateTheAdminCredential) {
-  MakeCertificates(dir_);
+  ASSERT_NO_FATAL_FAILURE(MakeCertificates(dir_));
   auto server =
       ServerProcess::Start(db_, {"--tls_cert=" + dir_.File("server.pem"),
                                  "--tls_key=" + dir_.File("server.key"),
@@ -164,7 +165,7 @@ TEST_F(E2eTest, MutualTlsMakesAClientCertificateTheAdminCredential) {
 }
 
 TEST_F(E2eTest, FullDiskFailsTheWriteCleanlyAndTheServerKeepsServing) {
-  StartServer({"--max_db_pages=48"});
+  ASSERT_TRUE(StartServer({"--max_db_pages=48"}));
   std::vector<std::string> acknowledged;
   grpc::Status last;
   for (int i = 0; i < 200; ++i) {
@@ -188,14 +189,15 @@ TEST_F(E2eTest, FullDiskFailsTheWriteCleanlyAndTheServerKeepsServing) {
               Allocate(AllocateReq("job", "T4")).error_code() ==
                   grpc::StatusCode::RESOURCE_EXHAUSTED);
   server_->Stop(SIGTERM);
-  StartServer();  // no cap: the file is intact and holds what was acknowledged
+  ASSERT_TRUE(StartServer());  // no cap: the file is intact and holds what was
+                               // acknowledged
   ASSERT_TRUE(Call(&Stub::ListNodes, list, &listed).ok());
   EXPECT_EQ(static_cast<size_t>(listed.nodes_size()), acknowledged.size());
   EXPECT_TRUE(Register(SmallNode("after", "after-gpu-", 8)).ok());
 }
 
 TEST_F(E2eTest, ReadOnlyDatabaseIsAClearErrorAndLeftUntouched) {
-  StartServer();
+  ASSERT_TRUE(StartServer());
   ASSERT_TRUE(Register(SmallNode("n1", "GPU-", 2)).ok());
   server_->Stop(SIGTERM);
   const std::string before = Slurp(db_);
@@ -212,12 +214,12 @@ TEST_F(E2eTest, ReadOnlyDatabaseIsAClearErrorAndLeftUntouched) {
   EXPECT_THAT(output, testing::AnyOf(HasSubstr("readonly"),
                                      HasSubstr("unable to open")));
   EXPECT_EQ(Slurp(db_), before);
-  StartServer();
+  ASSERT_TRUE(StartServer());
   EXPECT_EQ(ListAll().nodes_size(), 1);
 }
 
 TEST_F(E2eTest, ClientsThatGiveUpMidCallLeaveAConsistentState) {
-  StartServer();
+  ASSERT_TRUE(StartServer());
   ASSERT_TRUE(Register(SmallNode("n1", "GPU-", 8)).ok());
   std::vector<std::thread> threads;
   std::atomic<int> gave_up{0};
@@ -263,7 +265,7 @@ TEST_F(E2eTest, ClientsThatGiveUpMidCallLeaveAConsistentState) {
 }
 
 TEST_F(E2eTest, AWatcherThatStopsReadingIsDroppedAndDoesNotSlowAllocate) {
-  StartServer();
+  ASSERT_TRUE(StartServer());
   ASSERT_TRUE(Register(SmallNode("n1", "GPU-", 4)).ok());
   // A client that grants little HTTP/2 window, so that its not reading stalls
   // the server's writes instead of filling the client's transport buffers.
@@ -302,7 +304,7 @@ TEST_F(E2eTest, AWatcherThatStopsReadingIsDroppedAndDoesNotSlowAllocate) {
 }
 
 TEST_F(E2eTest, OversizedRequestsAreRefused) {
-  StartServer();
+  ASSERT_TRUE(StartServer());
   v1::Node huge = SmallNode("n1", "GPU-", 1);
   (*huge.mutable_labels())["big"] = std::string(5 << 20, 'x');
   grpc::Status s = Register(huge);

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -82,6 +83,7 @@ int Promtool(const std::string& text, const std::string& dir,
 
 // A cluster with every kind of unit, one cordoned node, and allocations of each
 // outcome.
+// Call as ASSERT_NO_FATAL_FAILURE(...): it asserts.
 void DriveTraffic(E2eTest& t) {
   v1::Node a100 = GpuNode();
   ASSERT_TRUE(t.Register(a100).ok());
@@ -125,15 +127,24 @@ void DriveTraffic(E2eTest& t) {
   remove.set_force(true);
   v1::RemoveNodeResponse removed;
   ASSERT_TRUE(t.Call(&Stub::RemoveNode, remove, &removed).ok());
-  absl::SleepFor(
-      absl::Milliseconds(600));  // the short lease expires and is swept
+  // The short lease expires and is swept. Once GetAllocation shows it EXPIRED
+  // the expiry is committed, and its metrics were counted before that.
+  v1::GetAllocationRequest get;
+  get.set_request_id("short");
+  v1::Allocation got;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  do {
+    ASSERT_LT(absl::Now(), deadline) << "the 200ms lease did not expire";
+    absl::SleepFor(absl::Milliseconds(20));
+    ASSERT_TRUE(t.Call(&Stub::GetAllocation, get, &got).ok());
+  } while (got.state() != v1::EXPIRED);
 }
 
 TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
-  StartServer({"--sweep_interval=50ms"});
+  ASSERT_TRUE(StartServer({"--sweep_interval=50ms"}));
   Scrape empty = ScrapeMetrics(*server_);
   EXPECT_EQ(empty.at("accelsched_allocate_requests_total{result=\"ok\"}"), 0);
-  DriveTraffic(*this);
+  ASSERT_NO_FATAL_FAILURE(DriveTraffic(*this));
   Scrape s = ScrapeMetrics(*server_);
   const std::pair<const char*, const char*> kTypes[] = {
       {"accelsched_devices", "gauge"},
@@ -199,7 +210,7 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
     }
   }
   server_->Stop(SIGTERM);
-  StartServer();
+  ASSERT_TRUE(StartServer());
   Scrape after = ScrapeMetrics(*server_);
   for (const auto& [series, value] : catalog) {
     EXPECT_EQ(after.at(series), value) << series;
@@ -207,8 +218,8 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
 }
 
 TEST_F(E2eTest, PrometheusEvaluatesEveryDashboardQuery) {
-  StartServer({"--sweep_interval=50ms"});
-  DriveTraffic(*this);
+  ASSERT_TRUE(StartServer({"--sweep_interval=50ms"}));
+  ASSERT_NO_FATAL_FAILURE(DriveTraffic(*this));
 
   const int prom_port = FreePort();
   const std::string config = dir_.File("prometheus.yml");
@@ -227,7 +238,14 @@ TEST_F(E2eTest, PrometheusEvaluatesEveryDashboardQuery) {
   // Steady traffic while Prometheus scrapes, so that rates and quantiles have
   // data.
   std::atomic<bool> stop{false};
-  std::thread load([&] {
+  std::thread load;
+  // Joined on every way out of the test: an ASSERT below returns early, and a
+  // joinable thread destroyed would end the process in std::terminate.
+  absl::Cleanup stop_load = [&] {
+    stop = true;
+    if (load.joinable()) load.join();
+  };
+  load = std::thread([&] {
     for (int i = 0; !stop.load(); ++i) {
       v1::Allocation a;
       v1::AllocateRequest req =
@@ -309,8 +327,7 @@ TEST_F(E2eTest, PrometheusEvaluatesEveryDashboardQuery) {
     }
   }
   EXPECT_GE(queries, 10);
-  stop = true;
-  load.join();
+  std::move(stop_load).Invoke();
   (*prometheus)->Stop(SIGTERM);
 }
 

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!proto.ParseFromArray(data, static_cast<int>(size))) return 0;
   absl::StatusOr<AllocationRequest> req = AllocationRequestFromProto(proto);
   if (!req.ok()) return 0;
-  Scheduler& s = FuzzScheduler();
+  FuzzCluster cluster;
+  Scheduler& s = cluster.scheduler();
   (void)s.Explain(*req);
   absl::StatusOr<Allocation> a = s.Allocate(*req);
   if (a.ok()) {

@@ -1,5 +1,6 @@
-// A scheduler over an in-memory store with a small mixed cluster, shared by the
-// proto fuzzers. Built once per fuzzing process.
+// A scheduler over a fresh in-memory store with a small mixed cluster, shared
+// by the proto fuzzers. Built anew for every input, so that each input runs on
+// the same state and a crash reproduces from its input alone.
 #ifndef ACCELSCHED_TESTS_FUZZ_SCHEDULER_FUZZ_FIXTURE_H_
 #define ACCELSCHED_TESTS_FUZZ_SCHEDULER_FUZZ_FIXTURE_H_
 
@@ -9,24 +10,40 @@
 
 namespace accelsched {
 
-inline Scheduler& FuzzScheduler() {
-  static FakeStore* store = new FakeStore;
-  static FakeClock* clock = new FakeClock(absl::FromUnixSeconds(1'700'000'000));
-  static Scheduler* s = [] {
+class FuzzCluster {
+ public:
+  FuzzCluster() : scheduler_(&store_, &clock_, Options()) {
+    // The fixture is fixed: a failure here is a bug, not an input's doing.
+    if (!scheduler_.Load().ok() ||
+        !scheduler_
+             .RegisterNode(MakeNode("t4",
+                                    {Gpu("g0", "T4", 0), Gpu("g1", "T4", 1)},
+                                    {{"pool", "a"}}))
+             .ok() ||
+        !scheduler_.RegisterNode(MakeNode("mig", {MigA100("M", 0)})).ok() ||
+        !scheduler_
+             .RegisterNode(MakeNode(
+                 "tpu",
+                 {Chip("c0", "s", "2x2x1", 0), Chip("c1", "s", "2x2x1", 1),
+                  Chip("c2", "s", "2x2x1", 2), Chip("c3", "s", "2x2x1", 3)}))
+             .ok()) {
+      __builtin_trap();
+    }
+  }
+
+  Scheduler& scheduler() { return scheduler_; }
+
+ private:
+  static Scheduler::Options Options() {
     Scheduler::Options o;
     o.heartbeat_timeout = absl::ZeroDuration();
-    auto* sched = new Scheduler(store, clock, o);
-    (void)sched->Load();
-    (void)sched->RegisterNode(MakeNode(
-        "t4", {Gpu("g0", "T4", 0), Gpu("g1", "T4", 1)}, {{"pool", "a"}}));
-    (void)sched->RegisterNode(MakeNode("mig", {MigA100("M", 0)}));
-    (void)sched->RegisterNode(MakeNode(
-        "tpu", {Chip("c0", "s", "2x2x1", 0), Chip("c1", "s", "2x2x1", 1),
-                Chip("c2", "s", "2x2x1", 2), Chip("c3", "s", "2x2x1", 3)}));
-    return sched;
-  }();
-  return *s;
-}
+    return o;
+  }
+
+  FakeStore store_;
+  FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
+  Scheduler scheduler_;
+};
 
 // Every unit's counts add up; a violation stops the fuzzer.
 inline void CheckCapacity(const Scheduler& s) {
