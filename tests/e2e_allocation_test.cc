@@ -251,19 +251,26 @@ TEST_F(E2eTest, RestartKeepsEveryActiveAllocation) {
   }
 }
 
+// A server with node n1 holding two T4s (GPU-t4-0 and GPU-t4-1, indices 0 and
+// 1), both in allocation `held` (request_id "job"). Call as
+// ASSERT_NO_FATAL_FAILURE(...): it asserts.
+void TwoT4sBothAllocated(E2eTest& t, v1::Allocation* held) {
+  ASSERT_TRUE(t.StartServer());
+  v1::Node both;
+  both.set_name("n1");
+  AddGpu(&both, "GPU-t4-0", "nvidia-tesla-t4", 0);
+  AddGpu(&both, "GPU-t4-1", "nvidia-tesla-t4", 1);
+  ASSERT_TRUE(t.Register(both).ok());
+  ASSERT_TRUE(t.Allocate(AllocateReq("job", "T4", 2), held).ok());
+}
+
 // Issue 9 as a user found it: GPU 1 leaves the inventory while allocated, the
 // server is killed and started again, the allocation is released and the node
 // heartbeats. The node has one T4, and a request for two is refused; before the
 // fix the dropped GPU came back free after the restart.
 TEST_F(E2eTest, GpuDroppedWhileAllocatedStaysGoneAfterKillAndRestart) {
-  ASSERT_TRUE(StartServer());
-  v1::Node both;
-  both.set_name("n1");
-  AddGpu(&both, "GPU-t4-0", "nvidia-tesla-t4", 0);
-  AddGpu(&both, "GPU-t4-1", "nvidia-tesla-t4", 1);
-  ASSERT_TRUE(Register(both).ok());
   v1::Allocation held;
-  ASSERT_TRUE(Allocate(AllocateReq("job", "T4", 2), &held).ok());
+  ASSERT_NO_FATAL_FAILURE(TwoT4sBothAllocated(*this, &held));
   v1::Node only_first;
   only_first.set_name("n1");
   AddGpu(&only_first, "GPU-t4-0", "nvidia-tesla-t4", 0);
@@ -298,14 +305,8 @@ TEST_F(E2eTest, GpuDroppedWhileAllocatedStaysGoneAfterKillAndRestart) {
 // The same when the GPU that drops is the first: the other is renumbered to
 // index 0 while the dropped one, still allocated, keeps index 0 too.
 TEST_F(E2eTest, GpusRenumberedAfterADropSurviveKillAndRestart) {
-  ASSERT_TRUE(StartServer());
-  v1::Node both;
-  both.set_name("n1");
-  AddGpu(&both, "GPU-t4-0", "nvidia-tesla-t4", 0);
-  AddGpu(&both, "GPU-t4-1", "nvidia-tesla-t4", 1);
-  ASSERT_TRUE(Register(both).ok());
   v1::Allocation held;
-  ASSERT_TRUE(Allocate(AllocateReq("job", "T4", 2), &held).ok());
+  ASSERT_NO_FATAL_FAILURE(TwoT4sBothAllocated(*this, &held));
   v1::Node renumbered;
   renumbered.set_name("n1");
   AddGpu(&renumbered, "GPU-t4-1", "nvidia-tesla-t4", 0);

@@ -58,6 +58,16 @@ Node AsLoaded(Node n) {
   return n;
 }
 
+// SampleNode with its name and every id made unique by `i`.
+Node NumberedNode(int i) {
+  Node n = SampleNode();
+  n.name = absl::StrCat("node-", i);
+  for (Device& d : n.devices) d.id = absl::StrCat(n.name, "-", d.id);
+  for (MigSlice& s : n.devices[1].mig_slices) s.id += n.name;
+  n.devices[2].tpu_slice_id = n.name;
+  return n;
+}
+
 // Rows of `table` in the file at `path`, read on a connection of its own; -1
 // (and a test failure) when SQLite refuses.
 int64_t Count(const std::string& path, const std::string& table) {
@@ -285,12 +295,7 @@ TEST(SqliteStoreTest, FullDatabaseIsResourceExhaustedAndKeepsCommits) {
     auto store = SqliteStore::Open(path, options);
     ASSERT_OK(store);
     for (int i = 0; i < 1000 && last.ok(); ++i) {
-      Node n = SampleNode();
-      n.name = absl::StrCat("node-", i);
-      for (Device& d : n.devices) d.id = absl::StrCat(n.name, "-", d.id);
-      for (MigSlice& s : n.devices[1].mig_slices) s.id += n.name;
-      n.devices[2].tpu_slice_id = n.name;
-      last = ApplyOne(**store, PutNodeMutation{n});
+      last = ApplyOne(**store, PutNodeMutation{NumberedNode(i)});
       if (last.ok()) ++acknowledged;
     }
   }
@@ -317,12 +322,7 @@ TEST(SqliteStoreTest, CheckpointerCopiesCommitsBesideTheWriter) {
     ASSERT_OK(store);
     const auto initial = std::filesystem::file_size(path);
     for (int i = 0; i < kNodes; ++i) {
-      Node n = SampleNode();
-      n.name = absl::StrCat("node-", i);
-      for (Device& d : n.devices) d.id = absl::StrCat(n.name, "-", d.id);
-      for (MigSlice& s : n.devices[1].mig_slices) s.id += n.name;
-      n.devices[2].tpu_slice_id = n.name;
-      ASSERT_OK(ApplyOne(**store, PutNodeMutation{n}));
+      ASSERT_OK(ApplyOne(**store, PutNodeMutation{NumberedNode(i)}));
     }
     // Only a checkpoint writes to the database file while the store is open.
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
