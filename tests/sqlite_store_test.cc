@@ -130,28 +130,45 @@ TEST(SqliteStoreTest, DeleteNodeRemovesEverythingItOwns) {
   }
 }
 
+// Writes a database at `path` with the first `migrations` schema versions and
+// `rows` (SQL), as an older accelschedd left it.
+void WriteOlderFile(const std::string& path, size_t migrations,
+                    const char* rows) {
+  auto db = SqliteDb::Open(path);
+  ASSERT_OK(db);
+  ASSERT_OK(Migrate(**db, SchemaMigrations().subspan(0, migrations)));
+  ASSERT_OK((*db)->Exec(rows));
+}
+
+// Opens `path` with the store (migrating it to the latest schema) and loads
+// its nodes into `nodes`.
+void OpenMigrated(const std::string& path, std::unique_ptr<SqliteStore>* store,
+                  std::vector<Node>* nodes) {
+  auto opened = SqliteStore::Open(path);
+  ASSERT_OK(opened);
+  *store = *std::move(opened);
+  EXPECT_EQ(*SchemaVersion((*store)->db()), SchemaMigrations().back().version);
+  auto loaded = (*store)->LoadNodes();
+  ASSERT_OK(loaded);
+  *nodes = *std::move(loaded);
+}
+
 TEST(SqliteStoreTest, VersionOneFileIsMigratedKeepingItsNodes) {
   TempDir dir;
   const std::string path = dir.File("a.db");
-  {
-    auto db = SqliteDb::Open(path);
-    ASSERT_OK(db);
-    ASSERT_OK(Migrate(**db, SchemaMigrations().subspan(0, 1)));
-    ASSERT_OK((*db)->Exec(
-        "INSERT INTO nodes VALUES ('n1', 1, 5);"
-        "INSERT INTO devices (id, node, device_index, device_class, model, "
-        "memory_bytes, healthy, mig_enabled) VALUES ('GPU-a', 'n1', 0, 0, "
-        "'T4', 0, 1, 0)"));
-  }
-  auto store = SqliteStore::Open(path);
-  ASSERT_OK(store);
-  EXPECT_EQ(*SchemaVersion((*store)->db()), SchemaMigrations().back().version);
-  auto nodes = (*store)->LoadNodes();
-  ASSERT_OK(nodes);
-  ASSERT_EQ(nodes->size(), 1u);
-  ASSERT_EQ((*nodes)[0].devices.size(), 1u);
-  EXPECT_EQ((*nodes)[0].devices[0].id, "GPU-a");
-  EXPECT_FALSE((*nodes)[0].devices[0].removed);
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(
+      path, 1,
+      "INSERT INTO nodes VALUES ('n1', 1, 5);"
+      "INSERT INTO devices (id, node, device_index, device_class, model, "
+      "memory_bytes, healthy, mig_enabled) VALUES ('GPU-a', 'n1', 0, 0, "
+      "'T4', 0, 1, 0)"));
+  std::unique_ptr<SqliteStore> store;
+  std::vector<Node> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  ASSERT_EQ(nodes.size(), 1u);
+  ASSERT_EQ(nodes[0].devices.size(), 1u);
+  EXPECT_EQ(nodes[0].devices[0].id, "GPU-a");
+  EXPECT_FALSE(nodes[0].devices[0].removed);
 }
 
 TEST(SqliteStoreTest, FreshFileHasLatestSchemaInWalMode) {
@@ -239,43 +256,37 @@ TEST(SqliteStoreTest, MissingDirectoryIsAClearError) {
 TEST(SqliteStoreTest, VersionTwoFileIsMigratedKeepingEveryRow) {
   TempDir dir;
   const std::string path = dir.File("a.db");
-  {
-    auto db = SqliteDb::Open(path);
-    ASSERT_OK(db);
-    ASSERT_OK(Migrate(**db, SchemaMigrations().subspan(0, 2)));
-    ASSERT_OK((*db)->Exec(
-        "INSERT INTO nodes VALUES ('n1', 1, 5);"
-        "INSERT INTO devices (id, node, device_index, device_class, model, "
-        "memory_bytes, healthy, mig_enabled, removed) VALUES "
-        "('GPU-m', 'n1', 1, 0, 'A100', 0, 1, 1, 0),"
-        "('GPU-a', 'n1', 0, 0, 'T4', 0, 0, 0, 1);"
-        "INSERT INTO mig_slices (id, device_id, profile, start_slot) VALUES "
-        "('MIG-4', 'GPU-m', '3g.20gb', 4), ('MIG-0', 'GPU-m', '1g.5gb', 0);"
-        "INSERT INTO allocations VALUES ('a-1', 'r', 1, 'n1', '', 0, 1, 2, 0, "
-        "'', 0, 'nvidia-tesla-a100', '1g.5gb', 1, 'n1');"
-        "INSERT INTO allocation_units (allocation_id, unit, live) VALUES "
-        "('a-1', 'MIG-0', 1);"));
-  }
-  auto store = SqliteStore::Open(path);
-  ASSERT_OK(store);
-  EXPECT_EQ(*SchemaVersion((*store)->db()), SchemaMigrations().back().version);
-  auto nodes = (*store)->LoadNodes();
-  ASSERT_OK(nodes);
-  ASSERT_EQ(nodes->size(), 1u);
-  const Node& n = (*nodes)[0];
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(
+      path, 2,
+      "INSERT INTO nodes VALUES ('n1', 1, 5);"
+      "INSERT INTO devices (id, node, device_index, device_class, model, "
+      "memory_bytes, healthy, mig_enabled, removed) VALUES "
+      "('GPU-m', 'n1', 1, 0, 'A100', 0, 1, 1, 0),"
+      "('GPU-a', 'n1', 0, 0, 'T4', 0, 0, 0, 1);"
+      "INSERT INTO mig_slices (id, device_id, profile, start_slot) VALUES "
+      "('MIG-4', 'GPU-m', '3g.20gb', 4), ('MIG-0', 'GPU-m', '1g.5gb', 0);"
+      "INSERT INTO allocations VALUES ('a-1', 'r', 1, 'n1', '', 0, 1, 2, 0, "
+      "'', 0, 'nvidia-tesla-a100', '1g.5gb', 1, 'n1');"
+      "INSERT INTO allocation_units (allocation_id, unit, live) VALUES "
+      "('a-1', 'MIG-0', 1);"));
+  std::unique_ptr<SqliteStore> store;
+  std::vector<Node> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  ASSERT_EQ(nodes.size(), 1u);
+  const Node& n = nodes[0];
   ASSERT_EQ(n.devices.size(), 2u);
   EXPECT_EQ(n.devices[0].id, "GPU-a");  // index order, as schema 2 loaded
   EXPECT_TRUE(n.devices[0].removed);
   EXPECT_EQ(
       n.devices[1].mig_slices,
       (std::vector<MigSlice>{{"MIG-0", "1g.5gb", 0}, {"MIG-4", "3g.20gb", 4}}));
-  auto allocations = (*store)->LoadAllocations();
+  auto allocations = store->LoadAllocations();
   ASSERT_OK(allocations);
   ASSERT_EQ(allocations->size(), 1u);
   EXPECT_EQ((*allocations)[0].units, std::vector<std::string>{"MIG-0"});
-  EXPECT_EQ(*(*store)->LoadEventSequence(), 0u);
+  EXPECT_EQ(*store->LoadEventSequence(), 0u);
   // Foreign keys are enforced again after the migration.
-  auto fk = (*store)->db().Prepare("PRAGMA foreign_keys");
+  auto fk = store->db().Prepare("PRAGMA foreign_keys");
   ASSERT_OK(fk);
   ASSERT_TRUE(*(*fk)->Step());
   EXPECT_EQ((*fk)->ColumnInt(0), 1);
