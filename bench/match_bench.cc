@@ -96,12 +96,12 @@ Cluster& BuildCluster(int n) {
 }
 
 const MatchSpec kSpecs[] = {
-    {kH100, 2, LabelSelector()},
-    {kMig1g, 1, LabelSelector()},
-    {kL4, 1, LabelSelector()},
-    {kT4, 4, LabelSelector()},
-    {kTpu, 1, LabelSelector()},
-    {kMig3g, 1, LabelSelector::FromMap({{"pool", "p1"}})},
+    MatchSpec::ForPool(kH100, 2),
+    MatchSpec::ForPool(kMig1g, 1),
+    MatchSpec::ForPool(kL4, 1),
+    MatchSpec::ForPool(kT4, 4),
+    MatchSpec::ForPool(kTpu, 1),
+    MatchSpec::ForPool(kMig3g, 1, LabelSelector::FromMap({{"pool", "p1"}})),
 };
 
 const EligibilityRules kRules{absl::FromUnixSeconds(1'700'000'000),

@@ -38,7 +38,9 @@ enum class PartitionKind {
 // Allocate's input as the client sent it (names not yet normalised).
 struct AllocationRequest {
   std::string request_id;
-  std::string device;
+  std::string device;  // empty: any model of device_class
+  // Further models that will do as well as `device`.
+  std::vector<std::string> alternative_devices;
   PartitionKind partition_kind = PartitionKind::kUnset;
   std::string partition_size;
   DeviceClass device_class = DeviceClass::kNvidiaGpu;
@@ -71,10 +73,13 @@ struct Allocation {
   absl::Time ended_at = absl::UnixEpoch();  // when it stopped being ACTIVE
   std::string end_reason;                   // kReason*; empty while ACTIVE
 
-  // What was asked for, normalised: the idempotency fingerprint and the
-  // placement's input.
+  // What was asked for, normalised (the idempotency fingerprint and the
+  // placement's input), and the model chosen.
   DeviceClass device_class = DeviceClass::kNvidiaGpu;
-  std::string model;      // canonical
+  // The acceptable canonical models, sorted and unique; empty: any model of
+  // device_class.
+  std::vector<std::string> requested_models;
+  std::string model;      // canonical: the model of the allocated devices
   std::string partition;  // "" whole device; MIG profile; TPU topology
   int count = 1;
   // The value of the first node's kubernetes.io/hostname label (its name when

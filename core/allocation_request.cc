@@ -1,5 +1,9 @@
 #include "core/allocation_request.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "core/mig_geometry.h"
 #include "core/name_table.h"
@@ -14,23 +18,29 @@ absl::Status Invalid(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(field, " ", what));
 }
 
-// The partition to match, from the request's oneof.
+// The partition to match, from the request's oneof. `field` names the model's
+// field in messages when it is not accelerator.device.
 absl::StatusOr<std::string> Partition(const AllocationRequest& req,
-                                      const ModelInfo& model) {
+                                      const ModelInfo& model,
+                                      absl::string_view field) {
   const bool sized = req.partition_kind == PartitionKind::kPartitionSize;
+  // An alternative's mismatch is that alternative's fault; say which one.
+  const std::string of = field.empty()
+                             ? std::string(model.canonical)
+                             : absl::StrCat(model.canonical, " (", field, ")");
   if (!model.tpu_generation.empty()) {
     const TpuGeneration& gen = *FindTpuGeneration(model.tpu_generation);
     if (!sized || req.partition_size.empty()) {
       return Invalid(
           "accelerator.partition_size",
-          absl::StrCat("is required for ", model.canonical,
-                       ": the slice topology (", TopologyNames(gen), ")"));
+          absl::StrCat("is required for ", of, ": the slice topology (",
+                       TopologyNames(gen), ")"));
     }
     if (!HasTopology(gen, req.partition_size)) {
       return Invalid(
           "accelerator.partition_size",
-          absl::StrCat("\"", req.partition_size, "\" is not a topology of ",
-                       model.canonical, " (valid: ", TopologyNames(gen), ")"));
+          absl::StrCat("\"", req.partition_size, "\" is not a topology of ", of,
+                       " (valid: ", TopologyNames(gen), ")"));
     }
     return req.partition_size;
   }
@@ -41,15 +51,56 @@ absl::StatusOr<std::string> Partition(const AllocationRequest& req,
     return Invalid(
         "accelerator.partition_size",
         absl::StrCat("\"", req.partition_size, "\" is not a MIG profile of ",
-                     model.canonical, ", which has no MIG support"));
+                     of, ", which has no MIG support"));
   }
   if (FindMigProfile(*family, req.partition_size) == nullptr) {
-    return Invalid("accelerator.partition_size",
-                   absl::StrCat("\"", req.partition_size,
-                                "\" is not a MIG profile of ", model.canonical,
-                                " (valid: ", MigProfileNames(*family), ")"));
+    return Invalid(
+        "accelerator.partition_size",
+        absl::StrCat("\"", req.partition_size, "\" is not a MIG profile of ",
+                     of, " (valid: ", MigProfileNames(*family), ")"));
   }
   return req.partition_size;
+}
+
+// The model a name field gives, checked for length and known.
+absl::StatusOr<const ModelInfo*> ResolveModel(absl::string_view name,
+                                              absl::string_view field) {
+  if (name.size() > kMaxIdLength) {
+    return Invalid(
+        field, absl::StrCat("is ", name.size(), " characters long; at most ",
+                            kMaxIdLength, " are allowed"));
+  }
+  const ModelInfo* model = FindModel(name);
+  if (model == nullptr) {
+    return Invalid(field,
+                   absl::StrCat("\"", name, "\" is not a known accelerator"));
+  }
+  return model;
+}
+
+// The request's acceptable models with the field each came from: `device`
+// first, then the alternatives. Empty when the request names none.
+absl::StatusOr<std::vector<std::pair<const ModelInfo*, std::string>>> Models(
+    const AllocationRequest& req) {
+  if (req.alternative_devices.size() > kMaxAlternatives) {
+    return Invalid("alternative_devices",
+                   absl::StrCat("has ", req.alternative_devices.size(),
+                                " entries; at most ", kMaxAlternatives));
+  }
+  std::vector<std::pair<const ModelInfo*, std::string>> models;
+  if (!req.device.empty()) {
+    ASSIGN_OR_RETURN(const ModelInfo* m,
+                     ResolveModel(req.device, "accelerator.device"));
+    models.emplace_back(m, "accelerator.device");
+  }
+  for (size_t i = 0; i < req.alternative_devices.size(); ++i) {
+    std::string field = absl::StrCat("alternative_devices[", i, "]");
+    if (req.alternative_devices[i].empty()) return Invalid(field, "is empty");
+    ASSIGN_OR_RETURN(const ModelInfo* m,
+                     ResolveModel(req.alternative_devices[i], field));
+    models.emplace_back(m, std::move(field));
+  }
+  return models;
 }
 
 }  // namespace
@@ -57,43 +108,65 @@ absl::StatusOr<std::string> Partition(const AllocationRequest& req,
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AllocationRequest& req, absl::Duration max_lease) {
   RETURN_IF_ERROR(ValidateId(req.request_id, "request_id"));
-  if (req.device.empty()) return Invalid("accelerator.device", "is required");
-  if (req.device.size() > kMaxIdLength) {
-    return Invalid(
-        "accelerator.device",
-        absl::StrCat("is ", req.device.size(), " characters long; at most ",
-                     kMaxIdLength, " are allowed"));
-  }
-  const ModelInfo* model = FindModel(req.device);
-  if (model == nullptr) {
-    return Invalid(
-        "accelerator.device",
-        absl::StrCat("\"", req.device, "\" is not a known accelerator"));
-  }
-  // NVIDIA_GPU is the enum's zero value, so it also means "not given".
-  if (req.device_class != DeviceClass::kNvidiaGpu &&
-      req.device_class != model->device_class) {
-    return Invalid("accelerator.device_class",
-                   absl::StrCat(DeviceClassName(req.device_class),
-                                " does not match ", model->canonical, " (",
-                                DeviceClassName(model->device_class), ")"));
-  }
-  if (req.partition_kind == PartitionKind::kUnpartitioned &&
-      !model->tpu_generation.empty()) {
-    return Invalid("accelerator.unpartitioned",
-                   absl::StrCat("does not apply to ", model->canonical,
-                                ": give partition_size, the slice topology"));
-  }
+  ASSIGN_OR_RETURN(const auto models, Models(req));
   MatchSpec spec;
-  spec.pool.device_class = model->device_class;
-  spec.pool.model = std::string(model->canonical);
-  ASSIGN_OR_RETURN(spec.pool.partition, Partition(req, *model));
+  if (models.empty()) {
+    // Any whole device of the class, as propeller's plain `gpu: 1`.
+    if (req.device_class == DeviceClass::kGoogleTpu) {
+      return Invalid("accelerator.device",
+                     "is required for GOOGLE_TPU: a slice needs a generation "
+                     "(e.g. tpu-v5p-slice)");
+    }
+    if (req.partition_kind == PartitionKind::kPartitionSize) {
+      return Invalid("accelerator.partition_size",
+                     absl::StrCat("\"", req.partition_size,
+                                  "\" needs accelerator.device: a MIG profile "
+                                  "belongs to a model"));
+    }
+    spec.device_class = req.device_class;
+  } else {
+    const ModelInfo& first = *models.front().first;
+    // NVIDIA_GPU is the enum's zero value, so it also means "not given".
+    if (req.device_class != DeviceClass::kNvidiaGpu &&
+        req.device_class != first.device_class) {
+      return Invalid("accelerator.device_class",
+                     absl::StrCat(DeviceClassName(req.device_class),
+                                  " does not match ", first.canonical, " (",
+                                  DeviceClassName(first.device_class), ")"));
+    }
+    if (req.partition_kind == PartitionKind::kUnpartitioned &&
+        !first.tpu_generation.empty()) {
+      return Invalid("accelerator.unpartitioned",
+                     absl::StrCat("does not apply to ", first.canonical,
+                                  ": give partition_size, the slice topology"));
+    }
+    spec.device_class = first.device_class;
+    for (const auto& [model, field] : models) {
+      if (model->device_class != first.device_class) {
+        return Invalid(
+            field, absl::StrCat(model->canonical, " is ",
+                                DeviceClassName(model->device_class), ", but ",
+                                first.canonical, " (", models.front().second,
+                                ") is ", DeviceClassName(first.device_class),
+                                "; alternatives share one class"));
+      }
+      ASSIGN_OR_RETURN(
+          spec.partition,
+          Partition(
+              req, *model,
+              field == "accelerator.device" ? "" : absl::string_view(field)));
+      spec.models.emplace_back(model->canonical);
+    }
+    std::sort(spec.models.begin(), spec.models.end());
+    spec.models.erase(std::unique(spec.models.begin(), spec.models.end()),
+                      spec.models.end());
+  }
   if (req.count < 0 || req.count > kMaxCount) {
     return Invalid("count", absl::StrCat(req.count, " is out of range [0, ",
                                          kMaxCount, "]"));
   }
   spec.count = req.count == 0 ? 1 : req.count;
-  if (!model->tpu_generation.empty() && spec.count != 1) {
+  if (spec.device_class == DeviceClass::kGoogleTpu && spec.count != 1) {
     return Invalid("count",
                    absl::StrCat(req.count,
                                 ": a TPU request takes one whole slice; "

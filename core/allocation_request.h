@@ -14,13 +14,20 @@ namespace accelsched {
 inline constexpr int kMaxCount = 1024;
 inline constexpr size_t kMaxTenantLength = 128;
 inline constexpr size_t kMaxSelectorTerms = 64;
+inline constexpr size_t kMaxAlternatives = 32;
 
+// The request's models are accelerator.device (when not empty) and every
+// alternative_devices entry, resolved through the name table, sorted and
+// deduplicated; none means any whole device of device_class.
+//
 // INVALID_ARGUMENT naming the field for: a missing or malformed request_id, an
-// unknown accelerator.device, a device_class that contradicts it, unpartitioned
-// on a TPU, a partition_size that is not a MIG profile of the model (or a
-// topology of the TPU), a negative or huge count, more than one TPU slice, a
-// malformed node_selector or tenant, a negative lease or one longer than
-// `max_lease`.
+// unknown accelerator.device or alternative_devices[i] (named by its index),
+// more than kMaxAlternatives alternatives, models of different device classes,
+// a device_class that contradicts them, unpartitioned on a TPU, a
+// partition_size that is not a MIG profile (or TPU topology) of every model, a
+// partition_size or a GOOGLE_TPU class without any model, a negative or huge
+// count, more than one TPU slice, a malformed node_selector or tenant, a
+// negative lease or one longer than `max_lease`.
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AllocationRequest& request, absl::Duration max_lease);
 

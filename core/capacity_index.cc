@@ -18,9 +18,17 @@ void CapacityIndex::Count(const Unit& u, int sign) {
     pool.unhealthy += sign;
   }
   if (u.free()) {
-    if (home.free > 0) pool.by_free.erase({home.free, u.home});
+    if (home.free > 0) {
+      pool.by_free.erase({home.free, u.home});
+      --pool.homes_with_free[home.free];
+    }
     home.free += sign;
-    if (home.free > 0) pool.by_free.insert({home.free, u.home});
+    if (home.free > 0) {
+      pool.by_free.insert({home.free, u.home});
+      if (home.free >= static_cast<int>(pool.homes_with_free.size()))
+        pool.homes_with_free.resize(home.free + 1);
+      ++pool.homes_with_free[home.free];
+    }
   }
 }
 
@@ -83,6 +91,18 @@ const CapacityIndex::Pool* CapacityIndex::FindPool(const PoolKey& key) const {
   return it == pools_.end() ? nullptr : &it->second;
 }
 
+std::vector<std::pair<const PoolKey*, const CapacityIndex::Pool*>>
+CapacityIndex::PoolsOf(DeviceClass device_class,
+                       absl::string_view partition) const {
+  std::vector<std::pair<const PoolKey*, const Pool*>> out;
+  for (auto it = pools_.lower_bound(PoolKey{device_class, "", ""});
+       it != pools_.end() && it->first.device_class == device_class; ++it) {
+    if (it->first.partition == partition)
+      out.emplace_back(&it->first, &it->second);
+  }
+  return out;
+}
+
 std::vector<std::string> CapacityIndex::UnitsOnNode(
     absl::string_view node) const {
   auto it = units_by_node_.find(node);
@@ -94,9 +114,9 @@ std::vector<CapacityEntry> CapacityIndex::Capacity() const {
   std::vector<CapacityEntry> out;
   out.reserve(pools_.size());
   for (const auto& [key, pool] : pools_) {
-    out.push_back(CapacityEntry{
-        key.device_class, key.model, key.partition, pool.total, pool.allocated,
-        pool.total - pool.allocated - pool.unhealthy, pool.unhealthy});
+    out.push_back(CapacityEntry{key.device_class, key.model, key.partition,
+                                pool.total, pool.allocated, pool.free(),
+                                pool.unhealthy});
   }
   return out;
 }

@@ -58,11 +58,21 @@ class CapacityIndex {
     std::map<std::string, Home, std::less<>> homes;
     std::set<std::pair<int, std::string>>
         by_free;  // (free, home) where free > 0
+    // homes_with_free[f]: how many homes have exactly f free units (f > 0), so
+    // that a match across several pools visits only pools with a home of the
+    // free count it is looking at, without a search.
+    std::vector<int> homes_with_free;
     std::multiset<int>
         home_sizes;  // units per home: the most one node could ever hold
     int64_t total = 0;
     int64_t allocated = 0;
     int64_t unhealthy = 0;  // not allocated and not healthy
+
+    int64_t free() const { return total - allocated - unhealthy; }
+    int HomesWithFree(int f) const {
+      return f < static_cast<int>(homes_with_free.size()) ? homes_with_free[f]
+                                                          : 0;
+    }
   };
 
   // Adds or replaces the unit with `unit.key`.
@@ -74,6 +84,9 @@ class CapacityIndex {
   const Unit* Find(absl::string_view key) const;
   const Pool* FindPool(const PoolKey& key) const;
   const std::map<PoolKey, Pool>& pools() const { return pools_; }
+  // The pools of `device_class` with `partition`, in model order.
+  std::vector<std::pair<const PoolKey*, const Pool*>> PoolsOf(
+      DeviceClass device_class, absl::string_view partition) const;
   // Keys of the units that span `node` (for TPU slices, also those homed
   // elsewhere).
   std::vector<std::string> UnitsOnNode(absl::string_view node) const;

@@ -61,7 +61,75 @@ std::vector<const Unit*> FreeUnitsBestFit(const CapacityIndex& index,
   return free;
 }
 
+struct Candidate {
+  const PoolKey* key;
+  const CapacityIndex::Pool* pool;
+};
+
+// The pools that can serve `spec`, in model order.
+std::vector<Candidate> Candidates(const CapacityIndex& index,
+                                  const MatchSpec& spec) {
+  std::vector<Candidate> out;
+  if (spec.models.empty()) {
+    for (const auto& [key, pool] :
+         index.PoolsOf(spec.device_class, spec.partition)) {
+      out.push_back(Candidate{key, pool});
+    }
+    return out;
+  }
+  PoolKey key{spec.device_class, "", spec.partition};
+  for (const std::string& model : spec.models) {
+    key.model = model;
+    auto it = index.pools().find(key);
+    if (it != index.pools().end())
+      out.push_back(Candidate{&it->first, &it->second});
+  }
+  return out;
+}
+
+// `count` eligible free units of `home` in best-fit order, or nullopt.
+std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
+                                                const NodeMap& nodes,
+                                                const CapacityIndex::Pool& pool,
+                                                const std::string& home,
+                                                const MatchSpec& spec,
+                                                const EligibilityRules& rules) {
+  // Every unit spans its home, so an ineligible home rules them all out.
+  if (Ineligible(FindNode(nodes, home), spec, rules) != nullptr) {
+    return std::nullopt;
+  }
+  std::vector<const Unit*> chosen;
+  for (const Unit* u : FreeUnitsBestFit(index, pool.homes.find(home)->second)) {
+    if (static_cast<int>(chosen.size()) == spec.count) break;
+    if (HostsEligible(*u, nodes, spec, rules)) chosen.push_back(u);
+  }
+  if (static_cast<int>(chosen.size()) < spec.count) return std::nullopt;
+  return chosen;
+}
+
+// The unit's name with its model, where UnitName leaves it out (MIG slices):
+// for requests that span several models.
+std::string ModelUnitName(const PoolKey& pool) {
+  if (pool.device_class != DeviceClass::kGoogleTpu && !pool.partition.empty()) {
+    return absl::StrCat(pool.model, " ", UnitName(pool));
+  }
+  return UnitName(pool);
+}
+
+std::string SpecUnitName(const MatchSpec& spec) {
+  return RequestUnitName(spec.device_class, spec.models, spec.partition);
+}
+
 }  // namespace
+
+MatchSpec MatchSpec::ForPool(const PoolKey& pool, int count,
+                             LabelSelector selector) {
+  return MatchSpec{pool.device_class,
+                   {pool.model},
+                   pool.partition,
+                   count,
+                   std::move(selector)};
+}
 
 std::string UnitName(const PoolKey& pool) {
   if (pool.device_class == DeviceClass::kGoogleTpu) {
@@ -71,18 +139,37 @@ std::string UnitName(const PoolKey& pool) {
   return absl::StrCat(pool.model, " device");
 }
 
+std::string RequestUnitName(DeviceClass device_class,
+                            const std::vector<std::string>& models,
+                            absl::string_view partition) {
+  if (models.size() == 1) {
+    return UnitName(PoolKey{device_class, models[0], std::string(partition)});
+  }
+  if (models.empty()) {
+    return absl::StrCat("whole ", DeviceClassName(device_class), " device");
+  }
+  std::string names =
+      absl::StrCat(absl::StrJoin(models.begin(), models.end() - 1, ", "),
+                   " or ", models.back());
+  if (partition.empty()) return absl::StrCat(names, " device");
+  return absl::StrCat(names, " ", partition, " slice");
+}
+
 absl::Status CheckSatisfiable(const CapacityIndex& index,
                               const MatchSpec& spec) {
-  const CapacityIndex::Pool* pool = index.FindPool(spec.pool);
-  if (pool == nullptr) {
+  const std::vector<Candidate> candidates = Candidates(index, spec);
+  if (candidates.empty()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("no node has any ", UnitName(spec.pool)));
+        absl::StrCat("no node has any ", SpecUnitName(spec)));
   }
-  const int most = *pool->home_sizes.rbegin();
+  int most = 0;
+  for (const Candidate& c : candidates) {
+    most = std::max(most, *c.pool->home_sizes.rbegin());
+  }
   if (spec.count > most) {
     return absl::FailedPreconditionError(absl::StrCat(
         "count ", spec.count, " is more than any node holds: at most ", most,
-        " ", UnitName(spec.pool), most == 1 ? "" : "s", " on one node"));
+        " ", SpecUnitName(spec), most == 1 ? "" : "s", " on one node"));
   }
   return absl::OkStatus();
 }
@@ -91,34 +178,50 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
                                               const NodeMap& nodes,
                                               const MatchSpec& spec,
                                               const EligibilityRules& rules) {
-  const CapacityIndex::Pool* pool = index.FindPool(spec.pool);
-  if (pool == nullptr) return std::nullopt;
-  for (auto it = pool->by_free.lower_bound({spec.count, std::string()});
-       it != pool->by_free.end(); ++it) {
-    const CapacityIndex::Home& home = pool->homes.find(it->second)->second;
-    std::vector<const Unit*> free = FreeUnitsBestFit(index, home);
-    std::vector<const Unit*> chosen;
-    for (const Unit* u : free) {
-      if (static_cast<int>(chosen.size()) == spec.count) break;
-      if (HostsEligible(*u, nodes, spec, rules)) chosen.push_back(u);
+  std::vector<Candidate> candidates = Candidates(index, spec);
+  // The tie order between models; model order is kept for equal free counts.
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     return a.pool->free() > b.pool->free();
+                   });
+  int most = 0;
+  for (const Candidate& c : candidates) {
+    most = std::max(most, static_cast<int>(c.pool->homes_with_free.size()) - 1);
+  }
+  // Pairs in the rule's order: fewest free units that fit, then the model's
+  // rank, then the node's name (by_free's order within one free count).
+  for (int f = spec.count; f <= most; ++f) {
+    for (const Candidate& c : candidates) {
+      if (c.pool->HomesWithFree(f) == 0) continue;
+      for (auto it = c.pool->by_free.lower_bound({f, std::string()});
+           it != c.pool->by_free.end() && it->first == f; ++it) {
+        if (auto units =
+                UnitsIn(index, nodes, *c.pool, it->second, spec, rules)) {
+          return units;
+        }
+      }
     }
-    if (static_cast<int>(chosen.size()) == spec.count) return chosen;
   }
   return std::nullopt;
 }
 
 Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
                     const MatchSpec& spec, const EligibilityRules& rules) {
-  const CapacityIndex::Pool* pool = index.FindPool(spec.pool);
-  const std::string unit = UnitName(spec.pool);
-  // Units of the pool on each node, counting a multi-host slice on each of its
-  // hosts.
-  absl::flat_hash_map<absl::string_view, std::vector<const Unit*>> on_node;
-  if (pool != nullptr) {
-    for (const auto& [home_name, home] : pool->homes) {
+  const std::vector<Candidate> candidates = Candidates(index, spec);
+  const bool several = spec.models.size() != 1;
+  // Units of each candidate pool on each node, counting a multi-host slice on
+  // each of its hosts: on_node[node][i] for candidates[i].
+  absl::flat_hash_map<absl::string_view, std::vector<std::vector<const Unit*>>>
+      on_node;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    for (const auto& [home_name, home] : candidates[i].pool->homes) {
       for (const std::string& key : home.units) {
         const Unit* u = index.Find(key);
-        for (const std::string& host : u->hosts) on_node[host].push_back(u);
+        for (const std::string& host : u->hosts) {
+          auto& per_pool = on_node[host];
+          per_pool.resize(candidates.size());
+          per_pool[i].push_back(u);
+        }
       }
     }
   }
@@ -134,36 +237,61 @@ Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
                             : absl::StrCat(category, " (", detail, ")"));
     };
     auto units = on_node.find(name);
-    if (units == on_node.end()) add(absl::StrCat("no ", unit), "");
+    if (units == on_node.end())
+      add(absl::StrCat("no ", SpecUnitName(spec)), "");
     if (const char* why = Ineligible(&node, spec, rules)) add(why, "");
     if (units != on_node.end()) {
-      // This node's own eligibility is reported above; count the free units
-      // whose other hosts (for a multi-host TPU slice) can serve too.
-      int free = 0;
-      std::string blocked_by;
+      // This node's own eligibility is reported above; count, per pool, the
+      // free units whose other hosts (for a multi-host TPU slice) can serve
+      // too. The node can serve when one pool has enough.
+      std::vector<std::pair<std::string, std::string>> shortfalls;
+      std::vector<std::string> absent;
+      bool fits = false;
       const std::string& this_node =
           name;  // lambdas cannot capture a binding (C++17)
-      for (const Unit* u : units->second) {
-        if (!u->free()) continue;
-        const bool others_ok = std::all_of(
-            u->hosts.begin(), u->hosts.end(), [&](const std::string& host) {
-              return host == this_node ||
-                     Ineligible(FindNode(nodes, host), spec, rules) == nullptr;
-            });
-        if (others_ok) {
-          ++free;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        const std::vector<const Unit*>& pool_units = units->second[i];
+        const std::string unit = several ? ModelUnitName(*candidates[i].key)
+                                         : UnitName(*candidates[i].key);
+        if (pool_units.empty()) {
+          // Any model: only the models the node has are worth a word.
+          if (!spec.models.empty()) absent.push_back(absl::StrCat("no ", unit));
+          continue;
+        }
+        int free = 0;
+        std::string blocked_by;
+        for (const Unit* u : pool_units) {
+          if (!u->free()) continue;
+          const bool others_ok = std::all_of(
+              u->hosts.begin(), u->hosts.end(), [&](const std::string& host) {
+                return host == this_node || Ineligible(FindNode(nodes, host),
+                                                       spec, rules) == nullptr;
+              });
+          if (others_ok) {
+            ++free;
+          } else {
+            blocked_by = u->key.substr(u->key.find(' ') + 1);
+          }
+        }
+        if (free == 0) {
+          shortfalls.emplace_back(
+              absl::StrCat("no free ", unit),
+              blocked_by.empty() ? ""
+                                 : absl::StrCat("another host of slice ",
+                                                blocked_by, " cannot serve"));
+        } else if (free < spec.count) {
+          shortfalls.emplace_back(
+              absl::StrCat("too few free ", unit, "s"),
+              absl::StrCat(free, " free, ", spec.count, " requested"));
         } else {
-          blocked_by = u->key.substr(u->key.find(' ') + 1);
+          fits = true;
         }
       }
-      if (free == 0) {
-        add(absl::StrCat("no free ", unit),
-            blocked_by.empty() ? ""
-                               : absl::StrCat("another host of slice ",
-                                              blocked_by, " cannot serve"));
-      } else if (free < spec.count) {
-        add(absl::StrCat("too few free ", unit, "s"),
-            absl::StrCat(free, " free, ", spec.count, " requested"));
+      if (!fits) {
+        for (auto& [category, detail] : shortfalls) {
+          add(std::move(category), std::move(detail));
+        }
+        for (std::string& category : absent) add(std::move(category), "");
       }
     }
     if (reasons.empty()) {

@@ -1,6 +1,14 @@
 // Matching a request to free units: best fit over the capacity index, and
 // Explain's per-node account of why a node cannot serve. Pure functions of
 // their inputs.
+//
+// The rule, for one model or several (a set of acceptable models, or any model
+// of a device class): best fit over every eligible (model, node) pair. The
+// pair whose node has the fewest free units of that model that still fit
+// wins; ties go to the model with the most free units in the cluster, so that
+// scarce models stay free for the requests that name them, then to the model's
+// name, then to the node's name. bench/replay_bench measures it against first
+// fit.
 #ifndef ACCELSCHED_CORE_MATCHER_H_
 #define ACCELSCHED_CORE_MATCHER_H_
 
@@ -20,9 +28,17 @@ namespace accelsched {
 using NodeMap = std::map<std::string, Node, std::less<>>;
 
 struct MatchSpec {
-  PoolKey pool;
+  DeviceClass device_class = DeviceClass::kNvidiaGpu;
+  // Canonical models any of which will do, sorted and unique. Empty: any model
+  // of `device_class` (whole devices only: `partition` is then "").
+  std::vector<std::string> models;
+  std::string partition;  // "" whole device; MIG profile; TPU topology
   int count = 1;
   LabelSelector selector;
+
+  // A request for exactly one pool's units.
+  static MatchSpec ForPool(const PoolKey& pool, int count,
+                           LabelSelector selector = LabelSelector());
 };
 
 // What makes a node eligible beyond its free units.
@@ -32,15 +48,17 @@ struct EligibilityRules {
   absl::Duration heartbeat_timeout = absl::ZeroDuration();
 };
 
-// FAILED_PRECONDITION when no node could ever hold `spec.count` units of the
-// pool (it is not a matter of waiting for releases).
+// FAILED_PRECONDITION when no node could ever hold `spec.count` units of one
+// of the request's pools (it is not a matter of waiting for releases).
 absl::Status CheckSatisfiable(const CapacityIndex& index,
                               const MatchSpec& spec);
 
-// The units to allocate, all on one node (a TPU slice: on its hosts), chosen
-// best-fit: the eligible node with the fewest free units that still fit, and
-// within it the GPUs with the fewest free slices, so that large requests still
-// fit later. Ties go to the smaller name. nullopt when nothing fits now.
+// The units to allocate, all of one pool and on one node (a TPU slice: on its
+// hosts), chosen by the rule above; within the node, the GPUs with the fewest
+// free slices first, so that large requests still fit later. nullopt when
+// nothing fits now. Visits only pools of the request and, in each, homes in
+// free-count order: O(models x log nodes) plus the homes skipped as
+// ineligible.
 std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
                                               const NodeMap& nodes,
                                               const MatchSpec& spec,
@@ -64,6 +82,14 @@ Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
 // A human name for a pool's unit: "nvidia-tesla-t4 device", "1g.10gb slice",
 // "tpu-v5p-slice 2x2x2 slice".
 std::string UnitName(const PoolKey& pool);
+
+// A human name for what a request asks for: as UnitName for one model;
+// "nvidia-tesla-t4 or nvidia-l4 device", "nvidia-tesla-a100 or
+// nvidia-a100-80gb 1g.10gb slice" for several; "whole NVIDIA_GPU device" for
+// any.
+std::string RequestUnitName(DeviceClass device_class,
+                            const std::vector<std::string>& models,
+                            absl::string_view partition);
 
 }  // namespace accelsched
 

@@ -45,9 +45,10 @@ Placement BuildPlacement(const Allocation& a) {
   if (tpu) {
     p.node_selector["cloud.google.com/gke-tpu-accelerator"] = a.model;
     p.node_selector["cloud.google.com/gke-tpu-topology"] = a.partition;
-  } else {
+  } else if (!a.requested_models.empty()) {
     // Flyte's accelerator label carries the flytekit device string, our
-    // canonical name.
+    // canonical name. A request that named no model gets none, as propeller
+    // sets none for a plain `gpu: 1`: the hostname pin and the resource do.
     p.node_selector["k8s.amazonaws.com/accelerator"] = a.model;
     if (mig)
       p.node_selector["k8s.amazonaws.com/gpu-partition-size"] = a.partition;

@@ -210,9 +210,10 @@ Allocation Scheduler::Draft(const AllocationRequest& request,
   a.node = units.front()->home;
   a.tenant = request.tenant;
   a.priority = request.priority;
-  a.device_class = spec.pool.device_class;
-  a.model = spec.pool.model;
-  a.partition = spec.pool.partition;
+  a.device_class = spec.device_class;
+  a.requested_models = spec.models;
+  a.model = units.front()->pool.model;
+  a.partition = spec.partition;
   a.count = spec.count;
   const Node& home = nodes_.find(a.node)->second;
   auto hostname = home.labels.find("kubernetes.io/hostname");
@@ -242,12 +243,15 @@ absl::StatusOr<Allocation> Scheduler::Allocate(
     if (const Record* existing = FindRecord({"", request.request_id});
         existing != nullptr && existing->allocation.live()) {
       const Allocation& e = existing->allocation;
-      if (e.model != spec.pool.model || e.partition != spec.pool.partition ||
+      // The resolved request: the same models in any spelling and order are
+      // the same request.
+      if (e.device_class != spec.device_class ||
+          e.requested_models != spec.models || e.partition != spec.partition ||
           e.count != spec.count) {
         return absl::AlreadyExistsError(absl::StrCat(
             "request_id \"", request.request_id, "\" already holds allocation ",
             e.id, " for ", e.count, " x ",
-            UnitName(PoolKey{e.device_class, e.model, e.partition}),
+            RequestUnitName(e.device_class, e.requested_models, e.partition),
             "; a retry must ask for the same accelerator and count"));
       }
       // A retry: the same allocation, once it is durable.

@@ -37,6 +37,18 @@ const char* AllocateResult(absl::StatusCode code) {
   }
 }
 
+// What an allocation's request named, for the `requested` label.
+const char* RequestedLabel(const Allocation& a) {
+  switch (a.requested_models.size()) {
+    case 0:
+      return "any";
+    case 1:
+      return "model";
+    default:
+      return "alternatives";
+  }
+}
+
 prometheus::ClientMetric Sample(
     double value, std::vector<prometheus::ClientMetric::Label> labels) {
   prometheus::ClientMetric m;
@@ -145,6 +157,13 @@ struct Metrics::Families {
                      .Help("Allocations ended, by reason: released, expired, "
                            "node_removed.")
                      .Register(r)),
+        allocations(
+            prometheus::BuildCounter()
+                .Name("accelsched_allocations_total")
+                .Help("New allocations by the chosen model, and by what the "
+                      "request named: model (one), alternatives (several) or "
+                      "any (none).")
+                .Register(r)),
         lease_expirations(prometheus::BuildCounter()
                               .Name("accelsched_lease_expirations_total")
                               .Help("Allocations whose lease ran out.")
@@ -183,6 +202,7 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Counter>& allocate_requests;
   prometheus::Histogram& allocate_duration;
   prometheus::Family<prometheus::Counter>& releases;
+  prometheus::Family<prometheus::Counter>& allocations;
   prometheus::Counter& lease_expirations;
   prometheus::Family<prometheus::Counter>& grpc_requests;
   prometheus::Family<prometheus::Histogram>& grpc_duration;
@@ -202,6 +222,15 @@ Metrics::Metrics(prometheus::Registry& registry, Scheduler* scheduler,
         f->commit_duration.Observe(absl::ToDoubleSeconds(latency));
       });
   scheduler->events().AddListener([f](const Event& e) {
+    if (e.type == Event::Type::kAllocated) {
+      const Allocation& a = e.allocation;
+      f->allocations
+          .Add({{"device_class", std::string(DeviceClassName(a.device_class))},
+                {"model", a.model},
+                {"partition", a.partition},
+                {"requested", RequestedLabel(a)}})
+          .Increment();
+    }
     if (e.type == Event::Type::kReleased || e.type == Event::Type::kExpired) {
       f->releases.Add({{"reason", e.reason}}).Increment();
     }

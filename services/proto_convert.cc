@@ -95,9 +95,7 @@ void CapacityToProto(const CapacityEntry& e, v1::CapacityEntry* proto) {
 
 absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
     const v1::AllocateRequest& proto) {
-  if (!proto.has_accelerator()) {
-    return absl::InvalidArgumentError("accelerator is required");
-  }
+  // An absent accelerator reads as the default one: any NVIDIA GPU.
   const v1::Accelerator& acc = proto.accelerator();
   if (!v1::DeviceClass_IsValid(acc.device_class())) {
     return absl::InvalidArgumentError(absl::StrCat("accelerator.device_class ",
@@ -107,6 +105,8 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
   AllocationRequest req;
   req.request_id = proto.request_id();
   req.device = acc.device();
+  req.alternative_devices.assign(proto.alternative_devices().begin(),
+                                 proto.alternative_devices().end());
   req.device_class = static_cast<DeviceClass>(acc.device_class());
   switch (acc.partition_size_value_case()) {
     case v1::Accelerator::kUnpartitioned:
@@ -158,6 +158,7 @@ void AllocationToProto(const Allocation& a, v1::Allocation* proto) {
     pt->set_effect(t.effect);
   }
   proto->set_tenant(a.tenant);
+  proto->set_model(a.model);
   if (!a.id.empty()) {
     ToTimestamp(a.created_at, proto->mutable_created_at());
     ToTimestamp(a.expires_at, proto->mutable_expires_at());

@@ -136,6 +136,13 @@ CREATE TABLE event_sequence (
 );
 INSERT INTO event_sequence (id, last) VALUES (1, 0);
 )sql"},
+    // The models a request accepted (canonical names joined by ","; empty: any
+    // model of the class), the idempotency fingerprint of requests that name
+    // several models or none. Every earlier allocation named exactly one.
+    {4, R"sql(
+ALTER TABLE allocations ADD COLUMN requested_models TEXT NOT NULL DEFAULT '';
+UPDATE allocations SET requested_models = model;
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

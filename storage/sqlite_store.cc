@@ -6,6 +6,8 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "core/status_macros.h"
 #include "storage/migrations.h"
@@ -253,9 +255,10 @@ absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
         db_->Prepare("INSERT INTO allocations (id, request_id, state, node, "
                      "tenant, priority, created_at_unix_ns, "
                      "expires_at_unix_ns, ended_at_unix_ns, end_reason, "
-                     "device_class, model, partition, count, hostname) VALUES "
+                     "device_class, model, partition, count, hostname, "
+                     "requested_models) VALUES "
                      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                     "?14, ?15)"));
+                     "?14, ?15, ?16)"));
     RETURN_IF_ERROR(q->Bind(1, a.id)
                         .Bind(2, a.request_id)
                         .Bind(3, int64_t{static_cast<int>(a.state)})
@@ -271,6 +274,7 @@ absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
                         .Bind(13, a.partition)
                         .Bind(14, int64_t{a.count})
                         .Bind(15, a.hostname)
+                        .Bind(16, absl::StrJoin(a.requested_models, ","))
                         .Run());
     for (size_t i = 0; i < a.devices.size(); ++i) {
       const AllocatedDevice& d = a.devices[i];
@@ -375,8 +379,8 @@ absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
       db_->Prepare(
           "SELECT id, request_id, state, node, tenant, priority, "
           "created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
-          "end_reason, device_class, model, partition, count, hostname "
-          "FROM allocations"));
+          "end_reason, device_class, model, partition, count, hostname, "
+          "requested_models FROM allocations"));
   for (;;) {
     ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
@@ -396,6 +400,8 @@ absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
     a.partition = q->ColumnText(12);
     a.count = static_cast<int>(q->ColumnInt(13));
     a.hostname = q->ColumnText(14);
+    a.requested_models =
+        absl::StrSplit(q->ColumnText(15), ',', absl::SkipEmpty());
     std::string id = a.id;
     out[id].allocation = std::move(a);
   }

@@ -149,11 +149,12 @@ TEST_F(E2eTest, ApiScenarios) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(),
               HasSubstr("accelerator.partition_size \"1g.5gb\""));
-  v1::AllocateRequest no_acc;
-  no_acc.set_request_id("x");
-  s = Allocate(no_acc);
+  // A MIG profile belongs to a model; without one it is a malformed request.
+  s = Allocate(AllocateReq("x", "", 1, "1g.5gb"));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(s.error_message(), "accelerator is required");
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("accelerator.partition_size \"1g.5gb\" needs "
+                        "accelerator.device"));
 
   // Explain: a dry run.
   v1::ExplainResponse explain;

@@ -14,6 +14,7 @@ Allocation Alloc(DeviceClass c, std::string model, std::string partition,
   Allocation a;
   a.id = "a-1";
   a.device_class = c;
+  a.requested_models = {model};
   a.model = std::move(model);
   a.partition = std::move(partition);
   a.hostname = "host-1";
@@ -52,6 +53,26 @@ TEST(PlacementTest, SingleHostTpuSliceKeepsTheHostname) {
   EXPECT_EQ(p.resource_count, 8);
   EXPECT_EQ(p.node_selector.at("kubernetes.io/hostname"), "host-1");
   EXPECT_EQ(p.node_selector.at("cloud.google.com/gke-tpu-topology"), "2x4");
+}
+
+TEST(PlacementTest, ARequestWithoutAModelGetsNoAcceleratorLabel) {
+  // As propeller for a plain `gpu: 1`: the resource and, here, the hostname
+  // pin; any GPU model on that host will do.
+  Allocation a = Alloc(DeviceClass::kNvidiaGpu, "nvidia-l4", "", 2);
+  a.requested_models.clear();
+  const Placement p = BuildPlacement(a);
+  EXPECT_THAT(p.node_selector,
+              ElementsAre(Pair("kubernetes.io/hostname", "host-1")));
+  EXPECT_EQ(p.resource_name, "nvidia.com/gpu");
+  EXPECT_EQ(p.resource_count, 2);
+  EXPECT_EQ(p.env.at("NVIDIA_VISIBLE_DEVICES"), "dev-0,dev-1");
+}
+
+TEST(PlacementTest, ARequestWithAlternativesGetsTheChosenModelsLabel) {
+  Allocation a = Alloc(DeviceClass::kNvidiaGpu, "nvidia-l4", "", 1);
+  a.requested_models = {"nvidia-l4", "nvidia-tesla-t4"};
+  const Placement p = BuildPlacement(a);
+  EXPECT_EQ(p.node_selector.at("k8s.amazonaws.com/accelerator"), "nvidia-l4");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/allocation_request.h"
 #include "core/placement.h"
 #include "core/scheduler.h"
 #include "gmock/gmock.h"
@@ -480,7 +481,53 @@ TEST_F(SchedulerAllocationTest, InvalidRequestsNameTheField) {
   Register(MakeNode("n1", {Gpu("g1", "T4", 0)}));
   const std::pair<AllocationRequest, const char*> kCases[] = {
       {Want("", "T4"), "request_id is required"},
-      {Want("r", ""), "accelerator.device is required"},
+      {Want("r", "", 1, "1g.5gb"),
+       "accelerator.partition_size \"1g.5gb\" needs accelerator.device"},
+      {[] {
+         AllocationRequest r = Want("r", "");
+         r.device_class = DeviceClass::kGoogleTpu;
+         return r;
+       }(),
+       "accelerator.device is required for GOOGLE_TPU"},
+      {[] {
+         AllocationRequest r = Want("r", "T4");
+         r.alternative_devices = {"L4", "nvidia-z9000"};
+         return r;
+       }(),
+       "alternative_devices[1] \"nvidia-z9000\" is not a known accelerator"},
+      {[] {
+         AllocationRequest r = Want("r", "T4");
+         r.alternative_devices = {""};
+         return r;
+       }(),
+       "alternative_devices[0] is empty"},
+      {[] {
+         AllocationRequest r = Want("r", "");
+         r.alternative_devices = {"T4", "V5E"};
+         return r;
+       }(),
+       "alternative_devices[1] tpu-v5-lite-podslice is GOOGLE_TPU, but "
+       "nvidia-tesla-t4 (alternative_devices[0]) is NVIDIA_GPU"},
+      {[] {
+         AllocationRequest r = Want("r", "");
+         r.device_class = DeviceClass::kAmdGpu;
+         r.alternative_devices = {"T4"};
+         return r;
+       }(),
+       "accelerator.device_class AMD_GPU does not match nvidia-tesla-t4"},
+      {[] {
+         AllocationRequest r = Want("r", "A100", 1, "1g.5gb");
+         r.alternative_devices = {"H100"};
+         return r;
+       }(),
+       "accelerator.partition_size \"1g.5gb\" is not a MIG profile of "
+       "nvidia-h100 (alternative_devices[0])"},
+      {[] {
+         AllocationRequest r = Want("r", "T4");
+         r.alternative_devices.assign(kMaxAlternatives + 1, "L4");
+         return r;
+       }(),
+       "alternative_devices has 33 entries; at most 32"},
       {Want("r", "nvidia-z9000"), "accelerator.device \"nvidia-z9000\""},
       {Want("r", "T4", -1), "count -1"},
       {[] {

@@ -161,5 +161,30 @@ TYPED_TEST(SchedulerRestartTest, EventNumbersContinueAfterARestart) {
   EXPECT_EQ((*e)->sequence, 3u);
 }
 
+// The models a request accepted are part of what a retry is compared with,
+// and the store keeps them: a set, or none (any model).
+TYPED_TEST(SchedulerRestartTest, RequestedModelsSurviveARestart) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n1", {Gpu("GPU-0", "T4", 0), Gpu("GPU-1", "L4", 1)})));
+  AllocationRequest pair = Want("pair", "T4");
+  pair.alternative_devices = {"L4"};
+  absl::StatusOr<Allocation> a = this->s().Allocate(pair);
+  ASSERT_OK(a);
+  absl::StatusOr<Allocation> any = this->s().Allocate(Want("any", ""));
+  ASSERT_OK(any);
+  ASSERT_NO_FATAL_FAILURE(this->Restart());
+
+  AllocationRequest retry = Want("pair", "NVIDIA L4");
+  retry.alternative_devices = {"Tesla T4"};
+  EXPECT_EQ(*this->s().Allocate(retry), *a);
+  EXPECT_EQ(*this->s().Allocate(Want("any", "")), *any);
+  EXPECT_THAT(
+      this->s().Allocate(Want("pair", "T4")),
+      StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("already holds")));
+  EXPECT_THAT(
+      this->s().Allocate(Want("any", any->model)),
+      StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("already holds")));
+}
+
 }  // namespace
 }  // namespace accelsched

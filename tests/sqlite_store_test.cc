@@ -293,6 +293,27 @@ TEST(SqliteStoreTest, VersionTwoFileIsMigratedKeepingEveryRow) {
   EXPECT_OK((*fk)->Reset());
 }
 
+// Every allocation before schema 4 named exactly one model: that one is what
+// it accepted.
+TEST(SqliteStoreTest, VersionThreeAllocationsAcceptedTheirOwnModel) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(
+      path, 3,
+      "INSERT INTO allocations VALUES ('a-1', 'r', 2, 'n1', '', 0, 1, 2, 3, "
+      "'released', 0, 'nvidia-tesla-t4', '', 2, 'n1');"));
+  std::unique_ptr<SqliteStore> store;
+  std::vector<Node> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  auto allocations = store->LoadAllocations();
+  ASSERT_OK(allocations);
+  ASSERT_EQ(allocations->size(), 1u);
+  const Allocation& a = (*allocations)[0].allocation;
+  EXPECT_EQ(a.requested_models, std::vector<std::string>{"nvidia-tesla-t4"});
+  EXPECT_EQ(a.model, "nvidia-tesla-t4");
+  EXPECT_EQ(a.count, 2);
+}
+
 // A capped file refuses the write that does not fit, whole, and keeps every
 // commit before it.
 TEST(SqliteStoreTest, FullDatabaseIsResourceExhaustedAndKeepsCommits) {

@@ -123,6 +123,7 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
     a.end_reason = "expired";
   }
   a.device_class = DeviceClass::kNvidiaGpu;
+  a.requested_models = {"nvidia-a100-80gb", "nvidia-h100"};
   a.model = "nvidia-a100-80gb";
   a.partition = "3g.40gb";
   a.count = 2;
@@ -301,6 +302,9 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsInEveryStateRoundTrip) {
         AllocationState::kExpired, AllocationState::kPending}) {
     const std::string id = absl::StrCat("a-", i++);
     Allocation a = FullAllocation(id, state);
+    // One model, several (FullAllocation's) and none (any model).
+    if (state == AllocationState::kReleased) a.requested_models = {a.model};
+    if (state == AllocationState::kExpired) a.requested_models.clear();
     // Built in place: gcc 12 warns of a moved-from variant otherwise.
     batch.emplace_back(std::in_place_type<PutAllocationMutation>,
                        PutAllocationMutation{a, UnitsOf(id), true});
@@ -329,8 +333,9 @@ TYPED_TEST_P(StoreConformanceTest, AllocationUpdateChangesOnlyStateLeaseEnd) {
       this->Apply({PutAllocationMutation{created, UnitsOf("a-1"), true}}));
   Allocation renewed = created;
   renewed.expires_at += absl::Hours(2);
-  renewed.tenant = "someone-else";  // ignored
-  renewed.devices.clear();          // ignored
+  renewed.tenant = "someone-else";   // ignored
+  renewed.devices.clear();           // ignored
+  renewed.requested_models.clear();  // ignored
   ASSERT_OK(this->Apply({PutAllocationMutation{renewed, UnitsOf("a-1")}}));
   Allocation ended = renewed;
   ended.state = AllocationState::kReleased;
