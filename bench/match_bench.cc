@@ -4,6 +4,8 @@
 // and the cost of one match.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/capacity_index.h"
 #include "core/matcher.h"
+#include "core/name_table.h"
 
 namespace accelsched {
 namespace {
@@ -141,8 +144,90 @@ void BM_AllocateRelease(benchmark::State& state) {
   state.counters["misses"] = static_cast<double>(misses);
 }
 
+// Twenty whole-GPU models, one per node (node i has model i % 20 and 1, 2, 4
+// or 8 GPUs), a seeded 30-70% of each node allocated: the cluster of a
+// model-less request, which may take any of them.
+Cluster& BuildWideCluster(int n) {
+  static std::map<int, Cluster>* clusters = new std::map<int, Cluster>;
+  auto [it, fresh] = clusters->try_emplace(n);
+  Cluster& c = it->second;
+  if (!fresh) return c;
+  std::vector<std::string> models;
+  for (const ModelInfo& m : AllModels()) {
+    if (m.device_class == DeviceClass::kNvidiaGpu && models.size() < 20)
+      models.emplace_back(m.canonical);
+  }
+  std::mt19937 rng(7);
+  const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
+  for (int i = 0; i < n; ++i) {
+    const std::string name = absl::StrCat("node-", i);
+    Node node;
+    node.name = name;
+    node.last_heartbeat = now;
+    c.nodes.emplace(name, node);
+    const PoolKey pool{DeviceClass::kNvidiaGpu, models[i % models.size()], ""};
+    const int gpus = 1 << ((i / 20) % 4);
+    const double share =
+        0.3 + 0.4 * std::uniform_real_distribution<>(0, 1)(rng);
+    for (int g = 0; g < gpus; ++g) {
+      const std::string key = absl::StrCat(name, "-", g);
+      AddUnit(c, key, pool, name, "", g);
+      if (std::uniform_real_distribution<>(0, 1)(rng) < share) {
+        c.index.SetAllocation(key, "pre-allocated");
+      }
+    }
+  }
+  return c;
+}
+
+// The same counts (1, 2, 4) asked of one named model (each of the twenty in
+// turn), of any model, and of three acceptable models.
+std::vector<MatchSpec> WideSpecs(const Cluster& c, int models_per_request) {
+  std::vector<std::string> models;
+  for (const auto& [key, pool] : c.index.PoolsOf(DeviceClass::kNvidiaGpu, "")) {
+    models.push_back(key->model);
+  }
+  std::vector<MatchSpec> specs;
+  for (size_t m = 0; m < models.size(); ++m) {
+    for (int count : {1, 2, 4}) {
+      MatchSpec spec;
+      spec.count = count;
+      for (int k = 0; k < models_per_request; ++k) {
+        spec.models.push_back(models[(m + 7 * k) % models.size()]);
+      }
+      std::sort(spec.models.begin(), spec.models.end());
+      specs.push_back(spec);
+    }
+  }
+  return specs;
+}
+
+// One match per iteration; state.range(1) models per request, 0 for any.
+void BM_MatchWide(benchmark::State& state) {
+  Cluster& c = BuildWideCluster(static_cast<int>(state.range(0)));
+  const std::vector<MatchSpec> specs =
+      WideSpecs(c, static_cast<int>(state.range(1)));
+  size_t i = 0;
+  int64_t misses = 0;
+  for (auto _ : state) {
+    auto units = Match(c.index, c.nodes, specs[i++ % specs.size()], kRules);
+    if (!units.has_value()) ++misses;
+    benchmark::DoNotOptimize(units);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["misses"] = static_cast<double>(misses);
+}
+
 BENCHMARK(BM_Match)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(
     benchmark::kMicrosecond);
+// Named model (1), three acceptable models (3), any model (0).
+BENCHMARK(BM_MatchWide)
+    ->ArgNames({"nodes", "models"})
+    ->Args({1000, 1})
+    ->Args({100000, 1})
+    ->Args({100000, 3})
+    ->Args({100000, 0})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AllocateRelease)
     ->Arg(1000)
     ->Arg(10000)
