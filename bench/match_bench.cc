@@ -36,22 +36,43 @@ void AddUnit(Cluster& c, const std::string& key, const PoolKey& pool,
       key, pool, node, {node}, {{node, key, "", ""}}, group, order, true, ""});
 }
 
+const absl::Time kNow = absl::FromUnixSeconds(1'700'000'000);
+
+void AddNode(Cluster& c, const std::string& name, Labels labels = {}) {
+  Node node;
+  node.name = name;
+  node.last_heartbeat = kNow;
+  node.labels = std::move(labels);
+  c.nodes.emplace(name, std::move(node));
+}
+
+// Marks a seeded 30-70% of `keys` allocated.
+void AllocateSome(Cluster& c, const std::vector<std::string>& keys,
+                  std::mt19937& rng) {
+  const double share = 0.3 + 0.4 * std::uniform_real_distribution<>(0, 1)(rng);
+  for (const std::string& key : keys) {
+    if (std::uniform_real_distribution<>(0, 1)(rng) < share) {
+      c.index.SetAllocation(key, "pre-allocated");
+    }
+  }
+}
+
+// The cluster of `n` nodes that `fill` makes, made once.
+Cluster& Cached(void (*fill)(int, Cluster&), int n) {
+  static auto* clusters =
+      new std::map<std::pair<void (*)(int, Cluster&), int>, Cluster>;
+  auto [it, fresh] = clusters->try_emplace({fill, n});
+  if (fresh) fill(n, it->second);
+  return it->second;
+}
+
 // Node i is one of five shapes; then a seeded 30-70% of each node's units are
 // allocated.
-Cluster& BuildCluster(int n) {
-  static std::map<int, Cluster>* clusters = new std::map<int, Cluster>;
-  auto [it, fresh] = clusters->try_emplace(n);
-  Cluster& c = it->second;
-  if (!fresh) return c;
+void FillMixed(int n, Cluster& c) {
   std::mt19937 rng(42);
-  const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
   for (int i = 0; i < n; ++i) {
     const std::string name = absl::StrCat("node-", i);
-    Node node;
-    node.name = name;
-    node.last_heartbeat = now;
-    node.labels = {{"pool", absl::StrCat("p", i % 4)}};
-    c.nodes.emplace(name, node);
+    AddNode(c, name, {{"pool", absl::StrCat("p", i % 4)}});
     std::vector<std::string> keys;
     auto add = [&](const std::string& key, const PoolKey& pool,
                    const std::string& group, int order) {
@@ -87,16 +108,11 @@ Cluster& BuildCluster(int n) {
           add(absl::StrCat(name, "-t", g), kT4, "", g);
         break;
     }
-    const double share =
-        0.3 + 0.4 * std::uniform_real_distribution<>(0, 1)(rng);
-    for (const std::string& key : keys) {
-      if (std::uniform_real_distribution<>(0, 1)(rng) < share) {
-        c.index.SetAllocation(key, "pre-allocated");
-      }
-    }
+    AllocateSome(c, keys, rng);
   }
-  return c;
 }
+
+Cluster& BuildCluster(int n) { return Cached(FillMixed, n); }
 
 const MatchSpec kSpecs[] = {
     MatchSpec::ForPool(kH100, 2),
@@ -147,38 +163,27 @@ void BM_AllocateRelease(benchmark::State& state) {
 // Twenty whole-GPU models, one per node (node i has model i % 20 and 1, 2, 4
 // or 8 GPUs), a seeded 30-70% of each node allocated: the cluster of a
 // model-less request, which may take any of them.
-Cluster& BuildWideCluster(int n) {
-  static std::map<int, Cluster>* clusters = new std::map<int, Cluster>;
-  auto [it, fresh] = clusters->try_emplace(n);
-  Cluster& c = it->second;
-  if (!fresh) return c;
+void FillWide(int n, Cluster& c) {
   std::vector<std::string> models;
   for (const ModelInfo& m : AllModels()) {
     if (m.device_class == DeviceClass::kNvidiaGpu && models.size() < 20)
       models.emplace_back(m.canonical);
   }
   std::mt19937 rng(7);
-  const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
   for (int i = 0; i < n; ++i) {
     const std::string name = absl::StrCat("node-", i);
-    Node node;
-    node.name = name;
-    node.last_heartbeat = now;
-    c.nodes.emplace(name, node);
+    AddNode(c, name);
     const PoolKey pool{DeviceClass::kNvidiaGpu, models[i % models.size()], ""};
-    const int gpus = 1 << ((i / 20) % 4);
-    const double share =
-        0.3 + 0.4 * std::uniform_real_distribution<>(0, 1)(rng);
-    for (int g = 0; g < gpus; ++g) {
-      const std::string key = absl::StrCat(name, "-", g);
-      AddUnit(c, key, pool, name, "", g);
-      if (std::uniform_real_distribution<>(0, 1)(rng) < share) {
-        c.index.SetAllocation(key, "pre-allocated");
-      }
+    std::vector<std::string> keys;
+    for (int g = 0, gpus = 1 << ((i / 20) % 4); g < gpus; ++g) {
+      keys.push_back(absl::StrCat(name, "-", g));
+      AddUnit(c, keys.back(), pool, name, "", g);
     }
+    AllocateSome(c, keys, rng);
   }
-  return c;
 }
+
+Cluster& BuildWideCluster(int n) { return Cached(FillWide, n); }
 
 // The same counts (1, 2, 4) asked of one named model (each of the twenty in
 // turn), of any model, and of three acceptable models.
