@@ -108,6 +108,11 @@ absl::StatusOr<std::vector<std::pair<const ModelInfo*, std::string>>> Models(
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AllocationRequest& req, absl::Duration max_lease) {
   RETURN_IF_ERROR(ValidateId(req.request_id, "request_id"));
+  const int device_class = static_cast<int>(req.device_class);
+  if (device_class < 0 || device_class > kMaxDeviceClass) {
+    return Invalid("accelerator.device_class",
+                   absl::StrCat(device_class, " is not a DeviceClass"));
+  }
   ASSIGN_OR_RETURN(const auto models, Models(req));
   MatchSpec spec;
   if (models.empty()) {

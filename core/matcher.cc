@@ -209,6 +209,15 @@ Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
                     const MatchSpec& spec, const EligibilityRules& rules) {
   const std::vector<Candidate> candidates = Candidates(index, spec);
   const bool several = spec.models.size() != 1;
+  // Requested models that no node has.
+  std::vector<std::string> missing;
+  for (const std::string& model : spec.models) {
+    if (std::none_of(
+            candidates.begin(), candidates.end(),
+            [&](const Candidate& c) { return c.key->model == model; })) {
+      missing.push_back(model);
+    }
+  }
   // Units of each candidate pool on each node, counting a multi-host slice on
   // each of its hosts: on_node[node][i] for candidates[i].
   absl::flat_hash_map<absl::string_view, std::vector<std::vector<const Unit*>>>
@@ -245,7 +254,15 @@ Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
       // free units whose other hosts (for a multi-host TPU slice) can serve
       // too. The node can serve when one pool has enough.
       std::vector<std::pair<std::string, std::string>> shortfalls;
-      std::vector<std::string> absent;
+      // Requested models this node lacks, in model order (those no node has
+      // included): "no <unit>".
+      std::map<std::string, std::string> absent;
+      for (const std::string& model : missing) {
+        absent.emplace(
+            model,
+            absl::StrCat("no ", ModelUnitName(PoolKey{spec.device_class, model,
+                                                      spec.partition})));
+      }
       bool fits = false;
       const std::string& this_node =
           name;  // lambdas cannot capture a binding (C++17)
@@ -255,7 +272,9 @@ Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
                                          : UnitName(*candidates[i].key);
         if (pool_units.empty()) {
           // Any model: only the models the node has are worth a word.
-          if (!spec.models.empty()) absent.push_back(absl::StrCat("no ", unit));
+          if (!spec.models.empty()) {
+            absent.emplace(candidates[i].key->model, absl::StrCat("no ", unit));
+          }
           continue;
         }
         int free = 0;
@@ -291,7 +310,7 @@ Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
         for (auto& [category, detail] : shortfalls) {
           add(std::move(category), std::move(detail));
         }
-        for (std::string& category : absent) add(std::move(category), "");
+        for (auto& [model, category] : absent) add(std::move(category), "");
       }
     }
     if (reasons.empty()) {

@@ -496,6 +496,12 @@ TEST_F(SchedulerAllocationTest, InvalidRequestsNameTheField) {
        }(),
        "alternative_devices[1] \"nvidia-z9000\" is not a known accelerator"},
       {[] {
+         AllocationRequest r = Want("r", "");
+         r.device_class = static_cast<DeviceClass>(7);
+         return r;
+       }(),
+       "accelerator.device_class 7 is not a DeviceClass"},
+      {[] {
          AllocationRequest r = Want("r", "T4");
          r.alternative_devices = {""};
          return r;

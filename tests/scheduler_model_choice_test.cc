@@ -186,6 +186,14 @@ TEST_F(SchedulerModelChoiceTest, ExplainGivesEachModelsReason) {
             "0/3 nodes available: 1 no free nvidia-tesla-t4 device, 1 no "
             "nvidia-l4 or nvidia-tesla-t4 device, 1 too few free nvidia-l4 "
             "devices");
+  // A model no node has is named too, in model order.
+  e = s_.Explain(AnyOf("r", {"T4", "H100", "L4"}, 2));
+  ASSERT_OK(e);
+  EXPECT_THAT(
+      e->explanation.nodes[1].reasons,
+      ElementsAre("too few free nvidia-l4 devices (1 free, 2 "
+                  "requested)",
+                  "no nvidia-h100 device", "no nvidia-tesla-t4 device"));
 
   // Any model: only the models a node has are worth a word.
   e = s_.Explain(Want("r", ""));
