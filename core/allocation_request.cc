@@ -18,14 +18,16 @@ absl::Status Invalid(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(field, " ", what));
 }
 
-// The partition to match, from the request's oneof. `field` names the model's
-// field in messages when it is not accelerator.device.
+constexpr char kDeviceField[] = "accelerator.device";
+
+// The partition to match, from the request's oneof, for `model`, which the
+// request named in `field`.
 absl::StatusOr<std::string> Partition(const AllocationRequest& req,
                                       const ModelInfo& model,
                                       absl::string_view field) {
   const bool sized = req.partition_kind == PartitionKind::kPartitionSize;
   // An alternative's mismatch is that alternative's fault; say which one.
-  const std::string of = field.empty()
+  const std::string of = field == kDeviceField
                              ? std::string(model.canonical)
                              : absl::StrCat(model.canonical, " (", field, ")");
   if (!model.tpu_generation.empty()) {
@@ -90,8 +92,8 @@ absl::StatusOr<std::vector<std::pair<const ModelInfo*, std::string>>> Models(
   std::vector<std::pair<const ModelInfo*, std::string>> models;
   if (!req.device.empty()) {
     ASSIGN_OR_RETURN(const ModelInfo* m,
-                     ResolveModel(req.device, "accelerator.device"));
-    models.emplace_back(m, "accelerator.device");
+                     ResolveModel(req.device, kDeviceField));
+    models.emplace_back(m, kDeviceField);
   }
   for (size_t i = 0; i < req.alternative_devices.size(); ++i) {
     std::string field = absl::StrCat("alternative_devices[", i, "]");
@@ -118,7 +120,7 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
   if (models.empty()) {
     // Any whole device of the class, as propeller's plain `gpu: 1`.
     if (req.device_class == DeviceClass::kGoogleTpu) {
-      return Invalid("accelerator.device",
+      return Invalid(kDeviceField,
                      "is required for GOOGLE_TPU: a slice needs a generation "
                      "(e.g. tpu-v5p-slice)");
     }
@@ -155,11 +157,7 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
                                 ") is ", DeviceClassName(first.device_class),
                                 "; alternatives share one class"));
       }
-      ASSIGN_OR_RETURN(
-          spec.partition,
-          Partition(
-              req, *model,
-              field == "accelerator.device" ? "" : absl::string_view(field)));
+      ASSIGN_OR_RETURN(spec.partition, Partition(req, *model, field));
       spec.models.emplace_back(model->canonical);
     }
     std::sort(spec.models.begin(), spec.models.end());

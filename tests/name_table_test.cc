@@ -34,6 +34,15 @@ TEST(NameTableTest, EveryCanonicalNameResolvesToItself) {
   }
 }
 
+// The store keeps an allocation's acceptable models joined by "," (schema 4),
+// so no canonical name may be empty or hold one.
+TEST(NameTableTest, CanonicalNamesCanBeJoinedByCommas) {
+  for (const ModelInfo& m : AllModels()) {
+    EXPECT_FALSE(m.canonical.empty());
+    EXPECT_EQ(m.canonical.find(','), absl::string_view::npos) << m.canonical;
+  }
+}
+
 TEST(NameTableTest, CanonicalNamesAndSpellingsAreUnique) {
   std::set<std::string> seen;
   for (const ModelInfo& m : AllModels()) {
