@@ -47,6 +47,9 @@ struct AllocationRequest {
   int count = 0;  // 0 means 1
   Labels node_selector;
   std::string tenant;
+  // The container of the pod that gets the devices; not part of what makes
+  // two requests with one request_id the same.
+  std::string container_name;
   int priority = 0;
   absl::Duration lease = absl::ZeroDuration();  // 0 means the server default
 };
@@ -58,6 +61,21 @@ struct AllocatedDevice {
   std::string profile;       // MIG profile of that slice
 
   bool operator==(const AllocatedDevice&) const = default;
+};
+
+// What the placement on one node of an allocation needs from that node,
+// taken when the allocation is made: a node relabelled later does not move
+// a pod already told where to go.
+struct PlacementTarget {
+  std::string node;
+  std::string hostname;  // its kubernetes.io/hostname label, else its name
+  // The value of the device label (k8s.amazonaws.com/accelerator, for TPUs
+  // cloud.google.com/gke-tpu-accelerator): the node's own when it has the
+  // label, else the type's node_label_value from the registry.
+  std::string device_label;
+  std::string mig_strategy;  // its nvidia.com/mig.strategy label, "" if none
+
+  bool operator==(const PlacementTarget&) const = default;
 };
 
 struct Allocation {
@@ -82,9 +100,16 @@ struct Allocation {
   std::string model;      // canonical: the model of the allocated devices
   std::string partition;  // "" whole device; MIG profile; TPU topology
   int count = 1;
-  // The value of the first node's kubernetes.io/hostname label (its name when
-  // absent).
-  std::string hostname;
+  // The request set accelerator.unpartitioned (propeller then keeps the pod
+  // off partitioned nodes).
+  bool unpartitioned = false;
+
+  // The placement's input beyond the request (core/placement.h): one target
+  // per node, in node-name order; the type's extended resource ("": the
+  // device class's); the container the pod-spec patch names ("": the first).
+  std::vector<PlacementTarget> targets;
+  std::string resource_name;
+  std::string container_name;
 
   bool live() const { return state == AllocationState::kActive; }
   bool operator==(const Allocation&) const = default;

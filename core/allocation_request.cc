@@ -4,8 +4,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/field_error.h"
+#include "core/labels.h"
 #include "core/node_validation.h"
 #include "core/status_macros.h"
 
@@ -191,6 +193,13 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
   for (char c : req.tenant) {
     if (c < ' ' || c > '~')
       return InvalidField("tenant", "must be printable ASCII");
+  }
+  if (!req.container_name.empty() && !IsDnsLabel(req.container_name)) {
+    return InvalidField(
+        "container_name",
+        absl::StrCat("\"", absl::CHexEscape(req.container_name),
+                     "\" is not a Kubernetes container name (a lower-case "
+                     "RFC 1123 label of at most 63 characters)"));
   }
   if (req.lease < absl::ZeroDuration() || req.lease > max_lease) {
     return InvalidField(

@@ -27,8 +27,8 @@ inline constexpr size_t kMaxAlternatives = 32;
 // a device_class that contradicts them, unpartitioned on a TPU, a
 // partition_size that is not a MIG profile (or TPU topology) of every model, a
 // partition_size or a GOOGLE_TPU class without any model, a negative or huge
-// count, more than one TPU slice, a malformed node_selector or tenant, a
-// negative lease or one longer than `max_lease`.
+// count, more than one TPU slice, a malformed node_selector, tenant or
+// container_name, a negative lease or one longer than `max_lease`.
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AcceleratorRegistry& registry, const AllocationRequest& request,
     absl::Duration max_lease);

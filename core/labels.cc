@@ -1,6 +1,7 @@
 #include "core/labels.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -39,6 +40,10 @@ bool IsDnsSubdomain(absl::string_view s) {
     }
   }
   return true;
+}
+
+bool IsDnsLabel(absl::string_view s) {
+  return s.size() <= 63 && !absl::StrContains(s, '.') && IsDnsSubdomain(s);
 }
 
 bool IsLabelKey(absl::string_view key) {

@@ -20,6 +20,10 @@ inline constexpr size_t kMaxSelectorLength = 4096;
 // Kubernetes node names and of label-key prefixes.
 bool IsDnsSubdomain(absl::string_view s);
 
+// A lower-case RFC 1123 label of at most 63 characters: the syntax of a
+// Kubernetes container name and of a DRA request name.
+bool IsDnsLabel(absl::string_view s);
+
 // Kubernetes label syntax: a key is [prefix/]name (also the syntax of an
 // extended resource name, "nvidia.com/gpu"); a value is empty or a name.
 bool IsLabelKey(absl::string_view key);

@@ -1,57 +1,142 @@
 #include "core/placement.h"
 
-#include <set>
+#include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/accelerator_type.h"
 
 namespace accelsched {
+namespace {
 
-std::string ResourceName(DeviceClass device_class,
-                         absl::string_view mig_profile) {
-  if (!mig_profile.empty()) return absl::StrCat("nvidia.com/mig-", mig_profile);
-  return std::string(DefaultResourceName(device_class));
+constexpr char kNoSchedule[] = "NoSchedule";
+
+// The devices of `a` on `node`, or all of them when `node` is empty.
+std::vector<AllocatedDevice> DevicesOn(const Allocation& a,
+                                       absl::string_view node) {
+  std::vector<AllocatedDevice> out;
+  for (const AllocatedDevice& d : a.devices) {
+    if (node.empty() || d.node == node) out.push_back(d);
+  }
+  return out;
 }
 
-Placement BuildPlacement(const Allocation& a) {
+// The placement on `target`'s node for `devices`, pinned to it when `pin`.
+Placement Place(const Allocation& a, const PlacementTarget& target, bool pin,
+                std::vector<AllocatedDevice> devices,
+                const PlacementOptions& options) {
   Placement p;
-  const bool tpu = a.device_class == DeviceClass::kGoogleTpu;
-  const bool mig = !tpu && !a.partition.empty();
-  std::set<std::string> hosts;
-  for (const AllocatedDevice& d : a.devices) hosts.insert(d.node);
-  // A multi-host TPU slice runs one pod per host, so no single hostname
-  // applies.
-  if (hosts.size() <= 1) p.node_selector["kubernetes.io/hostname"] = a.hostname;
-  if (tpu) {
-    p.node_selector["cloud.google.com/gke-tpu-accelerator"] = a.model;
-    p.node_selector["cloud.google.com/gke-tpu-topology"] = a.partition;
-  } else if (!a.requested_models.empty()) {
-    // Flyte's accelerator label carries the flytekit device string, our
-    // canonical name. A request that named no model gets none, as propeller
-    // sets none for a plain `gpu: 1`: the hostname pin and the resource do.
-    p.node_selector["k8s.amazonaws.com/accelerator"] = a.model;
-    if (mig)
-      p.node_selector["k8s.amazonaws.com/gpu-partition-size"] = a.partition;
+  const PlacementLabels labels = PlacementLabelsOf(a.device_class);
+  const bool mig =
+      a.device_class == DeviceClass::kNvidiaGpu && !a.partition.empty();
+  // The device plugin's mixed strategy names each MIG profile as a resource;
+  // such a node cannot carry one partition-size label.
+  const bool mixed = mig && target.mig_strategy == "mixed";
+  auto require = [&](absl::string_view key, absl::string_view value) {
+    p.node_affinity.push_back({std::string(key), "In", {std::string(value)}});
+    p.node_selector[std::string(key)] = std::string(value);
+  };
+  auto tolerate = [&](absl::string_view key, absl::string_view value) {
+    p.tolerations.push_back(
+        {std::string(key), "Equal", std::string(value), kNoSchedule});
+  };
+  // A request that named no model is propeller's device-less accelerator: no
+  // device label.
+  if (!a.requested_models.empty()) {
+    require(labels.device, target.device_label);
+    tolerate(labels.device, target.device_label);
   }
-  p.resource_name = ResourceName(a.device_class, mig ? a.partition : "");
-  // TPU pods ask for the chips of their own host; the others for every device
-  // allocated.
-  p.resource_count =
-      tpu ? static_cast<int64_t>(a.devices.size() /
-                                 std::max<size_t>(hosts.size(), 1))
-          : static_cast<int64_t>(a.devices.size());
-  if (a.device_class == DeviceClass::kNvidiaGpu) {
+  if (!a.partition.empty() && !mixed) {
+    require(labels.partition, a.partition);
+    tolerate(labels.partition, a.partition);
+  } else if (a.unpartitioned) {
+    p.node_affinity.push_back(
+        {std::string(labels.partition), "DoesNotExist", {}});
+  }
+  if (pin) require(kHostnameLabel, target.hostname);
+
+  if (mixed) {
+    p.resource_name = absl::StrCat("nvidia.com/mig-", a.partition);
+  } else if (!a.resource_name.empty()) {
+    p.resource_name = a.resource_name;
+  } else {
+    p.resource_name = std::string(DefaultResourceName(a.device_class));
+  }
+  p.resource_count = static_cast<int64_t>(devices.size());
+  if (options.nvidia_visible_devices &&
+      a.device_class == DeviceClass::kNvidiaGpu) {
     std::vector<absl::string_view> ids;
-    for (const AllocatedDevice& d : a.devices) {
+    for (const AllocatedDevice& d : devices) {
       ids.push_back(d.mig_slice_id.empty() ? d.device_id : d.mig_slice_id);
     }
     p.env["NVIDIA_VISIBLE_DEVICES"] = absl::StrJoin(ids, ",");
   }
-  p.tolerations.push_back(
-      Toleration{std::string(DefaultResourceName(a.device_class)), "Exists", "",
-                 "NoSchedule"});
+  p.devices = std::move(devices);
   return p;
+}
+
+// The target of `node`. Every allocation has one per node of its devices
+// (schema 5 gave older ones theirs); without one, the node's name and the
+// model stand in.
+PlacementTarget TargetOf(const Allocation& a, absl::string_view node) {
+  for (const PlacementTarget& t : a.targets) {
+    if (t.node == node) return t;
+  }
+  return PlacementTarget{std::string(node), std::string(node), a.model, ""};
+}
+
+}  // namespace
+
+PlacementLabels PlacementLabelsOf(DeviceClass device_class) {
+  if (device_class == DeviceClass::kGoogleTpu) {
+    return {"cloud.google.com/gke-tpu-accelerator",
+            "cloud.google.com/gke-tpu-topology"};
+  }
+  return {"k8s.amazonaws.com/accelerator",
+          "k8s.amazonaws.com/gpu-partition-size"};
+}
+
+PlacementTarget PlacementTargetOf(const Node& node,
+                                  const AcceleratorType& type) {
+  auto label = [&](absl::string_view key) -> const std::string* {
+    auto it = node.labels.find(std::string(key));
+    return it == node.labels.end() ? nullptr : &it->second;
+  };
+  PlacementTarget t;
+  t.node = node.name;
+  const std::string* hostname = label(kHostnameLabel);
+  t.hostname = hostname != nullptr ? *hostname : node.name;
+  // Propeller writes the request's own spelling, mapped or unchanged, so two
+  // spellings of one model give two values and a node carries one: the
+  // node's own value is the one that matches it.
+  const std::string* device =
+      label(PlacementLabelsOf(type.device_class).device);
+  t.device_label = device != nullptr ? *device : type.node_label_value;
+  const std::string* strategy = label(kMigStrategyLabel);
+  if (strategy != nullptr) t.mig_strategy = *strategy;
+  return t;
+}
+
+Placement BuildPlacement(const Allocation& a, const PlacementOptions& options) {
+  const bool one_node = a.targets.size() <= 1;
+  Placement p =
+      Place(a, TargetOf(a, a.node), one_node, DevicesOn(a, ""), options);
+  // A multi-host TPU slice runs one pod per host, each asking for its own
+  // host's chips.
+  if (!one_node) {
+    p.resource_count =
+        static_cast<int64_t>(a.devices.size() / a.targets.size());
+  }
+  return p;
+}
+
+std::vector<Placement> BuildNodePlacements(const Allocation& a,
+                                           const PlacementOptions& options) {
+  std::vector<Placement> out;
+  for (const PlacementTarget& t : a.targets) {
+    out.push_back(Place(a, t, /*pin=*/true, DevicesOn(a, t.node), options));
+  }
+  return out;
 }
 
 }  // namespace accelsched

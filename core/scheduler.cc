@@ -2,6 +2,7 @@
 #include "core/scheduler.h"
 
 #include <cstdio>
+#include <set>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/random/random.h"
@@ -10,6 +11,7 @@
 #include "core/allocation_request.h"
 #include "core/node_validation.h"
 #include "core/page_token.h"
+#include "core/placement.h"
 #include "core/status_macros.h"
 
 namespace accelsched {
@@ -228,11 +230,21 @@ Allocation Scheduler::Draft(const AllocationRequest& request,
   a.model = units.front()->pool.model;
   a.partition = spec.partition;
   a.count = spec.count;
-  const Node& home = nodes_.find(a.node)->second;
-  auto hostname = home.labels.find("kubernetes.io/hostname");
-  a.hostname = hostname == home.labels.end() ? home.name : hostname->second;
+  a.unpartitioned = request.partition_kind == PartitionKind::kUnpartitioned;
+  a.container_name = request.container_name;
+  std::set<std::string> hosts;
   for (const Unit* u : units) {
     a.devices.insert(a.devices.end(), u->devices.begin(), u->devices.end());
+    for (const AllocatedDevice& d : u->devices) hosts.insert(d.node);
+  }
+  // Under mu_ the registry knows every model in the catalog (ReplaceRegistry
+  // checks that under mu_).
+  const AcceleratorType& type = *registry()->Find(a.model);
+  if (type.resource_name != DefaultResourceName(type.device_class)) {
+    a.resource_name = type.resource_name;
+  }
+  for (const std::string& host : hosts) {
+    a.targets.push_back(PlacementTargetOf(nodes_.find(host)->second, type));
   }
   return a;
 }

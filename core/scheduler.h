@@ -214,8 +214,8 @@ class Scheduler {
                                                           int* expired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What allocating `units` for `request` would give: devices, placement input
-  // and the request's fields; no id, state or times. Shared by Allocate and
-  // Explain.
+  // (from the nodes and the registry) and the request's fields; no id, state
+  // or times. Shared by Allocate and Explain.
   Allocation Draft(const AllocationRequest& request, const MatchSpec& spec,
                    const std::vector<const Unit*>& units) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);

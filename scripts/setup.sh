@@ -18,7 +18,10 @@ PACKAGES=(
 # The tests also need clang's sanitizer and libFuzzer runtimes, openssl for test
 # certificates, setpriv (util-linux) to run the server as an unprivileged user, and
 # dpkg-dev (dpkg-source) for scripts/tsan_abseil.sh's `apt-get source`.
-TEST_PACKAGES=(prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev)
+# The Go client (clients/go) builds offline from Debian's Go toolchain and Go packages,
+# with Debian's protoc plugins for its generated code.
+TEST_PACKAGES=(prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev
+  golang-go golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc)
 if [[ "${1:-}" != "--build-only" ]]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()

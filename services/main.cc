@@ -52,6 +52,12 @@ ABSL_FLAG(std::string, accelerator_types, "",
           "profiles and TPU topologies are added to the built-in ones; "
           "SIGHUP re-reads it");
 
+ABSL_FLAG(bool, nvidia_visible_devices, false,
+          "put NVIDIA_VISIBLE_DEVICES=<allocated UUIDs> in each NVIDIA "
+          "placement; off by default: with the device plugin the kubelet "
+          "picks a container's GPUs, and the variable can expose GPUs it "
+          "gave to another pod (README, \"Placement\")");
+
 ABSL_FLAG(int64_t, max_db_pages, 0,
           "cap the database at this many pages (SQLite's max_page_count); "
           "writes beyond "
@@ -87,6 +93,8 @@ int main(int argc, char** argv) {
   options.admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
   options.max_db_pages = absl::GetFlag(FLAGS_max_db_pages);
   options.accelerator_types = absl::GetFlag(FLAGS_accelerator_types);
+  options.placement.nvidia_visible_devices =
+      absl::GetFlag(FLAGS_nvidia_visible_devices);
 
   auto server = accelsched::Server::BuildAndStart(options);
   if (!server.ok()) {

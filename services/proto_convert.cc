@@ -5,6 +5,7 @@
 #include "core/node_validation.h"
 #include "core/placement.h"
 #include "core/status_macros.h"
+#include "services/kubernetes_placement.h"
 
 namespace accelsched {
 namespace {
@@ -126,12 +127,14 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
   req.node_selector.insert(proto.node_selector().begin(),
                            proto.node_selector().end());
   req.tenant = proto.tenant();
+  req.container_name = proto.container_name();
   req.priority = proto.priority();
   req.lease = FromDuration(proto.lease());
   return req;
 }
 
-void AllocationToProto(const Allocation& a, v1::Allocation* proto) {
+void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
+                       v1::Allocation* proto) {
   proto->set_id(a.id);
   proto->set_request_id(a.request_id);
   proto->set_state(static_cast<v1::AllocationState>(a.state));
@@ -143,19 +146,9 @@ void AllocationToProto(const Allocation& a, v1::Allocation* proto) {
     p->set_mig_slice_id(d.mig_slice_id);
     p->set_profile(d.profile);
   }
-  const Placement placement = BuildPlacement(a);
-  v1::Placement* p = proto->mutable_placement();
-  p->mutable_node_selector()->insert(placement.node_selector.begin(),
-                                     placement.node_selector.end());
-  p->set_resource_name(placement.resource_name);
-  p->set_resource_count(placement.resource_count);
-  p->mutable_env()->insert(placement.env.begin(), placement.env.end());
-  for (const Toleration& t : placement.tolerations) {
-    v1::Toleration* pt = p->add_tolerations();
-    pt->set_key(t.key);
-    pt->set_operator_(t.op);
-    pt->set_value(t.value);
-    pt->set_effect(t.effect);
+  PlacementToProto(a, BuildPlacement(a, placement), proto->mutable_placement());
+  for (const Placement& p : BuildNodePlacements(a, placement)) {
+    PlacementToProto(a, p, proto->add_placements());
   }
   proto->set_tenant(a.tenant);
   proto->set_model(a.model);
@@ -165,20 +158,23 @@ void AllocationToProto(const Allocation& a, v1::Allocation* proto) {
   }
 }
 
-void EventToProto(const Event& e, v1::Event* proto) {
+void EventToProto(const Event& e, const PlacementOptions& placement,
+                  v1::Event* proto) {
   proto->set_type(static_cast<v1::Event::Type>(e.type));
   ToTimestamp(e.time, proto->mutable_time());
   if (!e.allocation.id.empty())
-    AllocationToProto(e.allocation, proto->mutable_allocation());
+    AllocationToProto(e.allocation, placement, proto->mutable_allocation());
   proto->set_node(e.node);
   proto->set_reason(e.reason);
   proto->set_sequence(e.sequence);
 }
 
-void ExplainToProto(const ExplainResult& r, v1::ExplainResponse* proto) {
+void ExplainToProto(const ExplainResult& r, const PlacementOptions& placement,
+                    v1::ExplainResponse* proto) {
   proto->set_feasible(r.feasible);
   if (r.feasible)
-    AllocationToProto(r.would_allocate, proto->mutable_would_allocate());
+    AllocationToProto(r.would_allocate, placement,
+                      proto->mutable_would_allocate());
   for (const NodeVerdict& v : r.explanation.nodes) {
     v1::NodeVerdict* p = proto->add_nodes();
     p->set_node(v.node);

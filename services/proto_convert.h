@@ -9,6 +9,7 @@
 #include "core/allocation_model.h"
 #include "core/capacity.h"
 #include "core/catalog_model.h"
+#include "core/placement.h"
 #include "core/scheduler.h"
 
 namespace accelsched {
@@ -19,11 +20,17 @@ void CapacityToProto(const CapacityEntry& entry, v1::CapacityEntry* proto);
 
 absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
     const v1::AllocateRequest& proto);
-// With the placement derived from it. An allocation without an id (Explain's
+// With the placements derived from it (core/placement.h,
+// services/kubernetes_placement.h). An allocation without an id (Explain's
 // preview) leaves id and state unset.
-void AllocationToProto(const Allocation& allocation, v1::Allocation* proto);
-void EventToProto(const Event& event, v1::Event* proto);
-void ExplainToProto(const ExplainResult& result, v1::ExplainResponse* proto);
+void AllocationToProto(const Allocation& allocation,
+                       const PlacementOptions& placement,
+                       v1::Allocation* proto);
+void EventToProto(const Event& event, const PlacementOptions& placement,
+                  v1::Event* proto);
+void ExplainToProto(const ExplainResult& result,
+                    const PlacementOptions& placement,
+                    v1::ExplainResponse* proto);
 
 // Exactly one of allocation_id and request_id; INVALID_ARGUMENT otherwise.
 template <typename Request>

@@ -156,7 +156,7 @@ grpc::Status SchedulerService::Allocate(grpc::ServerContext* ctx,
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
     ASSIGN_OR_RETURN(Allocation a, scheduler_->Allocate(request));
-    AllocationToProto(a, resp);
+    AllocationToProto(a, placement_, resp);
     return absl::OkStatus();
   });
 }
@@ -167,7 +167,7 @@ grpc::Status SchedulerService::Release(grpc::ServerContext* ctx,
   return Handle(ctx, "Release", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
     ASSIGN_OR_RETURN(Allocation a, scheduler_->Release(key));
-    AllocationToProto(a, resp);
+    AllocationToProto(a, placement_, resp);
     return absl::OkStatus();
   });
 }
@@ -181,7 +181,7 @@ grpc::Status SchedulerService::RenewLease(grpc::ServerContext* ctx,
                                  absl::Nanoseconds(req->lease().nanos());
     ASSIGN_OR_RETURN(Allocation a,
                      scheduler_->RenewLease(req->allocation_id(), lease));
-    AllocationToProto(a, resp);
+    AllocationToProto(a, placement_, resp);
     return absl::OkStatus();
   });
 }
@@ -192,7 +192,7 @@ grpc::Status SchedulerService::GetAllocation(
   return Handle(ctx, "GetAllocation", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
     ASSIGN_OR_RETURN(Allocation a, scheduler_->GetAllocation(key));
-    AllocationToProto(a, resp);
+    AllocationToProto(a, placement_, resp);
     return absl::OkStatus();
   });
 }
@@ -213,7 +213,7 @@ grpc::Status SchedulerService::ListAllocations(
                      scheduler_->ListAllocations(filter, req->page_size(),
                                                  req->page_token()));
     for (const Allocation& a : page.allocations) {
-      AllocationToProto(a, resp->add_allocations());
+      AllocationToProto(a, placement_, resp->add_allocations());
     }
     resp->set_next_page_token(page.next_page_token);
     return absl::OkStatus();
@@ -227,7 +227,7 @@ grpc::Status SchedulerService::Explain(grpc::ServerContext* ctx,
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
     ASSIGN_OR_RETURN(ExplainResult result, scheduler_->Explain(request));
-    ExplainToProto(result, resp);
+    ExplainToProto(result, placement_, resp);
     return absl::OkStatus();
   });
 }
@@ -246,7 +246,7 @@ grpc::Status SchedulerService::WatchEvents(
                        watcher->Next(absl::Milliseconds(250)));
       if (!event.has_value()) continue;
       v1::Event proto;
-      EventToProto(*event, &proto);
+      EventToProto(*event, placement_, &proto);
       if (!writer->Write(proto)) break;  // the client went away
     }
     return absl::OkStatus();

@@ -7,6 +7,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
+#include "core/placement.h"
 #include "core/scheduler.h"
 #include "services/admin_auth.h"
 #include "services/metrics.h"
@@ -17,8 +18,11 @@ class SchedulerService final : public v1::AcceleratorScheduler::Service {
  public:
   // `scheduler`, `metrics` and `auth` must outlive the service.
   SchedulerService(Scheduler* scheduler, Metrics* metrics,
-                   const AdminAuth* auth)
-      : scheduler_(scheduler), metrics_(metrics), auth_(auth) {}
+                   const AdminAuth* auth, PlacementOptions placement)
+      : scheduler_(scheduler),
+        metrics_(metrics),
+        auth_(auth),
+        placement_(placement) {}
 
   grpc::Status RegisterNode(grpc::ServerContext* ctx,
                             const v1::RegisterNodeRequest* req,
@@ -72,6 +76,7 @@ class SchedulerService final : public v1::AcceleratorScheduler::Service {
   Scheduler* const scheduler_;
   Metrics* const metrics_;
   const AdminAuth* const auth_;
+  const PlacementOptions placement_;
 };
 
 }  // namespace accelsched

@@ -187,8 +187,8 @@ absl::Status Server::StartGrpc(const Options& options) {
                                       !options.tls_client_ca.empty());
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    Credentials(options));
-  service_ = std::make_unique<SchedulerService>(scheduler_.get(),
-                                                metrics_.get(), auth_.get());
+  service_ = std::make_unique<SchedulerService>(
+      scheduler_.get(), metrics_.get(), auth_.get(), options.placement);
   grpc::ServerBuilder builder;
   // Without this, Linux's SO_REUSEPORT would let a second server share a busy
   // port silently.

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "core/placement.h"
 
 namespace grpc {
 class Server;
@@ -60,6 +61,7 @@ class Server {
     // An operator's accelerator-type file merged over the built-in types
     // (none when empty); ReloadAcceleratorTypes re-reads it.
     std::string accelerator_types;
+    PlacementOptions placement;
   };
 
   // Checks the options, then opens, loads and starts everything; an error

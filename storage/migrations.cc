@@ -143,6 +143,36 @@ INSERT INTO event_sequence (id, last) VALUES (1, 0);
 ALTER TABLE allocations ADD COLUMN requested_models TEXT NOT NULL DEFAULT '';
 UPDATE allocations SET requested_models = model;
 )sql"},
+    // The placement's input taken from each node when it is allocated
+    // (core/allocation_model.h PlacementTarget), and the request's
+    // unpartitioned flag and container. An earlier allocation's targets are
+    // its nodes as its placement showed them: the stored hostname for its
+    // first node, the node name for the others, the model as the device label,
+    // no MIG strategy (DROP COLUMN needs SQLite 3.35).
+    {5, R"sql(
+ALTER TABLE allocations ADD COLUMN unpartitioned INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE allocations ADD COLUMN resource_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE allocations ADD COLUMN container_name TEXT NOT NULL DEFAULT '';
+CREATE TABLE allocation_targets (
+  allocation_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  hostname TEXT NOT NULL,
+  device_label TEXT NOT NULL,
+  mig_strategy TEXT NOT NULL,
+  PRIMARY KEY (allocation_id, position)
+);
+INSERT INTO allocation_targets (allocation_id, position, node, hostname,
+  device_label, mig_strategy)
+SELECT a.id, (SELECT COUNT(DISTINCT o.node) FROM allocation_devices o
+              WHERE o.allocation_id = a.id AND o.node < n.node),
+  n.node, CASE WHEN n.node = a.node THEN a.hostname ELSE n.node END,
+  a.model, ''
+FROM allocations a
+JOIN (SELECT DISTINCT allocation_id, node FROM allocation_devices) n
+  ON n.allocation_id = a.id;
+ALTER TABLE allocations DROP COLUMN hostname;
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

@@ -255,10 +255,11 @@ absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
         db_->Prepare("INSERT INTO allocations (id, request_id, state, node, "
                      "tenant, priority, created_at_unix_ns, "
                      "expires_at_unix_ns, ended_at_unix_ns, end_reason, "
-                     "device_class, model, partition, count, hostname, "
-                     "requested_models) VALUES "
+                     "device_class, model, partition, count, "
+                     "requested_models, unpartitioned, resource_name, "
+                     "container_name) VALUES "
                      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                     "?14, ?15, ?16)"));
+                     "?14, ?15, ?16, ?17, ?18)"));
     RETURN_IF_ERROR(q->Bind(1, a.id)
                         .Bind(2, a.request_id)
                         .Bind(3, int64_t{static_cast<int>(a.state)})
@@ -273,9 +274,26 @@ absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
                         .Bind(12, a.model)
                         .Bind(13, a.partition)
                         .Bind(14, int64_t{a.count})
-                        .Bind(15, a.hostname)
-                        .Bind(16, absl::StrJoin(a.requested_models, ","))
+                        .Bind(15, absl::StrJoin(a.requested_models, ","))
+                        .Bind(16, int64_t{a.unpartitioned})
+                        .Bind(17, a.resource_name)
+                        .Bind(18, a.container_name)
                         .Run());
+    for (size_t i = 0; i < a.targets.size(); ++i) {
+      const PlacementTarget& t = a.targets[i];
+      ASSIGN_OR_RETURN(
+          Statement * target,
+          db_->Prepare("INSERT INTO allocation_targets (allocation_id, "
+                       "position, node, hostname, device_label, mig_strategy) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+      RETURN_IF_ERROR(target->Bind(1, a.id)
+                          .Bind(2, static_cast<int64_t>(i))
+                          .Bind(3, t.node)
+                          .Bind(4, t.hostname)
+                          .Bind(5, t.device_label)
+                          .Bind(6, t.mig_strategy)
+                          .Run());
+    }
     for (size_t i = 0; i < a.devices.size(); ++i) {
       const AllocatedDevice& d = a.devices[i];
       ASSIGN_OR_RETURN(
@@ -379,8 +397,9 @@ absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
       db_->Prepare(
           "SELECT id, request_id, state, node, tenant, priority, "
           "created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
-          "end_reason, device_class, model, partition, count, hostname, "
-          "requested_models FROM allocations"));
+          "end_reason, device_class, model, partition, count, "
+          "requested_models, unpartitioned, resource_name, container_name "
+          "FROM allocations"));
   for (;;) {
     ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
@@ -399,9 +418,11 @@ absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
     a.model = q->ColumnText(11);
     a.partition = q->ColumnText(12);
     a.count = static_cast<int>(q->ColumnInt(13));
-    a.hostname = q->ColumnText(14);
     a.requested_models =
-        absl::StrSplit(q->ColumnText(15), ',', absl::SkipEmpty());
+        absl::StrSplit(q->ColumnText(14), ',', absl::SkipEmpty());
+    a.unpartitioned = q->ColumnInt(15) != 0;
+    a.resource_name = q->ColumnText(16);
+    a.container_name = q->ColumnText(17);
     std::string id = a.id;
     out[id].allocation = std::move(a);
   }
@@ -414,6 +435,17 @@ absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
     if (!row) break;
     out[q->ColumnText(0)].allocation.devices.push_back(
         AllocatedDevice{q->ColumnText(1), q->ColumnText(2), q->ColumnText(3),
+                        q->ColumnText(4)});
+  }
+  ASSIGN_OR_RETURN(
+      q, db_->Prepare("SELECT allocation_id, node, hostname, device_label, "
+                      "mig_strategy FROM allocation_targets "
+                      "ORDER BY allocation_id, position"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out[q->ColumnText(0)].allocation.targets.push_back(
+        PlacementTarget{q->ColumnText(1), q->ColumnText(2), q->ColumnText(3),
                         q->ColumnText(4)});
   }
   ASSIGN_OR_RETURN(

@@ -108,12 +108,16 @@ TEST_F(E2eTest, ApiScenarios) {
   EXPECT_EQ(a.node(), "gpu-node-1");
   ASSERT_EQ(a.devices_size(), 1);
   EXPECT_EQ(a.devices(0).profile(), "1g.5gb");
-  EXPECT_EQ(a.placement().resource_name(), "nvidia.com/mig-1g.5gb");
+  // The single MIG strategy (the node has no nvidia.com/mig.strategy label),
+  // as propeller asks; e2e_placement_test.cc has the rest.
+  EXPECT_EQ(a.placement().resource_name(), "nvidia.com/gpu");
   EXPECT_EQ(a.placement().resource_count(), 1);
   EXPECT_EQ(a.placement().node_selector().at("kubernetes.io/hostname"),
             "gpu-node-1");
-  EXPECT_EQ(a.placement().env().at("NVIDIA_VISIBLE_DEVICES"),
-            a.devices(0).mig_slice_id());
+  EXPECT_EQ(
+      a.placement().node_selector().at("k8s.amazonaws.com/gpu-partition-size"),
+      "1g.5gb");
+  EXPECT_TRUE(a.placement().env().empty());
   EXPECT_GT(a.expires_at().seconds(),
             a.created_at().seconds() + 3000);  // 1h default
 

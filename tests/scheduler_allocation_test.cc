@@ -16,6 +16,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -67,17 +68,22 @@ TEST_F(SchedulerAllocationTest, WholeGpusAreAllocatedDurablyWithPlacement) {
   EXPECT_EQ(a->expires_at, clock_.Now() + absl::Hours(1));
   EXPECT_EQ(store_.allocations().at(a->id).allocation, *a);
 
-  const Placement p = BuildPlacement(*a);
+  // The placement's input, taken from the node and the registry.
+  EXPECT_THAT(a->targets, ElementsAre(PlacementTarget{"n1", "host-1",
+                                                      "nvidia-tesla-t4", ""}));
+  const Placement p = BuildPlacement(*a, PlacementOptions());
   EXPECT_EQ(p.resource_name, "nvidia.com/gpu");
   EXPECT_EQ(p.resource_count, 2);
   EXPECT_THAT(p.node_selector,
               UnorderedElementsAre(
                   Pair("kubernetes.io/hostname", "host-1"),
                   Pair("k8s.amazonaws.com/accelerator", "nvidia-tesla-t4")));
-  EXPECT_THAT(p.env,
+  EXPECT_THAT(p.env, IsEmpty());
+  EXPECT_THAT(p.tolerations,
+              ElementsAre(Toleration{"k8s.amazonaws.com/accelerator", "Equal",
+                                     "nvidia-tesla-t4", "NoSchedule"}));
+  EXPECT_THAT(BuildPlacement(*a, {.nvidia_visible_devices = true}).env,
               ElementsAre(Pair("NVIDIA_VISIBLE_DEVICES", "GPU-a,GPU-b")));
-  EXPECT_THAT(p.tolerations, ElementsAre(Toleration{"nvidia.com/gpu", "Exists",
-                                                    "", "NoSchedule"}));
 
   EXPECT_EQ(Cap("nvidia-tesla-t4", ""),
             (CapacityEntry{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", "", 3, 2,
@@ -176,8 +182,10 @@ TEST_F(SchedulerAllocationTest, PartitionSelectsWholeGpusOrMigSlices) {
   absl::StatusOr<Allocation> m = s_.Allocate(Want("m", "A100", 1, "3g.20gb"));
   ASSERT_OK(m);
   EXPECT_THAT(DeviceIds(*m), ElementsAre("MIG-a"));
-  const Placement p = BuildPlacement(*m);
-  EXPECT_EQ(p.resource_name, "nvidia.com/mig-3g.20gb");
+  // The node has no nvidia.com/mig.strategy label: the single strategy, as
+  // propeller asks.
+  const Placement p = BuildPlacement(*m, {.nvidia_visible_devices = true});
+  EXPECT_EQ(p.resource_name, "nvidia.com/gpu");
   EXPECT_EQ(p.env.at("NVIDIA_VISIBLE_DEVICES"), "MIG-a");
   EXPECT_EQ(p.node_selector.at("k8s.amazonaws.com/gpu-partition-size"),
             "3g.20gb");
@@ -210,13 +218,21 @@ TEST_F(SchedulerAllocationTest, TpuSliceIsTakenWholeAcrossItsHosts) {
   std::set<std::string> hosts;
   for (const AllocatedDevice& d : t->devices) hosts.insert(d.node);
   EXPECT_THAT(hosts, ElementsAre("host-a", "host-b"));
-  const Placement p = BuildPlacement(*t);
+  const Placement p = BuildPlacement(*t, PlacementOptions());
   EXPECT_EQ(p.resource_name, "google.com/tpu");
   EXPECT_EQ(p.resource_count, 4);
   EXPECT_FALSE(p.node_selector.contains("kubernetes.io/hostname"));
   EXPECT_EQ(p.node_selector.at("cloud.google.com/gke-tpu-topology"), "2x2x2");
   EXPECT_EQ(p.node_selector.at("cloud.google.com/gke-tpu-accelerator"),
             "tpu-v5p-slice");
+  // One pod per host, each pinned to its host and asking for its 4 chips.
+  const std::vector<Placement> per_host =
+      BuildNodePlacements(*t, PlacementOptions());
+  ASSERT_EQ(per_host.size(), 2u);
+  EXPECT_EQ(per_host[0].node_selector.at("kubernetes.io/hostname"), "host-a");
+  EXPECT_EQ(per_host[1].node_selector.at("kubernetes.io/hostname"), "host-b");
+  EXPECT_EQ(per_host[1].resource_count, 4);
+  EXPECT_EQ(per_host[1].devices.front().device_id, "b0");
 
   EXPECT_THAT(s_.Allocate(Want("tpu2", "tpu-v5p-slice", 1, "2x2x2")),
               StatusIs(absl::StatusCode::kResourceExhausted,
@@ -236,6 +252,56 @@ TEST_F(SchedulerAllocationTest, TpuSliceIsTakenWholeAcrossItsHosts) {
   EXPECT_THAT(
       s_.Allocate(Want("tpu6", "V5P", 2, "2x2x2")),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("count 2")));
+}
+
+// Propeller writes the request's own spelling of the model (mapped or
+// unchanged), so a node carries one of several values: the node's own label
+// wins, the registry's node_label_value stands in for a node without it.
+TEST_F(SchedulerAllocationTest, PlacementTargetsTakeTheNodesOwnLabels) {
+  Register(MakeNode("labelled", {Gpu("GPU-l", "H100", 0)},
+                    {{"k8s.amazonaws.com/accelerator", "nvidia-h100-80gb"},
+                     {"kubernetes.io/hostname", "host-l"}}));
+  AllocationRequest r = Want("l", "H100 80G");
+  r.partition_kind = PartitionKind::kUnpartitioned;
+  r.container_name = "trainer";
+  absl::StatusOr<Allocation> l = s_.Allocate(r);
+  ASSERT_OK(l);
+  EXPECT_THAT(l->targets, ElementsAre(PlacementTarget{"labelled", "host-l",
+                                                      "nvidia-h100-80gb", ""}));
+  EXPECT_TRUE(l->unpartitioned);
+  EXPECT_EQ(l->container_name, "trainer");
+  EXPECT_THAT(
+      BuildPlacement(*l, PlacementOptions()).node_affinity,
+      ElementsAre(
+          NodeSelectorRequirement{
+              "k8s.amazonaws.com/accelerator", "In", {"nvidia-h100-80gb"}},
+          NodeSelectorRequirement{
+              "k8s.amazonaws.com/gpu-partition-size", "DoesNotExist", {}},
+          NodeSelectorRequirement{"kubernetes.io/hostname", "In", {"host-l"}}));
+
+  Register(MakeNode("plain", {Gpu("GPU-p", "H100", 0)}));
+  absl::StatusOr<Allocation> p = s_.Allocate(Want("p", "H100 80G"));
+  ASSERT_OK(p);
+  EXPECT_THAT(p->targets, ElementsAre(PlacementTarget{"plain", "plain",
+                                                      "nvidia-h100", ""}));
+  EXPECT_FALSE(p->unpartitioned);
+
+  // GPU Feature Discovery's label: the device plugin's mixed strategy.
+  Register(MakeNode("mixed", {MigA100("GPU-m", 0)},
+                    {{"nvidia.com/mig.strategy", "mixed"}}));
+  absl::StatusOr<Allocation> m = s_.Allocate(Want("m", "A100", 2, "1g.5gb"));
+  ASSERT_OK(m);
+  EXPECT_EQ(m->targets.at(0).mig_strategy, "mixed");
+  const Placement mp = BuildPlacement(*m, PlacementOptions());
+  EXPECT_EQ(mp.resource_name, "nvidia.com/mig-1g.5gb");
+  EXPECT_EQ(mp.resource_count, 2);
+  EXPECT_FALSE(
+      mp.node_selector.contains("k8s.amazonaws.com/gpu-partition-size"));
+  EXPECT_THAT(mp.tolerations,
+              ElementsAre(Toleration{"k8s.amazonaws.com/accelerator", "Equal",
+                                     "nvidia-tesla-a100", "NoSchedule"}));
+  // What was stored is what the placement is derived from after a restart.
+  EXPECT_EQ(store_.allocations().at(m->id).allocation, *m);
 }
 
 TEST_F(SchedulerAllocationTest, IneligibleNodesGetNothing) {

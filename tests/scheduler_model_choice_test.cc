@@ -55,7 +55,7 @@ TEST_F(SchedulerModelChoiceTest, NoModelTakesAnyWholeGpuButNoMigOne) {
   EXPECT_THAT(a->requested_models, IsEmpty());
   EXPECT_EQ(store_.allocations().at(a->id).allocation, *a);
   // What propeller puts on a plain `gpu: 1` pod, plus the pin.
-  const Placement p = BuildPlacement(*a);
+  const Placement p = BuildPlacement(*a, PlacementOptions());
   EXPECT_THAT(p.node_selector,
               ElementsAre(Pair("kubernetes.io/hostname", "host-b")));
   EXPECT_EQ(p.resource_name, "nvidia.com/gpu");
@@ -84,7 +84,8 @@ TEST_F(SchedulerModelChoiceTest, DeviceClassAloneStaysInItsClass) {
   absl::StatusOr<Allocation> a = s_.Allocate(amd);
   ASSERT_OK(a);
   EXPECT_EQ(a->model, "amd-mi300x");
-  EXPECT_EQ(BuildPlacement(*a).resource_name, "amd.com/gpu");
+  EXPECT_EQ(BuildPlacement(*a, PlacementOptions()).resource_name,
+            "amd.com/gpu");
 }
 
 TEST_F(SchedulerModelChoiceTest, BestFitAcrossModelsThenTheMostFreeModel) {
@@ -129,7 +130,9 @@ TEST_F(SchedulerModelChoiceTest, AlternativesKeepTheMigProfile) {
   absl::StatusOr<Allocation> a = s_.Allocate(r);
   ASSERT_OK(a);
   EXPECT_EQ(a->devices[0].profile, "1g.5gb");
-  EXPECT_EQ(BuildPlacement(*a).resource_name, "nvidia.com/mig-1g.5gb");
+  const Placement p = BuildPlacement(*a, PlacementOptions());
+  EXPECT_EQ(p.node_selector.at("k8s.amazonaws.com/gpu-partition-size"),
+            "1g.5gb");
 }
 
 TEST_F(SchedulerModelChoiceTest, RetryIsTheSameResolvedRequest) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -312,6 +313,45 @@ TEST(SqliteStoreTest, VersionThreeAllocationsAcceptedTheirOwnModel) {
   EXPECT_EQ(a.requested_models, std::vector<std::string>{"nvidia-tesla-t4"});
   EXPECT_EQ(a.model, "nvidia-tesla-t4");
   EXPECT_EQ(a.count, 2);
+}
+
+// Before schema 5 a placement was computed from the stored hostname (the
+// first node's) and the model; the migrated targets give the same.
+TEST(SqliteStoreTest, VersionFourAllocationsKeepTheirPlacementInput) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(
+      path, 4,
+      "INSERT INTO allocations (id, request_id, state, node, tenant, "
+      "priority, created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+      "end_reason, device_class, model, partition, count, hostname, "
+      "requested_models) VALUES "
+      "('a-1', 'r1', 1, 'h-b', '', 0, 1, 2, 0, '', 1, 'tpu-v5p-slice', "
+      "'2x2x2', 1, 'host-b', 'tpu-v5p-slice'),"
+      "('a-2', 'r2', 1, 'n1', '', 0, 1, 2, 0, '', 0, 'nvidia-l4', '', 1, "
+      "'n1', '');"
+      "INSERT INTO allocation_devices VALUES "
+      "('a-1', 0, 'h-b', 'c0', '', ''), ('a-1', 1, 'h-b', 'c1', '', ''),"
+      "('a-1', 2, 'h-c', 'c2', '', ''), ('a-1', 3, 'h-a', 'c3', '', ''),"
+      "('a-2', 0, 'n1', 'GPU-a', '', '');"));
+  std::unique_ptr<SqliteStore> store;
+  std::vector<Node> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  auto allocations = store->LoadAllocations();
+  ASSERT_OK(allocations);
+  ASSERT_EQ(allocations->size(), 2u);
+  std::map<std::string, Allocation> by_id;
+  for (const StoredAllocation& s : *allocations) {
+    by_id[s.allocation.id] = s.allocation;
+  }
+  EXPECT_EQ(by_id["a-1"].targets, (std::vector<PlacementTarget>{
+                                      {"h-a", "h-a", "tpu-v5p-slice", ""},
+                                      {"h-b", "host-b", "tpu-v5p-slice", ""},
+                                      {"h-c", "h-c", "tpu-v5p-slice", ""}}));
+  EXPECT_EQ(by_id["a-2"].targets,
+            (std::vector<PlacementTarget>{{"n1", "n1", "nvidia-l4", ""}}));
+  EXPECT_FALSE(by_id["a-2"].unpartitioned);
+  EXPECT_EQ(by_id["a-2"].resource_name, "");
 }
 
 // A capped file refuses the write that does not fit, whole, and keeps every

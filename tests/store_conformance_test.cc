@@ -127,7 +127,12 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
   a.model = "nvidia-a100-80gb";
   a.partition = "3g.40gb";
   a.count = 2;
-  a.hostname = "n1-host";
+  a.unpartitioned = true;
+  a.resource_name = "example.com/gpu";
+  a.container_name = "main";
+  // Not in node-name order: the order given is kept.
+  a.targets = {{"n2", "n2-host", "nvidia-a100-80gb", "mixed"},
+               {"n1", "n1-host", "a100-80", ""}};
   return a;
 }
 

@@ -1,0 +1,49 @@
+// A placement written as the Kubernetes JSON a client applies unchanged:
+// Placement.pod_spec_patch and Placement.resource_claim. Produced here only,
+// so that every client (the Go package in clients/go, grpcurl users) gets the
+// same thing.
+#ifndef ACCELSCHED_SERVICES_KUBERNETES_PLACEMENT_H_
+#define ACCELSCHED_SERVICES_KUBERNETES_PLACEMENT_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "accelsched/v1/accelsched.pb.h"
+#include "core/allocation_model.h"
+#include "core/placement.h"
+
+namespace accelsched {
+
+// NVIDIA's DRA driver for GPUs (NVIDIA/k8s-dra-driver-gpu 22407113,
+// cmd/gpu-kubelet-plugin/main.go:42; the DeviceClasses of its Helm chart,
+// deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-{gpu,mig}.yaml).
+inline constexpr char kNvidiaDraDriver[] = "gpu.nvidia.com";
+inline constexpr char kNvidiaGpuDeviceClass[] = "gpu.nvidia.com";
+inline constexpr char kNvidiaMigDeviceClass[] = "mig.nvidia.com";
+// Kubernetes' limit on the devices of one claim (k8s.io/api v0.34
+// resource/v1/types.go:750, DeviceRequestsMaxSize = AllocationResultsMaxSize).
+inline constexpr size_t kMaxClaimDevices = 32;
+
+// A JSON strategic-merge patch for a PodSpec: required node affinity (one
+// term), tolerations, and on the container named `container_name` (no name:
+// the first container) requests and limits of the resource and the
+// environment. Applied to an empty PodSpec it gives exactly propeller's
+// affinity, tolerations and resources for the same accelerator, plus the pin.
+std::string PodSpecPatch(const Placement& placement,
+                         absl::string_view container_name);
+
+// JSON of a resource.k8s.io/v1 ResourceClaim named after the allocation
+// (generateName for Explain's preview, which has no id) with one request per
+// device of `placement`, each selecting it by UUID (a MIG device by its MIG
+// UUID) through NVIDIA's DRA driver. Empty for other device classes, which
+// have no DRA driver here, and for more than kMaxClaimDevices devices.
+std::string ResourceClaim(const Allocation& allocation,
+                          const Placement& placement);
+
+// `placement` of `allocation` with both of the above.
+void PlacementToProto(const Allocation& allocation, const Placement& placement,
+                      v1::Placement* proto);
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_SERVICES_KUBERNETES_PLACEMENT_H_
