@@ -19,9 +19,11 @@ PACKAGES=(
 # certificates, setpriv (util-linux) to run the server as an unprivileged user, and
 # dpkg-dev (dpkg-source) for scripts/tsan_abseil.sh's `apt-get source`.
 # The Go client (clients/go) builds offline from Debian's Go toolchain and Go packages,
-# with Debian's protoc plugins for its generated code.
+# with Debian's protoc plugins for its generated code. gRPC-Go 1.33 decodes through
+# github.com/golang/protobuf, whose 1.5 series (not 1.3) handles APIv2 generated messages.
 TEST_PACKAGES=(prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev
-  golang-go golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc)
+  golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
+  protoc-gen-go protoc-gen-go-grpc)
 if [[ "${1:-}" != "--build-only" ]]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()

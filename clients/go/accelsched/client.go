@@ -1,0 +1,146 @@
+package accelsched
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"time"
+
+	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Backoff says how a call that failed with UNAVAILABLE is retried: waits
+// start at Initial and double up to Max, each drawn uniformly from [w/2, w]
+// (jitter, so clients that lost one server do not come back in step), for at
+// most Attempts calls in all, and never past the context's deadline.
+type Backoff struct {
+	Initial  time.Duration
+	Max      time.Duration
+	Attempts int
+}
+
+// DefaultBackoff rides out a server restart: about a minute in all.
+var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Attempts: 16}
+
+// Client calls accelsched. Every method is safe to retry and is retried on
+// UNAVAILABLE: Allocate is idempotent by request id, Release by allocation
+// id, and the others do not change what they read.
+type Client struct {
+	stub    pb.AcceleratorSchedulerClient
+	backoff Backoff
+}
+
+// NewClient uses conn (from grpc.Dial, with the credentials the server
+// asks for) and DefaultBackoff.
+func NewClient(conn grpc.ClientConnInterface) *Client {
+	return &Client{stub: pb.NewAcceleratorSchedulerClient(conn), backoff: DefaultBackoff}
+}
+
+// WithBackoff returns a copy of c that retries by b.
+func (c *Client) WithBackoff(b Backoff) *Client {
+	copied := *c
+	copied.backoff = b
+	return &copied
+}
+
+// Stub is the generated client, for the calls this package does not wrap.
+func (c *Client) Stub() pb.AcceleratorSchedulerClient { return c.stub }
+
+func (c *Client) retry(ctx context.Context, call func(context.Context) error) error {
+	wait := c.backoff.Initial
+	for attempt := 1; ; attempt++ {
+		err := call(ctx)
+		if status.Code(err) != codes.Unavailable || attempt >= c.backoff.Attempts {
+			return err
+		}
+		sleep := wait/2 + time.Duration(rand.Int63n(int64(wait/2)+1))
+		timer := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+		if wait *= 2; wait > c.backoff.Max {
+			wait = c.backoff.Max
+		}
+	}
+}
+
+// Allocate allocates req's devices, or returns the allocation an earlier
+// call with the same request id made. Errors are the server's status:
+// RESOURCE_EXHAUSTED when nothing fits now, FAILED_PRECONDITION when nothing
+// ever could, INVALID_ARGUMENT naming the field, ALREADY_EXISTS when the
+// request id was used for a different request.
+func (c *Client) Allocate(ctx context.Context, req *pb.AllocateRequest) (*pb.Allocation, error) {
+	var out *pb.Allocation
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.stub.Allocate(ctx, req)
+		return err
+	})
+	return out, err
+}
+
+// Get reads an allocation by its id.
+func (c *Client) Get(ctx context.Context, allocationID string) (*pb.Allocation, error) {
+	var out *pb.Allocation
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.stub.GetAllocation(ctx, &pb.GetAllocationRequest{
+			Key: &pb.GetAllocationRequest_AllocationId{AllocationId: allocationID}})
+		return err
+	})
+	return out, err
+}
+
+// Poll reads the allocation every interval until it is no longer PENDING
+// (propeller's model: a plugin checks each round) and returns it, or returns
+// the context's error.
+func (c *Client) Poll(ctx context.Context, allocationID string, interval time.Duration) (*pb.Allocation, error) {
+	for {
+		a, err := c.Get(ctx, allocationID)
+		if err != nil || a.GetState() != pb.AllocationState_PENDING {
+			return a, err
+		}
+		timer := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// Renew extends the allocation's lease to lease from now (0: the server
+// default). FAILED_PRECONDITION once it has ended.
+func (c *Client) Renew(ctx context.Context, allocationID string, lease time.Duration) (*pb.Allocation, error) {
+	if lease < 0 {
+		return nil, fmt.Errorf("accelsched: lease %v is negative", lease)
+	}
+	req := &pb.RenewLeaseRequest{AllocationId: allocationID}
+	if lease > 0 {
+		req.Lease = durationpb.New(lease)
+	}
+	var out *pb.Allocation
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.stub.RenewLease(ctx, req)
+		return err
+	})
+	return out, err
+}
+
+// Release frees the allocation's devices; releasing an ended allocation
+// returns it unchanged.
+func (c *Client) Release(ctx context.Context, allocationID string) (*pb.Allocation, error) {
+	var out *pb.Allocation
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.stub.Release(ctx, &pb.ReleaseRequest{
+			Key: &pb.ReleaseRequest_AllocationId{AllocationId: allocationID}})
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,95 @@
+package accelsched_test
+
+import (
+	"context"
+	"log"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/accelsched/accelsched/clients/go/accelsched"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// What a propeller plugin does around a task's pod. README.md shows this
+// function as it is here (TestReadmeShowsTheExample checks it).
+//
+// README:begin
+func Example() {
+	conn, err := grpc.Dial("accelsched.accelsched.svc:50051", grpc.WithInsecure())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+	client := accelsched.NewClient(conn)
+	ctx := context.Background()
+
+	// From the task template: its GPUAccelerator, serialized (proto.Marshal of
+	// ExtendedResources.GetGpuAccelerator()), and its `gpu` count.
+	var gpuAccelerator []byte
+	acc, err := accelsched.AcceleratorFromFlyte(gpuAccelerator)
+	if err != nil {
+		log.Fatal(err)
+	}
+	req, err := accelsched.NewAllocateRequest(accelsched.Task{
+		ExecutionID: "f7c2a9-n0-0", // the task execution id: a retry is the same request
+		Project:     "flytesnacks",
+		Domain:      "development",
+		Accelerator: acc,
+		Count:       1,
+		Container:   "f7c2a9-n0-0",
+		Lease:       time.Hour,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	alloc, err := client.Allocate(ctx, req)
+	if status.Code(err) == codes.ResourceExhausted {
+		return // nothing fits now: report the task as queued, try again next round
+	} else if err != nil {
+		log.Fatal(err)
+	}
+
+	// The pod the plugin built, as JSON; the patch adds the node affinity,
+	// tolerations and resources propeller would, pinned to the chosen node.
+	podSpec := []byte(`{"containers":[{"name":"f7c2a9-n0-0","image":"ghcr.io/flyteorg/flytekit:py3.11"}]}`)
+	podSpec, err = accelsched.ApplyPodSpecPatch(podSpec, alloc.GetPlacement().GetPodSpecPatch())
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = podSpec // create the pod from it
+
+	// While the pod runs, renew before the lease ends; when it ends, release.
+	if _, err := client.Renew(ctx, alloc.GetId(), time.Hour); err != nil {
+		log.Print(err)
+	}
+	if _, err := client.Release(ctx, alloc.GetId()); err != nil {
+		log.Print(err)
+	}
+}
+
+// README:end
+
+func TestReadmeShowsTheExample(t *testing.T) {
+	root := os.Getenv("ACCELSCHED_SOURCE_DIR")
+	if root == "" {
+		t.Fatal("ACCELSCHED_SOURCE_DIR is not set: run scripts/go_test.sh")
+	}
+	source, err := os.ReadFile(root + "/clients/go/accelsched/example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(source)
+	begin := strings.Index(text, "// README:begin\n") + len("// README:begin\n")
+	end := strings.Index(text, "\n// README:end")
+	readme, err := os.ReadFile(root + "/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if example := text[begin:end]; !strings.Contains(string(readme), example) {
+		t.Errorf("README.md does not show Example() as example_test.go has it:\n%s", example)
+	}
+}

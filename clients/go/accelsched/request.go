@@ -1,0 +1,73 @@
+package accelsched
+
+import (
+	"fmt"
+	"time"
+
+	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// AcceleratorFromFlyte reads the serialized bytes of a Flyte GPUAccelerator
+// (flyteidl2.core.GPUAccelerator, or v1 flyteidl.core.GPUAccelerator, which
+// lacks device_class). accelsched.v1.Accelerator has the same field numbers
+// (flyteidl2/core/tasks.proto:53-81: device 1, unpartitioned 2,
+// partition_size 3, device_class 4), so the bytes are taken unchanged, and
+// the fields a newer Flyte adds are kept as unknown fields.
+func AcceleratorFromFlyte(gpuAccelerator []byte) (*pb.Accelerator, error) {
+	a := &pb.Accelerator{}
+	if err := proto.Unmarshal(gpuAccelerator, a); err != nil {
+		return nil, fmt.Errorf("accelsched: reading a Flyte GPUAccelerator: %w", err)
+	}
+	return a, nil
+}
+
+// Task is what a propeller plugin knows of a task when it is about to launch
+// its pod.
+type Task struct {
+	// Unique per attempt: the task execution id (with its retry attempt). It
+	// is the request id, so a retried Allocate returns the same allocation.
+	ExecutionID string
+	// The tenant is "project/domain", as Flyte scopes quotas.
+	Project, Domain string
+	// The task's accelerator, or nil for a plain `gpu: N` (any whole NVIDIA
+	// GPU).
+	Accelerator *pb.Accelerator
+	// The task's requested GPU count (its `gpu` resource); 0 means 1.
+	Count int32
+	// The pod container that gets the devices; "" means the first.
+	Container string
+	// How long the devices are held unless renewed; 0: the server default.
+	Lease time.Duration
+}
+
+// NewAllocateRequest turns a task into the request Allocate takes. It checks
+// only what the server cannot see; the server validates the rest and names
+// the field it refuses.
+func NewAllocateRequest(t Task) (*pb.AllocateRequest, error) {
+	if t.ExecutionID == "" {
+		return nil, fmt.Errorf("accelsched: Task.ExecutionID is required (it is the request id)")
+	}
+	if t.Count < 0 {
+		return nil, fmt.Errorf("accelsched: Task.Count %d is negative", t.Count)
+	}
+	if t.Lease < 0 {
+		return nil, fmt.Errorf("accelsched: Task.Lease %v is negative", t.Lease)
+	}
+	req := &pb.AllocateRequest{
+		RequestId:     t.ExecutionID,
+		Count:         t.Count,
+		ContainerName: t.Container,
+	}
+	if t.Project != "" || t.Domain != "" {
+		req.Tenant = t.Project + "/" + t.Domain
+	}
+	if t.Accelerator != nil {
+		req.Accelerator = proto.Clone(t.Accelerator).(*pb.Accelerator)
+	}
+	if t.Lease > 0 {
+		req.Lease = durationpb.New(t.Lease)
+	}
+	return req, nil
+}
