@@ -100,8 +100,8 @@ struct Allocation {
   std::string model;      // canonical: the model of the allocated devices
   std::string partition;  // "" whole device; MIG profile; TPU topology
   int count = 1;
-  // The request set accelerator.unpartitioned (propeller then keeps the pod
-  // off partitioned nodes).
+  // The request set accelerator.unpartitioned: the same devices as no
+  // partition value, but propeller then keeps the pod off partitioned nodes.
   bool unpartitioned = false;
 
   // The placement's input beyond the request (core/placement.h): one target

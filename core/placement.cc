@@ -1,6 +1,7 @@
 #include "core/placement.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,8 +22,12 @@ std::vector<AllocatedDevice> DevicesOn(const Allocation& a,
   return out;
 }
 
-// The placement on `target`'s node for `devices`, pinned to it when `pin`.
-Placement Place(const Allocation& a, const PlacementTarget& target, bool pin,
+// The placement for `devices` on nodes whose device label has one of
+// `device_labels` (one node's, or a multi-host slice's distinct values), with
+// the MIG strategy `mig_strategy`, pinned to `hostname` unless it is null.
+Placement Place(const Allocation& a,
+                const std::vector<std::string>& device_labels,
+                absl::string_view mig_strategy, const std::string* hostname,
                 std::vector<AllocatedDevice> devices,
                 const PlacementOptions& options) {
   Placement p;
@@ -31,10 +36,11 @@ Placement Place(const Allocation& a, const PlacementTarget& target, bool pin,
       a.device_class == DeviceClass::kNvidiaGpu && !a.partition.empty();
   // The device plugin's mixed strategy names each MIG profile as a resource;
   // such a node cannot carry one partition-size label.
-  const bool mixed = mig && target.mig_strategy == "mixed";
-  auto require = [&](absl::string_view key, absl::string_view value) {
-    p.node_affinity.push_back({std::string(key), "In", {std::string(value)}});
-    p.node_selector[std::string(key)] = std::string(value);
+  const bool mixed = mig && mig_strategy == "mixed";
+  auto require = [&](absl::string_view key,
+                     const std::vector<std::string>& values) {
+    p.node_affinity.push_back({std::string(key), "In", values});
+    if (values.size() == 1) p.node_selector[std::string(key)] = values[0];
   };
   auto tolerate = [&](absl::string_view key, absl::string_view value) {
     p.tolerations.push_back(
@@ -43,17 +49,19 @@ Placement Place(const Allocation& a, const PlacementTarget& target, bool pin,
   // A request that named no model is propeller's device-less accelerator: no
   // device label.
   if (!a.requested_models.empty()) {
-    require(labels.device, target.device_label);
-    tolerate(labels.device, target.device_label);
+    require(labels.device, device_labels);
+    for (const std::string& value : device_labels) {
+      tolerate(labels.device, value);
+    }
   }
   if (!a.partition.empty() && !mixed) {
-    require(labels.partition, a.partition);
+    require(labels.partition, {a.partition});
     tolerate(labels.partition, a.partition);
   } else if (a.unpartitioned) {
     p.node_affinity.push_back(
         {std::string(labels.partition), "DoesNotExist", {}});
   }
-  if (pin) require(kHostnameLabel, target.hostname);
+  if (hostname != nullptr) require(kHostnameLabel, {*hostname});
 
   if (mixed) {
     p.resource_name = absl::StrCat("nvidia.com/mig-", a.partition);
@@ -73,6 +81,12 @@ Placement Place(const Allocation& a, const PlacementTarget& target, bool pin,
   }
   p.devices = std::move(devices);
   return p;
+}
+
+Placement PlaceOn(const Allocation& a, const PlacementTarget& t,
+                  const PlacementOptions& options) {
+  return Place(a, {t.device_label}, t.mig_strategy, &t.hostname,
+               DevicesOn(a, t.node), options);
 }
 
 // The target of `node`. Every allocation has one per node of its devices
@@ -118,15 +132,15 @@ PlacementTarget PlacementTargetOf(const Node& node,
 }
 
 Placement BuildPlacement(const Allocation& a, const PlacementOptions& options) {
-  const bool one_node = a.targets.size() <= 1;
-  Placement p =
-      Place(a, TargetOf(a, a.node), one_node, DevicesOn(a, ""), options);
+  if (a.targets.size() <= 1) return PlaceOn(a, TargetOf(a, a.node), options);
   // A multi-host TPU slice runs one pod per host, each asking for its own
-  // host's chips.
-  if (!one_node) {
-    p.resource_count =
-        static_cast<int64_t>(a.devices.size() / a.targets.size());
-  }
+  // host's chips; this one fits any of its hosts.
+  std::set<std::string> values;
+  for (const PlacementTarget& t : a.targets) values.insert(t.device_label);
+  Placement p = Place(a, std::vector<std::string>(values.begin(), values.end()),
+                      TargetOf(a, a.node).mig_strategy, /*hostname=*/nullptr,
+                      DevicesOn(a, ""), options);
+  p.resource_count = static_cast<int64_t>(a.devices.size() / a.targets.size());
   return p;
 }
 
@@ -134,7 +148,7 @@ std::vector<Placement> BuildNodePlacements(const Allocation& a,
                                            const PlacementOptions& options) {
   std::vector<Placement> out;
   for (const PlacementTarget& t : a.targets) {
-    out.push_back(Place(a, t, /*pin=*/true, DevicesOn(a, t.node), options));
+    out.push_back(PlaceOn(a, t, options));
   }
   return out;
 }

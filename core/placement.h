@@ -94,8 +94,9 @@ PlacementTarget PlacementTargetOf(const Node& node,
                                   const AcceleratorType& type);
 
 // The placement of the whole allocation (Allocation.placement): pinned to its
-// node when it has one; a multi-host TPU slice is not pinned and asks for the
-// chips of one host.
+// node when it has one. A multi-host TPU slice's is not pinned, asks for the
+// chips of one host, and requires any of its hosts' device label values (a
+// toleration for each), so that it fits every host.
 Placement BuildPlacement(const Allocation& allocation,
                          const PlacementOptions& options);
 

@@ -270,10 +270,13 @@ absl::StatusOr<Allocation> Scheduler::Allocate(
         existing != nullptr && existing->allocation.live()) {
       const Allocation& e = existing->allocation;
       // The resolved request: the same models in any spelling and order are
-      // the same request.
+      // the same request. Unpartitioned picks the same devices as no
+      // partition value but gives the pod another placement.
+      const bool unpartitioned =
+          request.partition_kind == PartitionKind::kUnpartitioned;
       if (e.device_class != spec.device_class ||
           e.requested_models != spec.models || e.partition != spec.partition ||
-          e.count != spec.count) {
+          e.count != spec.count || e.unpartitioned != unpartitioned) {
         return absl::AlreadyExistsError(absl::StrCat(
             "request_id \"", request.request_id, "\" already holds allocation ",
             e.id, " for ", e.count, " x ",

@@ -25,4 +25,4 @@ if [[ -n "$unformatted" ]]; then
   echo "go_test.sh: not gofmt-formatted: $unformatted" >&2
   exit 1
 fi
-go test -count=1 "${packages[@]}"
+go test -count=1 -timeout=300s "${packages[@]}"

@@ -11,6 +11,7 @@ PACKAGES=(
   libabsl-dev
   prometheus-cpp-dev
   libsqlite3-dev sqlite3
+  rapidjson-dev
   libgtest-dev libgmock-dev
   libbenchmark-dev
 )

@@ -3,19 +3,57 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/json_util.h"
-#include "services/kubernetes_json.pb.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 
 namespace accelsched {
 namespace {
 
-std::string ToJson(const google::protobuf::Message& m) {
-  std::string out;
-  // Printing fails only for values JSON cannot hold (NaN, infinities), which
-  // these messages cannot; the empty string would tell a client "none".
-  if (!google::protobuf::util::MessageToJsonString(m, &out).ok()) return "";
-  return out;
-}
+// RapidJSON's streaming writer: keys come out in the order written, so one
+// placement always gives the same bytes, and no document is built.
+class JsonWriter {
+ public:
+  JsonWriter() : writer_(buffer_) {}
+  JsonWriter& Key(absl::string_view key) {
+    writer_.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+    return *this;
+  }
+  JsonWriter& String(absl::string_view value) {
+    writer_.String(value.data(),
+                   static_cast<rapidjson::SizeType>(value.size()));
+    return *this;
+  }
+  JsonWriter& Field(absl::string_view key, absl::string_view value) {
+    return Key(key).String(value);
+  }
+  JsonWriter& Int(int value) {
+    writer_.Int(value);
+    return *this;
+  }
+  JsonWriter& StartObject() {
+    writer_.StartObject();
+    return *this;
+  }
+  JsonWriter& EndObject() {
+    writer_.EndObject();
+    return *this;
+  }
+  JsonWriter& StartArray() {
+    writer_.StartArray();
+    return *this;
+  }
+  JsonWriter& EndArray() {
+    writer_.EndArray();
+    return *this;
+  }
+  std::string Done() const {
+    return std::string(buffer_.GetString(), buffer_.GetSize());
+  }
+
+ private:
+  rapidjson::StringBuffer buffer_;
+  rapidjson::Writer<rapidjson::StringBuffer> writer_;
+};
 
 // A CEL string literal: the value between double quotes, escaped as CEL
 // reads it (cel-spec, "String and Bytes Values").
@@ -32,42 +70,56 @@ std::string CelString(absl::string_view s) {
 }  // namespace
 
 std::string PodSpecPatch(const Placement& p, absl::string_view container_name) {
-  kubernetes::PodSpecPatch patch;
+  // Kubernetes' field names, k8s.io/api v0.34 core/v1 types.go.
+  JsonWriter w;
+  w.StartObject();
   if (!p.node_affinity.empty()) {
-    kubernetes::NodeSelectorTerm* term =
-        patch.mutable_affinity()
-            ->mutable_node_affinity()
-            ->mutable_required_during_scheduling_ignored_during_execution()
-            ->add_node_selector_terms();
+    w.Key("affinity").StartObject().Key("nodeAffinity").StartObject();
+    w.Key("requiredDuringSchedulingIgnoredDuringExecution").StartObject();
+    w.Key("nodeSelectorTerms").StartArray().StartObject();
+    w.Key("matchExpressions").StartArray();
     for (const NodeSelectorRequirement& r : p.node_affinity) {
-      kubernetes::NodeSelectorRequirement* e = term->add_match_expressions();
-      e->set_key(r.key);
-      e->set_operator_(r.op);
-      for (const std::string& v : r.values) e->add_values(v);
+      w.StartObject().Field("key", r.key).Field("operator", r.op);
+      if (!r.values.empty()) {
+        w.Key("values").StartArray();
+        for (const std::string& v : r.values) w.String(v);
+        w.EndArray();
+      }
+      w.EndObject();
     }
+    w.EndArray().EndObject().EndArray();    // matchExpressions, term, terms
+    w.EndObject().EndObject().EndObject();  // required, nodeAffinity, affinity
   }
-  for (const Toleration& t : p.tolerations) {
-    kubernetes::Toleration* o = patch.add_tolerations();
-    o->set_key(t.key);
-    o->set_operator_(t.op);
-    o->set_value(t.value);
-    o->set_effect(t.effect);
+  if (!p.tolerations.empty()) {
+    w.Key("tolerations").StartArray();
+    for (const Toleration& t : p.tolerations) {
+      w.StartObject().Field("key", t.key).Field("operator", t.op);
+      if (!t.value.empty()) w.Field("value", t.value);
+      w.Field("effect", t.effect).EndObject();
+    }
+    w.EndArray();
   }
-  kubernetes::Container* container = patch.add_containers();
-  container->set_name(std::string(container_name));
+  w.Key("containers").StartArray().StartObject();
+  if (!container_name.empty()) w.Field("name", container_name);
   // Propeller sets requests equal to limits for an accelerator it is given
   // one of (container_helper.go:73-86); Kubernetes requires it of extended
   // resources.
   const std::string count = absl::StrCat(p.resource_count);
-  (*container->mutable_resources()->mutable_limits())[p.resource_name] = count;
-  (*container->mutable_resources()->mutable_requests())[p.resource_name] =
-      count;
-  for (const auto& [name, value] : p.env) {
-    kubernetes::EnvVar* e = container->add_env();
-    e->set_name(name);
-    e->set_value(value);
+  w.Key("resources").StartObject();
+  for (absl::string_view list : {"limits", "requests"}) {
+    w.Key(list).StartObject().Field(p.resource_name, count).EndObject();
   }
-  return ToJson(patch);
+  w.EndObject();
+  if (!p.env.empty()) {
+    w.Key("env").StartArray();
+    for (const auto& [name, value] : p.env) {
+      w.StartObject().Field("name", name).Field("value", value).EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndObject().EndArray();  // the container, containers
+  w.EndObject();
+  return w.Done();
 }
 
 std::string ResourceClaim(const Allocation& a, const Placement& p) {
@@ -75,37 +127,43 @@ std::string ResourceClaim(const Allocation& a, const Placement& p) {
       p.devices.size() > kMaxClaimDevices) {
     return "";
   }
+  // k8s.io/api v0.34 resource/v1 types.go: ResourceClaim, DeviceRequest,
+  // ExactDeviceRequest, DeviceSelector, CELDeviceSelector.
   const std::string attributes =
       absl::StrCat("device.attributes[", CelString(kNvidiaDraDriver), "]");
-  kubernetes::ResourceClaim claim;
-  claim.set_api_version("resource.k8s.io/v1");
-  claim.set_kind("ResourceClaim");
-  const std::string name = absl::StrCat("accelsched-", a.id);
-  if (a.id.empty()) {
-    claim.mutable_metadata()->set_generate_name(name);
-  } else {
-    claim.mutable_metadata()->set_name(name);
-  }
+  JsonWriter w;
+  w.StartObject()
+      .Field("apiVersion", "resource.k8s.io/v1")
+      .Field("kind", "ResourceClaim");
+  w.Key("metadata")
+      .StartObject()
+      .Field(a.id.empty() ? "generateName" : "name",
+             absl::StrCat("accelsched-", a.id))
+      .EndObject();
+  w.Key("spec").StartObject().Key("devices").StartObject();
+  w.Key("requests").StartArray();
   for (size_t i = 0; i < p.devices.size(); ++i) {
     const AllocatedDevice& d = p.devices[i];
     const bool mig = !d.mig_slice_id.empty();
-    kubernetes::DeviceRequest* request =
-        claim.mutable_spec()->mutable_devices()->add_requests();
-    request->set_name(absl::StrCat(mig ? "mig-" : "gpu-", i));
-    kubernetes::ExactDeviceRequest* exactly = request->mutable_exactly();
-    exactly->set_device_class_name(mig ? kNvidiaMigDeviceClass
-                                       : kNvidiaGpuDeviceClass);
-    exactly->set_allocation_mode("ExactCount");
-    exactly->set_count(1);
     // The DeviceClass's own selector (type "gpu" or "mig") runs first. A MIG
     // device the driver creates on demand (its DynamicMIG gate) has no uuid,
     // and reading a missing attribute aborts the allocation: hence the guard.
-    exactly->add_selectors()->mutable_cel()->set_expression(
+    const std::string expression =
         mig ? absl::StrCat("\"uuid\" in ", attributes, " && ", attributes,
                            ".uuid == ", CelString(d.mig_slice_id))
-            : absl::StrCat(attributes, ".uuid == ", CelString(d.device_id)));
+            : absl::StrCat(attributes, ".uuid == ", CelString(d.device_id));
+    w.StartObject().Field("name", absl::StrCat(mig ? "mig-" : "gpu-", i));
+    w.Key("exactly").StartObject();
+    w.Field("deviceClassName",
+            mig ? kNvidiaMigDeviceClass : kNvidiaGpuDeviceClass);
+    w.Key("selectors").StartArray().StartObject().Key("cel").StartObject();
+    w.Field("expression", expression).EndObject().EndObject().EndArray();
+    w.Field("allocationMode", "ExactCount").Key("count").Int(1);
+    w.EndObject().EndObject();  // exactly, the request
   }
-  return ToJson(claim);
+  w.EndArray().EndObject().EndObject();  // requests, devices, spec
+  w.EndObject();
+  return w.Done();
 }
 
 void PlacementToProto(const Allocation& a, const Placement& p,

@@ -25,10 +25,12 @@ inline constexpr char kNvidiaMigDeviceClass[] = "mig.nvidia.com";
 inline constexpr size_t kMaxClaimDevices = 32;
 
 // A JSON strategic-merge patch for a PodSpec: required node affinity (one
-// term), tolerations, and on the container named `container_name` (no name:
-// the first container) requests and limits of the resource and the
-// environment. Applied to an empty PodSpec it gives exactly propeller's
-// affinity, tolerations and resources for the same accelerator, plus the pin.
+// term), tolerations, and on the container named `container_name` requests
+// and limits of the resource and the environment. Without a name the
+// container entry has none: "the first container" to accelsched's clients,
+// not a patch Kubernetes' own strategic merge accepts. The content is
+// core/placement.h's: propeller's rules with the differences README's table
+// lists (label values, the MIG mixed strategy, the pin).
 std::string PodSpecPatch(const Placement& placement,
                          absl::string_view container_name);
 

@@ -146,9 +146,17 @@ void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
     p->set_mig_slice_id(d.mig_slice_id);
     p->set_profile(d.profile);
   }
-  PlacementToProto(a, BuildPlacement(a, placement), proto->mutable_placement());
-  for (const Placement& p : BuildNodePlacements(a, placement)) {
-    PlacementToProto(a, p, proto->add_placements());
+  const std::vector<Placement> per_node = BuildNodePlacements(a, placement);
+  if (per_node.size() == 1) {
+    // One node: the allocation's placement is that node's.
+    PlacementToProto(a, per_node[0], proto->add_placements());
+    *proto->mutable_placement() = proto->placements(0);
+  } else {
+    PlacementToProto(a, BuildPlacement(a, placement),
+                     proto->mutable_placement());
+    for (const Placement& p : per_node) {
+      PlacementToProto(a, p, proto->add_placements());
+    }
   }
   proto->set_tenant(a.tenant);
   proto->set_model(a.model);

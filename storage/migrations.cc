@@ -145,10 +145,10 @@ UPDATE allocations SET requested_models = model;
 )sql"},
     // The placement's input taken from each node when it is allocated
     // (core/allocation_model.h PlacementTarget), and the request's
-    // unpartitioned flag and container. An earlier allocation's targets are
-    // its nodes as its placement showed them: the stored hostname for its
-    // first node, the node name for the others, the model as the device label,
-    // no MIG strategy (DROP COLUMN needs SQLite 3.35).
+    // unpartitioned flag and container. An earlier allocation gets the targets
+    // a new one on its nodes would get from their labels now, with the
+    // hostname stored for its first node and, where a node has no device
+    // label, the model its placement showed. DROP COLUMN needs SQLite 3.35.
     {5, R"sql(
 ALTER TABLE allocations ADD COLUMN unpartitioned INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE allocations ADD COLUMN resource_name TEXT NOT NULL DEFAULT '';
@@ -164,10 +164,20 @@ CREATE TABLE allocation_targets (
 );
 INSERT INTO allocation_targets (allocation_id, position, node, hostname,
   device_label, mig_strategy)
-SELECT a.id, (SELECT COUNT(DISTINCT o.node) FROM allocation_devices o
-              WHERE o.allocation_id = a.id AND o.node < n.node),
-  n.node, CASE WHEN n.node = a.node THEN a.hostname ELSE n.node END,
-  a.model, ''
+SELECT a.id,
+  (SELECT COUNT(DISTINCT o.node) FROM allocation_devices o
+   WHERE o.allocation_id = a.id AND o.node < n.node),
+  n.node,
+  CASE WHEN n.node = a.node THEN a.hostname
+    ELSE COALESCE((SELECT value FROM node_labels l WHERE l.node = n.node
+                   AND l.key = 'kubernetes.io/hostname'), n.node) END,
+  COALESCE((SELECT value FROM node_labels l WHERE l.node = n.node
+            AND l.key = CASE WHEN a.device_class = 1
+                             THEN 'cloud.google.com/gke-tpu-accelerator'
+                             ELSE 'k8s.amazonaws.com/accelerator' END),
+           a.model),
+  COALESCE((SELECT value FROM node_labels l WHERE l.node = n.node
+            AND l.key = 'nvidia.com/mig.strategy'), '')
 FROM allocations a
 JOIN (SELECT DISTINCT allocation_id, node FROM allocation_devices) n
   ON n.allocation_id = a.id;

@@ -1,6 +1,6 @@
-// End-to-end: the placements a client reads from the real server, through
-// every path (Allocate, a retry, GetAllocation after kill -9, Explain), and
-// their JSON as Kubernetes would read it.
+// End-to-end: the placements a client reads from the real server (Allocate,
+// GetAllocation after kill -9, Explain), and their JSON as Kubernetes would
+// read it.
 #include <csignal>
 
 #include "gmock/gmock.h"
@@ -132,6 +132,10 @@ TEST_F(E2eTest, MultiHostTpuSliceHasOnePinnedPlacementPerHost) {
   EXPECT_FALSE(
       a.placement().node_selector().contains("kubernetes.io/hostname"));
   EXPECT_EQ(a.placement().resource_count(), 4);
+  // The slice's own placement fits either host.
+  ASSERT_GE(a.placement().node_affinity_size(), 1);
+  EXPECT_THAT(a.placement().node_affinity(0).values(),
+              testing::ElementsAre("tpu-v5p-slice", "v5p-own"));
   EXPECT_TRUE(a.placement().resource_claim().empty());  // no DRA driver
   ASSERT_EQ(a.placements_size(), 2);
   const char* hosts[] = {"tpu-a", "tpu-b"};

@@ -207,8 +207,9 @@ TEST(PlacementTest, MultiHostTpuSliceHasOnePlacementPerHost) {
   Allocation a = Alloc(DeviceClass::kGoogleTpu, "tpu-v5p-slice", "2x2x2", 0,
                        "tpu-v5p-slice");
   a.node = "h-a";
+  // h-b carries its own label value.
   a.targets = {{"h-a", "host-a", "tpu-v5p-slice", ""},
-               {"h-b", "host-b", "tpu-v5p-slice", ""}};
+               {"h-b", "host-b", "v5p-own", ""}};
   for (const char* host : {"h-a", "h-b"}) {
     for (int i = 0; i < 4; ++i) {
       a.devices.push_back({host, absl::StrCat(host, "-", i), "", ""});
@@ -217,6 +218,19 @@ TEST(PlacementTest, MultiHostTpuSliceHasOnePlacementPerHost) {
   const Placement whole = BuildPlacement(a, PlacementOptions());
   EXPECT_EQ(whole.resource_count, 4);
   EXPECT_FALSE(whole.node_selector.contains("kubernetes.io/hostname"));
+  // It fits either host: both values, a toleration for each.
+  EXPECT_EQ(whole.node_affinity.front(),
+            (Req{"cloud.google.com/gke-tpu-accelerator",
+                 "In",
+                 {"tpu-v5p-slice", "v5p-own"}}));
+  EXPECT_THAT(
+      whole.tolerations,
+      ElementsAre(
+          Equal("cloud.google.com/gke-tpu-accelerator", "tpu-v5p-slice"),
+          Equal("cloud.google.com/gke-tpu-accelerator", "v5p-own"),
+          Equal("cloud.google.com/gke-tpu-topology", "2x2x2")));
+  EXPECT_THAT(whole.node_selector,
+              ElementsAre(Pair("cloud.google.com/gke-tpu-topology", "2x2x2")));
   const std::vector<Placement> hosts =
       BuildNodePlacements(a, PlacementOptions());
   ASSERT_EQ(hosts.size(), 2u);
@@ -226,6 +240,8 @@ TEST(PlacementTest, MultiHostTpuSliceHasOnePlacementPerHost) {
               (Req{"kubernetes.io/hostname", "In", {a.targets[i].hostname}}));
     EXPECT_EQ(hosts[i].devices.size(), 4u);
     EXPECT_EQ(hosts[i].devices[0].node, a.targets[i].node);
+    EXPECT_EQ(hosts[i].node_selector.at("cloud.google.com/gke-tpu-accelerator"),
+              a.targets[i].device_label);
   }
 }
 

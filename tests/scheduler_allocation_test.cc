@@ -270,6 +270,16 @@ TEST_F(SchedulerAllocationTest, PlacementTargetsTakeTheNodesOwnLabels) {
                                                       "nvidia-h100-80gb", ""}));
   EXPECT_TRUE(l->unpartitioned);
   EXPECT_EQ(l->container_name, "trainer");
+  // A retry names the same request: unpartitioned counts (it changes the
+  // placement), the container does not.
+  AllocationRequest retry = r;
+  retry.container_name = "other";
+  absl::StatusOr<Allocation> again = s_.Allocate(retry);
+  ASSERT_OK(again);
+  EXPECT_EQ(*again, *l);
+  retry.partition_kind = PartitionKind::kUnset;
+  EXPECT_THAT(s_.Allocate(retry),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("\"l\"")));
   EXPECT_THAT(
       BuildPlacement(*l, PlacementOptions()).node_affinity,
       ElementsAre(

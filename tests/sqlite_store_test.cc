@@ -316,24 +316,32 @@ TEST(SqliteStoreTest, VersionThreeAllocationsAcceptedTheirOwnModel) {
 }
 
 // Before schema 5 a placement was computed from the stored hostname (the
-// first node's) and the model; the migrated targets give the same.
-TEST(SqliteStoreTest, VersionFourAllocationsKeepTheirPlacementInput) {
+// first node's) and the model; the migrated targets are what a new allocation
+// on those nodes would get from their labels, with that hostname and, for a
+// node without a device label, that model.
+TEST(SqliteStoreTest, VersionFourAllocationsGetTargetsFromTheirNodes) {
   TempDir dir;
   const std::string path = dir.File("a.db");
   ASSERT_NO_FATAL_FAILURE(WriteOlderFile(
       path, 4,
+      "INSERT INTO nodes VALUES ('h-c', 1, 5), ('n1', 1, 5);"
+      "INSERT INTO node_labels VALUES ('h-c', 'kubernetes.io/hostname', "
+      "'host-c'), ('h-c', 'cloud.google.com/gke-tpu-accelerator', 'v5p'),"
+      "('n1', 'nvidia.com/mig.strategy', 'mixed'),"
+      "('n1', 'k8s.amazonaws.com/accelerator', 'a100'),"
+      "('n1', 'cloud.google.com/gke-tpu-accelerator', 'not-for-gpus');"
       "INSERT INTO allocations (id, request_id, state, node, tenant, "
       "priority, created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
       "end_reason, device_class, model, partition, count, hostname, "
       "requested_models) VALUES "
       "('a-1', 'r1', 1, 'h-b', '', 0, 1, 2, 0, '', 1, 'tpu-v5p-slice', "
       "'2x2x2', 1, 'host-b', 'tpu-v5p-slice'),"
-      "('a-2', 'r2', 1, 'n1', '', 0, 1, 2, 0, '', 0, 'nvidia-l4', '', 1, "
-      "'n1', '');"
+      "('a-2', 'r2', 1, 'n1', '', 0, 1, 2, 0, '', 0, 'nvidia-tesla-a100', "
+      "'1g.5gb', 1, 'n1', 'nvidia-tesla-a100');"
       "INSERT INTO allocation_devices VALUES "
       "('a-1', 0, 'h-b', 'c0', '', ''), ('a-1', 1, 'h-b', 'c1', '', ''),"
       "('a-1', 2, 'h-c', 'c2', '', ''), ('a-1', 3, 'h-a', 'c3', '', ''),"
-      "('a-2', 0, 'n1', 'GPU-a', '', '');"));
+      "('a-2', 0, 'n1', 'GPU-a', 'MIG-a', '1g.5gb');"));
   std::unique_ptr<SqliteStore> store;
   std::vector<Node> nodes;
   ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
@@ -344,14 +352,16 @@ TEST(SqliteStoreTest, VersionFourAllocationsKeepTheirPlacementInput) {
   for (const StoredAllocation& s : *allocations) {
     by_id[s.allocation.id] = s.allocation;
   }
+  // h-a is no longer registered: its name and the model stand in.
   EXPECT_EQ(by_id["a-1"].targets, (std::vector<PlacementTarget>{
                                       {"h-a", "h-a", "tpu-v5p-slice", ""},
                                       {"h-b", "host-b", "tpu-v5p-slice", ""},
-                                      {"h-c", "h-c", "tpu-v5p-slice", ""}}));
+                                      {"h-c", "host-c", "v5p", ""}}));
   EXPECT_EQ(by_id["a-2"].targets,
-            (std::vector<PlacementTarget>{{"n1", "n1", "nvidia-l4", ""}}));
+            (std::vector<PlacementTarget>{{"n1", "n1", "a100", "mixed"}}));
   EXPECT_FALSE(by_id["a-2"].unpartitioned);
   EXPECT_EQ(by_id["a-2"].resource_name, "");
+  EXPECT_EQ(by_id["a-2"].container_name, "");
 }
 
 // A capped file refuses the write that does not fit, whole, and keeps every

@@ -4,7 +4,9 @@
 #include <cstdint>
 
 #include "accelsched/v1/accelsched.pb.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/stubs/logging.h"
+#include "google/protobuf/util/json_util.h"
 #include "services/proto_convert.h"
 #include "tests/fuzz/scheduler_fuzz_fixture.h"
 
@@ -27,7 +29,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<Allocation> a = s.Allocate(*req);
   if (a.ok()) {
     v1::Allocation out;
-    AllocationToProto(*a, &out);
+    AllocationToProto(*a, {.nvidia_visible_devices = true}, &out);
+    // Whatever the request's strings, the placement's JSON parses.
+    google::protobuf::Struct json;
+    if (!google::protobuf::util::JsonStringToMessage(
+             out.placement().pod_spec_patch(), &json)
+             .ok()) {
+      __builtin_trap();
+    }
+    if (!out.placement().resource_claim().empty() &&
+        !google::protobuf::util::JsonStringToMessage(
+             out.placement().resource_claim(), &json)
+             .ok()) {
+      __builtin_trap();
+    }
     if (!s.GetAllocation({a->id, ""}).ok()) __builtin_trap();
     if (!s.Release({a->id, ""}).ok()) __builtin_trap();
   }

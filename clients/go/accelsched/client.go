@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"sync"
 	"time"
 
 	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
@@ -26,6 +27,36 @@ type Backoff struct {
 // DefaultBackoff rides out a server restart: about a minute in all.
 var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Attempts: 16}
 
+// normalized is b with its gaps filled: no Initial (or a negative one) takes
+// DefaultBackoff's, Max is at least Initial, and there is at least one
+// attempt.
+func (b Backoff) normalized() Backoff {
+	if b.Initial <= 0 {
+		b.Initial = DefaultBackoff.Initial
+	}
+	if b.Max < b.Initial {
+		b.Max = b.Initial
+	}
+	if b.Attempts < 1 {
+		b.Attempts = 1
+	}
+	return b
+}
+
+// Each process draws its own jitter: math/rand's shared source starts from
+// the same seed in every process before Go 1.20.
+var (
+	jitterMu sync.Mutex
+	jitter   = rand.New(rand.NewSource(time.Now().UnixNano()))
+)
+
+// jittered is a wait drawn uniformly from [w/2, w].
+func jittered(w time.Duration) time.Duration {
+	jitterMu.Lock()
+	defer jitterMu.Unlock()
+	return w/2 + time.Duration(jitter.Int63n(int64(w-w/2)+1))
+}
+
 // Client calls accelsched. Every method is safe to retry and is retried on
 // UNAVAILABLE: Allocate is idempotent by request id, Release by allocation
 // id, and the others do not change what they read.
@@ -40,10 +71,11 @@ func NewClient(conn grpc.ClientConnInterface) *Client {
 	return &Client{stub: pb.NewAcceleratorSchedulerClient(conn), backoff: DefaultBackoff}
 }
 
-// WithBackoff returns a copy of c that retries by b.
+// WithBackoff returns a copy of c that retries by b (its zero fields
+// filled in as normalized says).
 func (c *Client) WithBackoff(b Backoff) *Client {
 	copied := *c
-	copied.backoff = b
+	copied.backoff = b.normalized()
 	return &copied
 }
 
@@ -51,24 +83,36 @@ func (c *Client) WithBackoff(b Backoff) *Client {
 func (c *Client) Stub() pb.AcceleratorSchedulerClient { return c.stub }
 
 func (c *Client) retry(ctx context.Context, call func(context.Context) error) error {
-	wait := c.backoff.Initial
+	return c.backoff.retry(ctx, call)
+}
+
+// retry calls call until it returns anything but UNAVAILABLE, b.Attempts
+// calls were made, or ctx is done, and returns its last error.
+func (b Backoff) retry(ctx context.Context, call func(context.Context) error) error {
+	b = b.normalized()
+	wait := b.Initial
 	for attempt := 1; ; attempt++ {
 		err := call(ctx)
-		if status.Code(err) != codes.Unavailable || attempt >= c.backoff.Attempts {
+		if status.Code(err) != codes.Unavailable || attempt >= b.Attempts {
 			return err
 		}
-		sleep := wait/2 + time.Duration(rand.Int63n(int64(wait/2)+1))
-		timer := time.NewTimer(sleep)
+		timer := time.NewTimer(jittered(wait))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return err
 		case <-timer.C:
 		}
-		if wait *= 2; wait > c.backoff.Max {
-			wait = c.backoff.Max
-		}
+		wait = b.next(wait)
 	}
+}
+
+// next is the wait after w: doubled, at most Max (and never overflowing).
+func (b Backoff) next(w time.Duration) time.Duration {
+	if w > b.Max/2 {
+		return b.Max
+	}
+	return w * 2
 }
 
 // Allocate allocates req's devices, or returns the allocation an earlier

@@ -125,3 +125,43 @@ func TestPollRenewRelease(t *testing.T) {
 		t.Error("a negative lease was sent")
 	}
 }
+
+func TestBackoffFillsItsGapsAndStopsAtAttempts(t *testing.T) {
+	if got := (Backoff{}).normalized(); got != (Backoff{Initial: DefaultBackoff.Initial, Max: DefaultBackoff.Initial, Attempts: 1}) {
+		t.Errorf("zero Backoff normalized to %+v", got)
+	}
+	if got := (Backoff{Initial: -time.Second, Max: time.Second, Attempts: 3}).normalized(); got.Initial != DefaultBackoff.Initial {
+		t.Errorf("negative Initial normalized to %+v", got)
+	}
+	for _, w := range []time.Duration{1, 2, 7, time.Second, 1 << 62} {
+		for i := 0; i < 100; i++ {
+			if j := jittered(w); j < w/2 || j > w {
+				t.Fatalf("jittered(%v) = %v, outside [w/2, w]", w, j)
+			}
+		}
+	}
+	calls := 0
+	unavailable := func(context.Context) error { calls++; return status.Error(codes.Unavailable, "down") }
+	huge := Backoff{Initial: time.Second, Max: 1<<63 - 1}
+	if got := huge.next(1 << 62); got != huge.Max {
+		t.Errorf("next(2^62) = %v, want Max (no overflow)", got)
+	}
+	if got := huge.next(time.Second); got != 2*time.Second {
+		t.Errorf("next(1s) = %v", got)
+	}
+	b := Backoff{Initial: time.Microsecond, Max: 8 * time.Microsecond, Attempts: 40}
+	if err := b.retry(context.Background(), unavailable); status.Code(err) != codes.Unavailable || calls != 40 {
+		t.Errorf("%d calls, %v; want 40 and UNAVAILABLE", calls, err)
+	}
+	calls = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := (Backoff{Initial: time.Hour, Attempts: 5}).retry(ctx, unavailable); status.Code(err) != codes.Unavailable || calls != 1 {
+		t.Errorf("cancelled: %d calls, %v; want 1", calls, err)
+	}
+	calls = 0
+	exhausted := func(context.Context) error { calls++; return status.Error(codes.ResourceExhausted, "full") }
+	if err := b.retry(context.Background(), exhausted); status.Code(err) != codes.ResourceExhausted || calls != 1 {
+		t.Errorf("RESOURCE_EXHAUSTED: %d calls, %v; want no retry", calls, err)
+	}
+}

@@ -83,8 +83,11 @@ func TestReadmeShowsTheExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(source)
-	begin := strings.Index(text, "// README:begin\n") + len("// README:begin\n")
-	end := strings.Index(text, "\n// README:end")
+	begin, end := strings.Index(text, "// README:begin\n"), strings.Index(text, "\n// README:end")
+	if begin < 0 || end < begin {
+		t.Fatal("example_test.go lost its README:begin / README:end markers")
+	}
+	begin += len("// README:begin\n")
 	readme, err := os.ReadFile(root + "/README.md")
 	if err != nil {
 		t.Fatal(err)

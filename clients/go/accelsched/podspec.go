@@ -1,9 +1,11 @@
 package accelsched
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 )
 
 // The parts of a Kubernetes PodSpec that Placement.pod_spec_patch carries,
@@ -60,15 +62,22 @@ type podSpecPatch struct {
 //     variables set (replacing one of the same name), on the container the
 //     patch names, or the first container when it names none.
 //
-// An error names what is wrong: JSON that does not parse, a PodSpec without
-// containers, a container the PodSpec does not have.
+// An error names what is wrong: JSON that does not parse, a patch with a
+// field this client does not know (a newer server's: update the client
+// rather than apply part of a placement), a PodSpec without containers, a
+// container the PodSpec does not have.
 func ApplyPodSpecPatch(podSpec []byte, patch string) ([]byte, error) {
 	var p podSpecPatch
-	if err := json.Unmarshal([]byte(patch), &p); err != nil {
+	strict := json.NewDecoder(strings.NewReader(patch))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(&p); err != nil {
 		return nil, fmt.Errorf("accelsched: pod_spec_patch: %w", err)
 	}
 	var spec map[string]interface{}
-	if err := json.Unmarshal(podSpec, &spec); err != nil {
+	// Numbers stay as written (json.Number), not rounded through float64.
+	exact := json.NewDecoder(bytes.NewReader(podSpec))
+	exact.UseNumber()
+	if err := exact.Decode(&spec); err != nil {
 		return nil, fmt.Errorf("accelsched: PodSpec: %w", err)
 	}
 	if spec == nil {
@@ -128,7 +137,9 @@ func list(m map[string]interface{}, key string, out interface{}) error {
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(b, out); err != nil {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(out); err != nil {
 		return fmt.Errorf("accelsched: PodSpec field %q: %w", key, err)
 	}
 	return nil
@@ -181,33 +192,31 @@ func addTolerations(spec map[string]interface{}, add []toleration) error {
 	if len(add) == 0 {
 		return nil
 	}
-	var existing []map[string]interface{}
+	var existing []interface{}
 	if err := list(spec, "tolerations", &existing); err != nil {
+		return err
+	}
+	// The same list read as tolerations, where an omitted field is "".
+	var known []toleration
+	if err := list(spec, "tolerations", &known); err != nil {
 		return err
 	}
 	for _, t := range add {
 		present := false
-		for _, e := range existing {
+		for _, e := range known {
 			// Toleration.MatchToleration: key, operator, value and effect.
-			if e["key"] == orNil(t.Key) && e["operator"] == orNil(t.Operator) && e["value"] == orNil(t.Value) && e["effect"] == orNil(t.Effect) {
+			if e == t {
 				present = true
 				break
 			}
 		}
 		if !present {
 			existing = append(existing, toMap(t))
+			known = append(known, t)
 		}
 	}
 	spec["tolerations"] = existing
 	return nil
-}
-
-// orNil is s as it decodes from JSON: an omitted empty string is absent.
-func orNil(s string) interface{} {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 func toMap(t toleration) map[string]interface{} {

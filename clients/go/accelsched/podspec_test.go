@@ -52,6 +52,37 @@ func TestPatchKeepsWhatThePodAlreadyHas(t *testing.T) {
 	}
 }
 
+// Numbers keep every digit; a toleration written with explicit empty fields
+// is the same toleration as one that omits them (Kubernetes reads both as "").
+func TestPatchKeepsNumbersAndSeesEmptyFieldsAsAbsent(t *testing.T) {
+	pod := `{"activeDeadlineSeconds":9007199254740993,` +
+		`"tolerations":[{"key":"k8s.amazonaws.com/accelerator","operator":"Equal","value":"nvidia-tesla-a100","effect":"NoSchedule","tolerationSeconds":null}],` +
+		`"containers":[{"name":"main"}]}`
+	unnamed := `{"tolerations":[{"key":"k8s.amazonaws.com/accelerator","operator":"Equal","value":"nvidia-tesla-a100","effect":"NoSchedule"},` +
+		`{"key":"spot","operator":"Exists","effect":"NoSchedule"}],"containers":[{"resources":{"limits":{"x/y":"1"}}}]}`
+	out, err := ApplyPodSpecPatch([]byte(pod), unnamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"activeDeadlineSeconds":9007199254740993`) {
+		t.Errorf("the number changed: %s", out)
+	}
+	var got struct{ Tolerations []toleration }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tolerations) != 2 || got.Tolerations[1].Key != "spot" {
+		t.Errorf("tolerations %+v, want the existing one and spot", got.Tolerations)
+	}
+	again, err := ApplyPodSpecPatch([]byte(`{"tolerations":[{"key":"spot","operator":"Exists","value":"","effect":"NoSchedule"}],"containers":[{}]}`), unnamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(again), `"spot"`) != 1 {
+		t.Errorf("spot twice: %s", again)
+	}
+}
+
 func TestPatchWithoutAContainerNameGoesToTheFirst(t *testing.T) {
 	unnamed := strings.Replace(patch, `"name":"main",`, "", 1)
 	out, err := ApplyPodSpecPatch([]byte(`{"containers":[{"name":"a"},{"name":"b"}]}`), unnamed)
@@ -74,6 +105,8 @@ func TestPatchErrorsNameTheProblem(t *testing.T) {
 		{`{"containers":`, patch, "PodSpec"},
 		{`{"containers":[{"name":"main"}]}`, `{"tolerations":{}}`, "pod_spec_patch"},
 		{`{"tolerations":"x","containers":[{"name":"main"}]}`, patch, `PodSpec field "tolerations"`},
+		// A field from a newer server: not applied in part.
+		{`{"containers":[{"name":"main"}]}`, `{"containers":[{"name":"main"}],"resourceClaims":[]}`, `unknown field "resourceClaims"`},
 	} {
 		if _, err := ApplyPodSpecPatch([]byte(c.pod), c.patch); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ApplyPodSpecPatch(%s) = %v, want an error with %q", c.pod, err, c.want)

@@ -94,24 +94,8 @@ func propeller(acc *pb.Accelerator, count int) podFields {
 
 // fieldsOf reads back the fields of a patched PodSpec.
 func fieldsOf(t *testing.T, podSpec []byte) podFields {
-	var spec struct {
-		Affinity struct {
-			NodeAffinity struct {
-				Required struct {
-					Terms []struct {
-						MatchExpressions []nodeSelectorRequirement `json:"matchExpressions"`
-					} `json:"nodeSelectorTerms"`
-				} `json:"requiredDuringSchedulingIgnoredDuringExecution"`
-			} `json:"nodeAffinity"`
-		} `json:"affinity"`
-		Tolerations []toleration `json:"tolerations"`
-		Containers  []struct {
-			Resources struct {
-				Limits   map[string]string `json:"limits"`
-				Requests map[string]string `json:"requests"`
-			} `json:"resources"`
-		} `json:"containers"`
-	}
+	// The fields a patch writes are the fields to read back.
+	var spec podSpecPatch
 	if err := json.Unmarshal(podSpec, &spec); err != nil {
 		t.Fatalf("patched PodSpec %s: %v", podSpec, err)
 	}
@@ -331,13 +315,23 @@ func TestPatchedPodIsPropellersPlusThePin(t *testing.T) {
 				}
 				want.Requirements = append(want.Requirements, pin(host.host))
 				compare(t, fieldsOf(t, patched), want)
-			}
-			if tc.claimed {
-				if got, want := claimedUUIDs(t, a.GetPlacement().GetResourceClaim()), allocatedIDs(a); !reflect.DeepEqual(got, want) {
-					t.Errorf("the claim selects %v, allocated %v", got, want)
+				if tc.claimed {
+					if got, want := claimedUUIDs(t, p.GetResourceClaim()), allocatedIDs(a); !reflect.DeepEqual(got, want) {
+						t.Errorf("the claim selects %v, allocated %v", got, want)
+					}
+				} else if claim := p.GetResourceClaim(); claim != "" {
+					t.Errorf("a claim without a DRA driver: %s", claim)
 				}
-			} else if claim := a.GetPlacement().GetResourceClaim(); claim != "" {
-				t.Errorf("a claim without a DRA driver: %s", claim)
+			}
+			if len(tc.hosts) > 1 {
+				// The slice's own placement: propeller's for one host, no pin.
+				patched, err := ApplyPodSpecPatch([]byte(emptyPod), a.GetPlacement().GetPodSpecPatch())
+				if err != nil {
+					t.Fatal(err)
+				}
+				compare(t, fieldsOf(t, patched), propeller(tc.acc, tc.hosts[0].count))
+			} else if a.GetPlacement().String() != a.GetPlacements()[0].String() {
+				t.Errorf("placement %v differs from its one node's %v", a.GetPlacement(), a.GetPlacements()[0])
 			}
 			if env := a.GetPlacement().GetEnv(); len(env) != 0 {
 				t.Errorf("env %v, want none by default", env)
