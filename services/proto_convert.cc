@@ -133,6 +133,25 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
   return req;
 }
 
+namespace {
+
+void AddPlacements(const Allocation& a, const PlacementOptions& options,
+                   v1::Allocation* proto) {
+  const std::vector<Placement> per_node = BuildNodePlacements(a, options);
+  if (per_node.size() == 1) {
+    // One node: the allocation's placement is that node's.
+    PlacementToProto(a, per_node[0], proto->add_placements());
+    *proto->mutable_placement() = proto->placements(0);
+    return;
+  }
+  PlacementToProto(a, BuildPlacement(a, options), proto->mutable_placement());
+  for (const Placement& p : per_node) {
+    PlacementToProto(a, p, proto->add_placements());
+  }
+}
+
+}  // namespace
+
 void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
                        v1::Allocation* proto) {
   proto->set_id(a.id);
@@ -146,18 +165,9 @@ void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
     p->set_mig_slice_id(d.mig_slice_id);
     p->set_profile(d.profile);
   }
-  const std::vector<Placement> per_node = BuildNodePlacements(a, placement);
-  if (per_node.size() == 1) {
-    // One node: the allocation's placement is that node's.
-    PlacementToProto(a, per_node[0], proto->add_placements());
-    *proto->mutable_placement() = proto->placements(0);
-  } else {
-    PlacementToProto(a, BuildPlacement(a, placement),
-                     proto->mutable_placement());
-    for (const Placement& p : per_node) {
-      PlacementToProto(a, p, proto->add_placements());
-    }
-  }
+  // An ended allocation's devices may be someone else's now: no placement
+  // to start a pod with.
+  if (a.live() || a.id.empty()) AddPlacements(a, placement, proto);
   proto->set_tenant(a.tenant);
   proto->set_model(a.model);
   if (!a.id.empty()) {

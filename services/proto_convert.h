@@ -21,8 +21,9 @@ void CapacityToProto(const CapacityEntry& entry, v1::CapacityEntry* proto);
 absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
     const v1::AllocateRequest& proto);
 // With the placements derived from it (core/placement.h,
-// services/kubernetes_placement.h). An allocation without an id (Explain's
-// preview) leaves id and state unset.
+// services/kubernetes_placement.h) while it is ACTIVE, or is Explain's
+// preview; an ended one has none (its devices may be another's now). The
+// preview, which has no id, leaves id and state unset.
 void AllocationToProto(const Allocation& allocation,
                        const PlacementOptions& placement,
                        v1::Allocation* proto);

@@ -108,6 +108,15 @@ TEST_F(E2eTest, MixedStrategyNodeGetsTheMigResourceAndNoPartitionLabel) {
   v1::Allocation got;
   ASSERT_TRUE(Call(&Stub::GetAllocation, get, &got).ok());
   EXPECT_EQ(got.placement().DebugString(), p.DebugString());
+  // Once released, no placement: its devices may be another's.
+  v1::ReleaseRequest release;
+  release.set_allocation_id(a.id());
+  v1::Allocation released;
+  ASSERT_TRUE(Call(&Stub::Release, release, &released).ok());
+  EXPECT_FALSE(released.has_placement());
+  EXPECT_EQ(released.placements_size(), 0);
+  ASSERT_TRUE(Call(&Stub::GetAllocation, get, &got).ok());
+  EXPECT_FALSE(got.has_placement());
   // A new allocation there follows the node's label as it is now.
   v1::Allocation single;
   ASSERT_TRUE(
