@@ -1,6 +1,5 @@
 #include "core/placement.h"
 
-#include <algorithm>
 #include <set>
 #include <utility>
 

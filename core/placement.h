@@ -38,7 +38,9 @@ namespace accelsched {
 
 inline constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
 // GPU Feature Discovery's label for the device plugin's MIG strategy
-// (NVIDIA/k8s-device-plugin, "MIG strategy"): "none", "single" or "mixed".
+// (NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md, "Generated
+// Labels"): "none", "single" or "mixed" (the strategies of device plugin
+// 0.7.0 on).
 inline constexpr char kMigStrategyLabel[] = "nvidia.com/mig.strategy";
 
 // The node labels propeller's affinity uses for a device class.
