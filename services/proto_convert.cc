@@ -24,6 +24,21 @@ absl::Duration FromDuration(const google::protobuf::Duration& d) {
   return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
 }
 
+void AddPlacements(const Allocation& a, const PlacementOptions& options,
+                   v1::Allocation* proto) {
+  const std::vector<Placement> per_node = BuildNodePlacements(a, options);
+  if (per_node.size() == 1) {
+    // One node: the allocation's placement is that node's.
+    PlacementToProto(a, per_node[0], proto->add_placements());
+    *proto->mutable_placement() = proto->placements(0);
+    return;
+  }
+  PlacementToProto(a, BuildPlacement(a, options), proto->mutable_placement());
+  for (const Placement& p : per_node) {
+    PlacementToProto(a, p, proto->add_placements());
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Node> NodeFromProto(const v1::Node& proto) {
@@ -132,25 +147,6 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
   req.lease = FromDuration(proto.lease());
   return req;
 }
-
-namespace {
-
-void AddPlacements(const Allocation& a, const PlacementOptions& options,
-                   v1::Allocation* proto) {
-  const std::vector<Placement> per_node = BuildNodePlacements(a, options);
-  if (per_node.size() == 1) {
-    // One node: the allocation's placement is that node's.
-    PlacementToProto(a, per_node[0], proto->add_placements());
-    *proto->mutable_placement() = proto->placements(0);
-    return;
-  }
-  PlacementToProto(a, BuildPlacement(a, options), proto->mutable_placement());
-  for (const Placement& p : per_node) {
-    PlacementToProto(a, p, proto->add_placements());
-  }
-}
-
-}  // namespace
 
 void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
                        v1::Allocation* proto) {

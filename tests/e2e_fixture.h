@@ -103,20 +103,27 @@ inline v1::Device* AddGpu(v1::Node* n, const std::string& id,
   return d;
 }
 
+// An A100 in MIG mode split into seven 1g.5gb slices, "<slice_prefix><start>".
+inline v1::Device* AddMigA100(v1::Node* n, const std::string& id, int index,
+                              const std::string& slice_prefix) {
+  v1::Device* mig = AddGpu(n, id, "nvidia-tesla-a100", index);
+  mig->set_mig_enabled(true);
+  for (int i = 0; i < 7; ++i) {
+    v1::MigSlice* s = mig->add_mig_slices();
+    s->set_id(slice_prefix + std::to_string(i));
+    s->set_profile("1g.5gb");
+    s->set_start(i);
+  }
+  return mig;
+}
+
 inline v1::Node GpuNode() {
   v1::Node n;
   n.set_name("gpu-node-1");
   (*n.mutable_labels())["pool"] = "a100";
   (*n.mutable_labels())["kubernetes.io/hostname"] = "gpu-node-1";
   AddGpu(&n, "GPU-0001", "NVIDIA A100-SXM4-40GB", 0);
-  v1::Device* mig = AddGpu(&n, "GPU-0002", "nvidia-tesla-a100", 1);
-  mig->set_mig_enabled(true);
-  for (int i = 0; i < 7; ++i) {
-    v1::MigSlice* s = mig->add_mig_slices();
-    s->set_id("MIG-0002-" + std::to_string(i));
-    s->set_profile("1g.5gb");
-    s->set_start(i);
-  }
+  AddMigA100(&n, "GPU-0002", 1, "MIG-0002-");
   return n;
 }
 

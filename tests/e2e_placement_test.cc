@@ -23,14 +23,7 @@ v1::Node MixedNode() {
   n.set_name("mixed-1");
   (*n.mutable_labels())["nvidia.com/mig.strategy"] = "mixed";
   (*n.mutable_labels())["kubernetes.io/hostname"] = "host-mixed";
-  v1::Device* mig = AddGpu(&n, "GPU-m", "nvidia-tesla-a100", 0);
-  mig->set_mig_enabled(true);
-  for (int i = 0; i < 7; ++i) {
-    v1::MigSlice* s = mig->add_mig_slices();
-    s->set_id("MIG-m-" + std::to_string(i));
-    s->set_profile("1g.5gb");
-    s->set_start(i);
-  }
+  AddMigA100(&n, "GPU-m", 0, "MIG-m-");
   return n;
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 )
 
@@ -174,18 +173,23 @@ func addRequirements(spec map[string]interface{}, requirements []nodeSelectorReq
 // same key, operator and values in the same order.
 func containsRequirement(list []nodeSelectorRequirement, r nodeSelectorRequirement) bool {
 	for _, e := range list {
-		if e.Key == r.Key && e.Operator == r.Operator && reflect.DeepEqual(nonNil(e.Values), nonNil(r.Values)) {
+		if e.Key == r.Key && e.Operator == r.Operator && equalStrings(e.Values, r.Values) {
 			return true
 		}
 	}
 	return false
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	return s
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func addTolerations(spec map[string]interface{}, add []toleration) error {
