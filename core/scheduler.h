@@ -110,8 +110,13 @@ class Scheduler {
   absl::StatusOr<Node> SetNodeSchedulable(absl::string_view name,
                                           bool schedulable);
   // `unhealthy_device_ids` is the node's complete set of unhealthy devices now.
+  // `reported_ids` names what the caller reports statistics for (kept apart,
+  // in a DeviceStatsTable): each must be a device or MIG slice of the node.
+  // NOT_FOUND for an unknown node; INVALID_ARGUMENT naming the first id that
+  // is not the node's, and then nothing changes.
   absl::Status Heartbeat(absl::string_view name,
-                         const std::vector<std::string>& unhealthy_device_ids);
+                         const std::vector<std::string>& unhealthy_device_ids,
+                         const std::vector<std::string>& reported_ids = {});
   // Sorted by device class, model, partition.
   std::vector<CapacityEntry> GetCapacity() const;
 

@@ -444,7 +444,8 @@ absl::StatusOr<Node> Scheduler::SetNodeSchedulable(absl::string_view name,
 
 absl::Status Scheduler::Heartbeat(
     absl::string_view name,
-    const std::vector<std::string>& unhealthy_device_ids) {
+    const std::vector<std::string>& unhealthy_device_ids,
+    const std::vector<std::string>& reported_ids) {
   if (unhealthy_device_ids.size() > kMaxDevicesPerNode) {
     return absl::InvalidArgumentError(
         absl::StrCat("unhealthy_device_ids has ", unhealthy_device_ids.size(),
@@ -463,6 +464,14 @@ absl::Status Scheduler::Heartbeat(
                          "\" is not a device of node \"", name, "\""));
       }
       unhealthy.insert(id);
+    }
+    for (const std::string& id : reported_ids) {
+      auto owner = owner_.find(id);
+      if (owner == owner_.end() || owner->second != name) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "device_stats[\"", id,
+            "\"] is not a device or MIG slice of node \"", name, "\""));
+      }
     }
     const absl::Time now = clock_->Now();
     Write write;

@@ -52,6 +52,9 @@ ABSL_FLAG(std::string, accelerator_types, "",
           "profiles and TPU topologies are added to the built-in ones; "
           "SIGHUP re-reads it");
 
+ABSL_FLAG(bool, metrics_per_device, false,
+          "also export device statistics per device and MIG slice on /metrics "
+          "(a series each: mind the cardinality), not only per node and model");
 ABSL_FLAG(bool, nvidia_visible_devices, false,
           "put NVIDIA_VISIBLE_DEVICES=<allocated UUIDs> in each NVIDIA "
           "placement; off by default: with the device plugin the kubelet "
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
   options.admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
   options.max_db_pages = absl::GetFlag(FLAGS_max_db_pages);
   options.accelerator_types = absl::GetFlag(FLAGS_accelerator_types);
+  options.metrics_per_device = absl::GetFlag(FLAGS_metrics_per_device);
   options.placement.nvidia_visible_devices =
       absl::GetFlag(FLAGS_nvidia_visible_devices);
 

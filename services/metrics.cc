@@ -8,9 +8,14 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
+#include <map>
+#include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "core/allocation_model.h"
+#include "core/device_stats.h"
 #include "core/scheduler.h"
 
 namespace accelsched {
@@ -136,6 +141,120 @@ class CatalogCollector final : public prometheus::Collectable {
   const std::string version_;
 };
 
+// Reads the latest device statistics at scrape time, joined with the catalog
+// for each device's model. Per node and model by default: a cluster of
+// thousands of GPUs would otherwise add four series per device (and per MIG
+// slice) to every scrape.
+class DeviceStatsCollector final : public prometheus::Collectable {
+ public:
+  DeviceStatsCollector(const Scheduler* scheduler,
+                       const DeviceStatsTable* stats, bool per_device)
+      : scheduler_(scheduler), stats_(stats), per_device_(per_device) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    auto util = GaugeFamily(
+        "accelsched_node_device_utilization_ratio",
+        "Mean busy fraction (0-1) of the node's reporting devices of a model.");
+    auto memory = GaugeFamily(
+        "accelsched_node_device_memory_used_bytes",
+        "Memory in use summed over the node's reporting devices of a model.");
+    auto power =
+        GaugeFamily("accelsched_node_device_power_watts",
+                    "Power draw summed over the node's reporting devices of a "
+                    "model.");
+    auto temperature =
+        GaugeFamily("accelsched_node_device_max_temperature_celsius",
+                    "Hottest of the node's reporting devices of a model.");
+    auto reporting = GaugeFamily(
+        "accelsched_node_devices_reporting",
+        "Devices of a model on the node with fresh statistics (weights for "
+        "the mean).");
+    auto dev_util = GaugeFamily("accelsched_device_utilization_ratio",
+                                "Busy fraction (0-1) of one device or slice.");
+    auto dev_memory = GaugeFamily("accelsched_device_memory_used_bytes",
+                                  "Memory in use on one device or slice.");
+    auto dev_temperature = GaugeFamily("accelsched_device_temperature_celsius",
+                                       "Temperature of one device.");
+    auto dev_power = GaugeFamily("accelsched_device_power_watts",
+                                 "Power draw of one device.");
+
+    struct Sum {
+      double utilization = 0;
+      double memory = 0;
+      double power = 0;
+      double max_temperature = -273.15;
+      int devices = 0;
+    };
+    for (const auto& [name, stats] : stats_->Fresh(absl::Now())) {
+      absl::StatusOr<Node> node = scheduler_->GetNode(name);
+      if (!node.ok()) continue;  // removed since its last heartbeat
+      std::map<std::string, Sum> by_model;
+      auto per_device = [&](const DeviceStats& s, const std::string& model,
+                            const std::string& id,
+                            const std::string& partition) {
+        if (!per_device_) return;
+        const std::vector<prometheus::ClientMetric::Label> labels = {
+            {"device", id},
+            {"model", model},
+            {"node", name},
+            {"partition", partition}};
+        dev_util.metric.push_back(Sample(s.utilization, labels));
+        dev_memory.metric.push_back(
+            Sample(static_cast<double>(s.memory_used_bytes), labels));
+        if (partition.empty()) {
+          dev_temperature.metric.push_back(
+              Sample(s.temperature_celsius, labels));
+          dev_power.metric.push_back(Sample(s.power_watts, labels));
+        }
+      };
+      for (const Device& d : node->devices) {
+        // Whole devices only in the sums: a MIG GPU's own reading already
+        // counts the memory its slices use.
+        if (auto it = stats.find(d.id); it != stats.end()) {
+          const DeviceStats& s = it->second;
+          Sum& sum = by_model[d.canonical_model];
+          sum.utilization += s.utilization;
+          sum.memory += static_cast<double>(s.memory_used_bytes);
+          sum.power += s.power_watts;
+          sum.max_temperature =
+              std::max(sum.max_temperature, s.temperature_celsius);
+          ++sum.devices;
+          per_device(s, d.canonical_model, d.id, "");
+        }
+        for (const MigSlice& slice : d.mig_slices) {
+          if (auto it = stats.find(slice.id); it != stats.end()) {
+            per_device(it->second, d.canonical_model, slice.id, slice.profile);
+          }
+        }
+      }
+      for (const auto& [model, sum] : by_model) {
+        const std::vector<prometheus::ClientMetric::Label> labels = {
+            {"model", model}, {"node", name}};
+        util.metric.push_back(Sample(sum.utilization / sum.devices, labels));
+        memory.metric.push_back(Sample(sum.memory, labels));
+        power.metric.push_back(Sample(sum.power, labels));
+        temperature.metric.push_back(Sample(sum.max_temperature, labels));
+        reporting.metric.push_back(Sample(sum.devices, labels));
+      }
+    }
+    std::vector<prometheus::MetricFamily> out;
+    for (auto* f : {&util, &memory, &power, &temperature, &reporting}) {
+      out.push_back(std::move(*f));
+    }
+    if (per_device_) {
+      for (auto* f : {&dev_util, &dev_memory, &dev_temperature, &dev_power}) {
+        out.push_back(std::move(*f));
+      }
+    }
+    return out;
+  }
+
+ private:
+  const Scheduler* const scheduler_;
+  const DeviceStatsTable* const stats_;
+  const bool per_device_;
+};
+
 }  // namespace
 
 struct Metrics::Families {
@@ -211,10 +330,13 @@ struct Metrics::Families {
 };
 
 Metrics::Metrics(prometheus::Registry& registry, Scheduler* scheduler,
+                 const DeviceStatsTable* device_stats, bool per_device_stats,
                  absl::string_view version)
     : f_(std::make_unique<Families>(registry)),
       collector_(
-          std::make_shared<CatalogCollector>(scheduler, std::string(version))) {
+          std::make_shared<CatalogCollector>(scheduler, std::string(version))),
+      device_stats_collector_(std::make_shared<DeviceStatsCollector>(
+          scheduler, device_stats, per_device_stats)) {
   Families* f = f_.get();
   scheduler->committer().set_observer(
       [f](size_t writes, absl::Duration latency) {
@@ -242,6 +364,11 @@ Metrics::~Metrics() = default;
 
 std::shared_ptr<prometheus::Collectable> Metrics::catalog_collector() const {
   return collector_;
+}
+
+std::shared_ptr<prometheus::Collectable> Metrics::device_stats_collector()
+    const {
+  return device_stats_collector_;
 }
 
 void Metrics::RecordRpc(absl::string_view method, absl::StatusCode code,

@@ -22,6 +22,7 @@ class Family;
 
 namespace accelsched {
 
+class DeviceStatsTable;
 class Scheduler;
 
 class Metrics {
@@ -29,7 +30,10 @@ class Metrics {
   // Registers the metric families in `registry` and hooks the scheduler's
   // commit and event streams: the scheduler must outlive this, and must be
   // stopped before this is destroyed.
+  // `device_stats` must outlive this too; `per_device_stats` adds a series per
+  // device and MIG slice to the per node and model ones.
   Metrics(prometheus::Registry& registry, Scheduler* scheduler,
+          const DeviceStatsTable* device_stats, bool per_device_stats,
           absl::string_view version);
   ~Metrics();
   Metrics(const Metrics&) = delete;
@@ -38,6 +42,8 @@ class Metrics {
   // The scrape-time gauges (devices, nodes, active allocations, watchers, build
   // info).
   std::shared_ptr<prometheus::Collectable> catalog_collector() const;
+  // The scrape-time device statistics gauges.
+  std::shared_ptr<prometheus::Collectable> device_stats_collector() const;
 
   // One finished gRPC call.
   void RecordRpc(absl::string_view method, absl::StatusCode code,
@@ -50,6 +56,7 @@ class Metrics {
   struct Families;
   std::unique_ptr<Families> f_;
   std::shared_ptr<prometheus::Collectable> collector_;
+  std::shared_ptr<prometheus::Collectable> device_stats_collector_;
 };
 
 }  // namespace accelsched

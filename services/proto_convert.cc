@@ -1,14 +1,18 @@
 #include "services/proto_convert.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/node_validation.h"
 #include "core/placement.h"
 #include "core/status_macros.h"
+#include "google/protobuf/util/time_util.h"
 #include "services/kubernetes_placement.h"
 
 namespace accelsched {
 namespace {
+
+using ::google::protobuf::util::TimeUtil;
 
 absl::Time FromTimestamp(const google::protobuf::Timestamp& ts) {
   return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
@@ -22,6 +26,14 @@ void ToTimestamp(absl::Time t, google::protobuf::Timestamp* ts) {
 
 absl::Duration FromDuration(const google::protobuf::Duration& d) {
   return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+void DeviceStatsToProto(const DeviceStats& s, v1::DeviceStats* proto) {
+  proto->set_utilization(s.utilization);
+  proto->set_memory_used_bytes(s.memory_used_bytes);
+  proto->set_temperature_celsius(s.temperature_celsius);
+  proto->set_power_watts(s.power_watts);
+  ToTimestamp(s.time, proto->mutable_time());
 }
 
 void AddPlacements(const Allocation& a, const PlacementOptions& options,
@@ -96,6 +108,47 @@ void NodeToProto(const Node& node, v1::Node* proto) {
     }
     p->set_tpu_slice_id(d.tpu_slice_id);
     p->set_tpu_topology(d.tpu_topology);
+  }
+}
+
+absl::StatusOr<DeviceStatsMap> DeviceStatsFromProto(
+    const google::protobuf::Map<std::string, v1::DeviceStats>& proto,
+    absl::Time now) {
+  DeviceStatsMap out;
+  out.reserve(proto.size());
+  for (const auto& [id, p] : proto) {
+    DeviceStats s;
+    s.utilization = p.utilization();
+    s.memory_used_bytes = p.memory_used_bytes();
+    s.temperature_celsius = p.temperature_celsius();
+    s.power_watts = p.power_watts();
+    const std::string field =
+        absl::StrCat("device_stats[\"", absl::CHexEscape(id), "\"]");
+    if (p.has_time() &&
+        (p.time().seconds() < TimeUtil::kTimestampMinSeconds ||
+         p.time().seconds() > TimeUtil::kTimestampMaxSeconds ||
+         p.time().nanos() < 0 || p.time().nanos() > 999'999'999)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".time is not a valid Timestamp"));
+    }
+    s.time = p.has_time() ? FromTimestamp(p.time()) : now;
+    RETURN_IF_ERROR(ValidateDeviceStats(s, field));
+    out.emplace(id, s);
+  }
+  return out;
+}
+
+void AttachDeviceStats(const DeviceStatsMap& stats, v1::Node* proto) {
+  if (stats.empty()) return;
+  for (v1::Device& d : *proto->mutable_devices()) {
+    if (auto it = stats.find(d.id()); it != stats.end()) {
+      DeviceStatsToProto(it->second, d.mutable_stats());
+    }
+    for (v1::MigSlice& s : *d.mutable_mig_slices()) {
+      if (auto it = stats.find(s.id()); it != stats.end()) {
+        DeviceStatsToProto(it->second, s.mutable_stats());
+      }
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include "core/allocation_model.h"
 #include "core/capacity.h"
 #include "core/catalog_model.h"
+#include "core/device_stats.h"
 #include "core/placement.h"
 #include "core/scheduler.h"
 
@@ -17,6 +18,15 @@ namespace accelsched {
 absl::StatusOr<Node> NodeFromProto(const v1::Node& proto);
 void NodeToProto(const Node& node, v1::Node* proto);
 void CapacityToProto(const CapacityEntry& entry, v1::CapacityEntry* proto);
+
+// A heartbeat's device_stats, each checked by ValidateDeviceStats; a reading
+// without a time gets `now`.
+absl::StatusOr<DeviceStatsMap> DeviceStatsFromProto(
+    const google::protobuf::Map<std::string, v1::DeviceStats>& proto,
+    absl::Time now);
+// Sets Device.stats and MigSlice.stats in `proto` from `stats`; ids that are
+// not in the node are ignored.
+void AttachDeviceStats(const DeviceStatsMap& stats, v1::Node* proto);
 
 absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
     const v1::AllocateRequest& proto);

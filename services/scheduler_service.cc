@@ -44,6 +44,7 @@ grpc::Status SchedulerService::RegisterNode(grpc::ServerContext* ctx,
     ASSIGN_OR_RETURN(Node node, NodeFromProto(req->node()));
     ASSIGN_OR_RETURN(Node stored, scheduler_->RegisterNode(std::move(node)));
     NodeToProto(stored, resp);
+    AttachDeviceStats(stats_->Get(stored.name), resp);
     return absl::OkStatus();
   });
 }
@@ -55,6 +56,7 @@ grpc::Status SchedulerService::GetNode(grpc::ServerContext* ctx,
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     ASSIGN_OR_RETURN(Node node, scheduler_->GetNode(req->name()));
     NodeToProto(node, resp);
+    AttachDeviceStats(stats_->Get(node.name), resp);
     return absl::OkStatus();
   });
 }
@@ -69,7 +71,11 @@ grpc::Status SchedulerService::ListNodes(grpc::ServerContext* ctx,
     ASSIGN_OR_RETURN(
         NodePage page,
         scheduler_->ListNodes(selector, req->page_size(), req->page_token()));
-    for (const Node& node : page.nodes) NodeToProto(node, resp->add_nodes());
+    for (const Node& node : page.nodes) {
+      v1::Node* proto = resp->add_nodes();
+      NodeToProto(node, proto);
+      AttachDeviceStats(stats_->Get(node.name), proto);
+    }
     resp->set_next_page_token(page.next_page_token);
     return absl::OkStatus();
   });
@@ -80,7 +86,9 @@ grpc::Status SchedulerService::RemoveNode(grpc::ServerContext* ctx,
                                           v1::RemoveNodeResponse*) {
   return Handle(ctx, "RemoveNode", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    return scheduler_->RemoveNode(req->name(), req->force());
+    RETURN_IF_ERROR(scheduler_->RemoveNode(req->name(), req->force()));
+    stats_->Erase(req->name());
+    return absl::OkStatus();
   });
 }
 
@@ -107,7 +115,17 @@ grpc::Status SchedulerService::Heartbeat(grpc::ServerContext* ctx,
       RETURN_IF_ERROR(
           ValidateId(ids[i], absl::StrCat("unhealthy_device_ids[", i, "]")));
     }
-    return scheduler_->Heartbeat(req->name(), ids);
+    const absl::Time now = absl::Now();
+    ASSIGN_OR_RETURN(DeviceStatsMap stats,
+                     DeviceStatsFromProto(req->device_stats(), now));
+    std::vector<std::string> reported;
+    reported.reserve(stats.size());
+    for (const auto& [id, unused] : stats) reported.push_back(id);
+    RETURN_IF_ERROR(scheduler_->Heartbeat(req->name(), ids, reported));
+    // After the node's commit: a heartbeat refused leaves the stats as they
+    // were, like everything else.
+    stats_->Put(req->name(), std::move(stats), now);
+    return absl::OkStatus();
   });
 }
 

@@ -7,6 +7,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
+#include "core/device_stats.h"
 #include "core/placement.h"
 #include "core/scheduler.h"
 #include "services/admin_auth.h"
@@ -16,13 +17,15 @@ namespace accelsched {
 
 class SchedulerService final : public v1::AcceleratorScheduler::Service {
  public:
-  // `scheduler`, `metrics` and `auth` must outlive the service.
+  // `scheduler`, `metrics`, `auth` and `stats` must outlive the service.
   SchedulerService(Scheduler* scheduler, Metrics* metrics,
-                   const AdminAuth* auth, PlacementOptions placement)
+                   const AdminAuth* auth, PlacementOptions placement,
+                   DeviceStatsTable* stats)
       : scheduler_(scheduler),
         metrics_(metrics),
         auth_(auth),
-        placement_(placement) {}
+        placement_(placement),
+        stats_(stats) {}
 
   grpc::Status RegisterNode(grpc::ServerContext* ctx,
                             const v1::RegisterNodeRequest* req,
@@ -77,6 +80,7 @@ class SchedulerService final : public v1::AcceleratorScheduler::Service {
   Metrics* const metrics_;
   const AdminAuth* const auth_;
   const PlacementOptions placement_;
+  DeviceStatsTable* const stats_;
 };
 
 }  // namespace accelsched

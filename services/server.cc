@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
+#include "core/device_stats.h"
 #include "core/scheduler.h"
 #include "core/status_macros.h"
 #include "grpc/health/v1/health.pb.h"
@@ -121,8 +122,12 @@ void Server::StartSweeper(absl::Duration interval) {
 
 absl::Status Server::StartMetrics(const Options& options) {
   registry_ = std::make_shared<prometheus::Registry>();
-  metrics_ = std::make_unique<Metrics>(*registry_, scheduler_.get(),
-                                       ACCELSCHED_VERSION);
+  // A node silent for longer than the heartbeat timeout is stale: so are its
+  // statistics.
+  device_stats_ = std::make_unique<DeviceStatsTable>(options.heartbeat_timeout);
+  metrics_ = std::make_unique<Metrics>(
+      *registry_, scheduler_.get(), device_stats_.get(),
+      options.metrics_per_device, ACCELSCHED_VERSION);
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
   } catch (const std::exception& e) {
@@ -132,6 +137,7 @@ absl::Status Server::StartMetrics(const Options& options) {
   }
   exposer_->RegisterCollectable(registry_);
   exposer_->RegisterCollectable(metrics_->catalog_collector());
+  exposer_->RegisterCollectable(metrics_->device_stats_collector());
   std::vector<int> ports = exposer_->GetListeningPorts();
   metrics_port_ = ports.empty() ? 0 : ports.front();
   return absl::OkStatus();
@@ -188,7 +194,8 @@ absl::Status Server::StartGrpc(const Options& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    Credentials(options));
   service_ = std::make_unique<SchedulerService>(
-      scheduler_.get(), metrics_.get(), auth_.get(), options.placement);
+      scheduler_.get(), metrics_.get(), auth_.get(), options.placement,
+      device_stats_.get());
   grpc::ServerBuilder builder;
   // Without this, Linux's SO_REUSEPORT would let a second server share a busy
   // port silently.

@@ -26,6 +26,7 @@ namespace accelsched {
 
 class AdminAuth;
 class Clock;
+class DeviceStatsTable;
 class Metrics;
 class Scheduler;
 class SchedulerService;
@@ -62,6 +63,9 @@ class Server {
     // (none when empty); ReloadAcceleratorTypes re-reads it.
     std::string accelerator_types;
     PlacementOptions placement;
+    // Device statistics on /metrics per device and MIG slice too, not only
+    // per node and model.
+    bool metrics_per_device = false;
   };
 
   // Checks the options, then opens, loads and starts everything; an error
@@ -99,6 +103,7 @@ class Server {
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<DeviceStatsTable> device_stats_;
   std::unique_ptr<AdminAuth> auth_;
   std::unique_ptr<SchedulerService> service_;
   std::shared_ptr<prometheus::Registry> registry_;

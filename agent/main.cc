@@ -1,0 +1,292 @@
+// accelsched-agent: discovers the node's accelerators and keeps the server's
+// catalog of them true (agent/node_reporter.h), or with --once prints them.
+#include <grpcpp/grpcpp.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "accelsched/v1/accelsched.grpc.pb.h"
+#include "agent/backoff.h"
+#include "agent/discovery.h"
+#include "agent/files.h"
+#include "agent/inventory_file.h"
+#include "agent/node_reporter.h"
+#include "agent/nvidia_gpus.h"
+#include "agent/tpu_chips.h"
+
+constexpr char kDefaultNvml[] = "libnvidia-ml.so.1";
+
+ABSL_FLAG(std::string, server, "localhost:50051", "accelschedd's gRPC address");
+ABSL_FLAG(std::string, node_name, "",
+          "the node's name (default: $NODE_NAME, which a DaemonSet sets from "
+          "spec.nodeName, else the host name)");
+ABSL_FLAG(absl::Duration, interval, absl::Seconds(10),
+          "how often to look at the devices and heartbeat");
+ABSL_FLAG(std::string, nvml_library, kDefaultNvml,
+          "NVML to dlopen; empty: no NVIDIA GPUs. When the default cannot be "
+          "loaded on a host without DEV/nvidiactl, the host has no NVIDIA "
+          "GPUs; otherwise failing to load it is fatal");
+ABSL_FLAG(std::string, inventory, "",
+          "a file listing devices by hand (an accelsched.v1.Node in protobuf "
+          "text format; its devices are added to those discovered)");
+ABSL_FLAG(std::string, labels_file, "",
+          "the node's labels, key=value per line (key=\"value\" as the "
+          "downward API writes them)");
+ABSL_FLAG(std::vector<std::string>, labels, {},
+          "more node labels, k=v,k2=v2 (over those of --labels_file)");
+ABSL_FLAG(bool, once, false,
+          "discover, print the node as JSON on stdout and exit");
+ABSL_FLAG(std::string, sys_dir, "/sys", "where sysfs is (TPU discovery)");
+ABSL_FLAG(std::string, dev_dir, "/dev", "where the host's device nodes are");
+ABSL_FLAG(std::string, tpu_topology, "",
+          "the TPU slice's topology (default: TPU_TOPOLOGY, the "
+          "cloud.google.com/gke-tpu-topology label, or the single-host shape)");
+ABSL_FLAG(std::string, tpu_slice_id, "",
+          "the TPU slice's id, the same on each of its hosts (default: the "
+          "first of TPU_WORKER_HOSTNAMES, else the node's name)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of the CA that signed the server's certificate: turns on "
+          "TLS");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate for mutual TLS (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "PEM key of --tls_cert");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "file holding the bearer token RegisterNode and Heartbeat need");
+ABSL_FLAG(absl::Duration, max_backoff, absl::Seconds(30),
+          "longest wait between retries while the server is unavailable");
+
+namespace accelsched::agent {
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "accelsched-agent: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+std::string NodeName() {
+  std::string name = absl::GetFlag(FLAGS_node_name);
+  if (!name.empty()) return name;
+  if (const char* env = std::getenv("NODE_NAME"); env != nullptr && *env) {
+    return env;
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) == 0) return host;
+  return "";
+}
+
+absl::StatusOr<std::map<std::string, std::string>> Labels() {
+  std::map<std::string, std::string> labels;
+  if (const std::string file = absl::GetFlag(FLAGS_labels_file);
+      !file.empty()) {
+    absl::StatusOr<std::string> text = ReadWholeFile(file);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<std::map<std::string, std::string>> parsed =
+        ParseLabels(*text, file);
+    if (!parsed.ok()) return parsed.status();
+    labels = *std::move(parsed);
+  }
+  absl::StatusOr<std::map<std::string, std::string>> flags =
+      ParseLabels(absl::StrJoin(absl::GetFlag(FLAGS_labels), "\n"), "--labels");
+  if (!flags.ok()) return flags.status();
+  for (auto& [k, v] : *flags) labels[k] = v;
+  return labels;
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
+    const std::string& node_name,
+    const std::map<std::string, std::string>& labels) {
+  std::vector<std::unique_ptr<DeviceSource>> sources;
+  const std::string nvml_path = absl::GetFlag(FLAGS_nvml_library);
+  if (!nvml_path.empty()) {
+    absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml =
+        NvmlLibrary::Load(nvml_path);
+    if (nvml.ok()) {
+      std::fprintf(stderr, "accelsched-agent: NVML from %s, driver %s\n",
+                   nvml_path.c_str(), (*nvml)->DriverVersion().c_str());
+      sources.push_back(std::make_unique<NvidiaGpus>(*std::move(nvml)));
+    } else {
+      const std::filesystem::path ctl =
+          std::filesystem::path(absl::GetFlag(FLAGS_dev_dir)) / "nvidiactl";
+      std::error_code ec;
+      // Registering no GPUs on a GPU node would drop them from the catalog.
+      if (nvml_path != kDefaultNvml || std::filesystem::exists(ctl, ec)) {
+        return nvml.status();
+      }
+      std::fprintf(stderr, "accelsched-agent: no NVIDIA GPUs (%s)\n",
+                   std::string(nvml.status().message()).c_str());
+    }
+  }
+  TpuChips::Options tpu;
+  tpu.node_name = node_name;
+  tpu.sys_dir = absl::GetFlag(FLAGS_sys_dir);
+  tpu.dev_dir = absl::GetFlag(FLAGS_dev_dir);
+  tpu.topology = absl::GetFlag(FLAGS_tpu_topology);
+  tpu.slice_id = absl::GetFlag(FLAGS_tpu_slice_id);
+  tpu.labels = labels;
+  sources.push_back(std::make_unique<TpuChips>(std::move(tpu)));
+  if (const std::string inventory = absl::GetFlag(FLAGS_inventory);
+      !inventory.empty()) {
+    sources.push_back(std::make_unique<InventoryFile>(inventory));
+  }
+  return sources;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials() {
+  const std::string ca = absl::GetFlag(FLAGS_tls_ca);
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert);
+  const std::string key = absl::GetFlag(FLAGS_tls_key);
+  if (ca.empty()) {
+    if (!cert.empty() || !key.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls_cert and --tls_key need --tls_ca");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  if (cert.empty() != key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  grpc::SslCredentialsOptions options;
+  absl::StatusOr<std::string> pem = ReadWholeFile(ca);
+  if (!pem.ok()) return pem.status();
+  options.pem_root_certs = *pem;
+  if (!cert.empty()) {
+    absl::StatusOr<std::string> c = ReadWholeFile(cert);
+    if (!c.ok()) return c.status();
+    absl::StatusOr<std::string> k = ReadWholeFile(key);
+    if (!k.ok()) return k.status();
+    options.pem_cert_chain = *c;
+    options.pem_private_key = *k;
+  }
+  return grpc::SslCredentials(options);
+}
+
+int Run(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "accelsched-agent --server=HOST:PORT [--node_name=N] [--interval=10s]\n"
+      "Discovers the node's GPUs (NVML), MIG slices and TPU chips, registers "
+      "them with accelschedd and heartbeats their health and readings.");
+  absl::ParseCommandLine(argc, argv);
+  // Taken in this thread only: SIGINT and SIGTERM stop the loop.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string node_name = NodeName();
+  if (node_name.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "--node_name is required (or NODE_NAME in the environment)"));
+  }
+  const absl::Duration interval = absl::GetFlag(FLAGS_interval);
+  if (interval <= absl::ZeroDuration()) {
+    return Fail(absl::InvalidArgumentError("--interval must be positive"));
+  }
+  absl::StatusOr<std::map<std::string, std::string>> labels = Labels();
+  if (!labels.ok()) return Fail(labels.status());
+  absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> sources =
+      Sources(node_name, *labels);
+  if (!sources.ok()) return Fail(sources.status());
+
+  NodeReporter::Options options;
+  options.node_name = node_name;
+  options.labels = *labels;
+  options.rpc_timeout = std::min(absl::Seconds(10), interval * 2);
+  if (const std::string file = absl::GetFlag(FLAGS_admin_token_file);
+      !file.empty()) {
+    absl::StatusOr<std::string> token = ReadWholeFile(file);
+    if (!token.ok()) return Fail(token.status());
+    options.admin_token = std::string(absl::StripAsciiWhitespace(*token));
+  }
+
+  if (absl::GetFlag(FLAGS_once)) {
+    absl::StatusOr<Observation> seen = ObserveAll(*sources, absl::Now());
+    if (!seen.ok()) return Fail(seen.status());
+    NodeReporter printer(nullptr, options);
+    std::printf("%s\n", NodeJson(printer.NodeOf(*seen), *seen).c_str());
+    return 0;
+  }
+
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      Credentials();
+  if (!credentials.ok()) return Fail(credentials.status());
+  // gRPC reconnects on its own schedule (up to 2 minutes apart by default);
+  // keep it within the agent's so that a restarted server hears from every
+  // node within --max_backoff.
+  const absl::Duration initial_backoff = std::min(absl::Seconds(1), interval);
+  const absl::Duration max_backoff =
+      std::max(absl::GetFlag(FLAGS_max_backoff), initial_backoff);
+  grpc::ChannelArguments channel_args;
+  channel_args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                      absl::ToInt64Milliseconds(initial_backoff));
+  channel_args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                      absl::ToInt64Milliseconds(max_backoff));
+  NodeReporter reporter(
+      v1::AcceleratorScheduler::NewStub(grpc::CreateCustomChannel(
+          absl::GetFlag(FLAGS_server), *credentials, channel_args)),
+      options);
+
+  absl::Notification stop;
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    stop.Notify();
+  });
+  Backoff backoff(initial_backoff, max_backoff);
+  std::string last_error;
+  int last_registrations = 0;
+  absl::Duration delay = interval;
+  do {
+    const bool retried_at_once = delay == absl::ZeroDuration();
+    delay = interval;
+    absl::StatusOr<Observation> seen = ObserveAll(*sources, absl::Now());
+    // A pass that could not look reports nothing: the node's heartbeat goes
+    // stale rather than the catalog being told the devices are gone.
+    absl::Status status = seen.ok() ? reporter.Report(*seen) : seen.status();
+    if (status.ok()) {
+      backoff.Reset();
+      if (!last_error.empty()) {
+        std::fprintf(stderr, "accelsched-agent: reporting again\n");
+      }
+      last_error.clear();
+      if (reporter.registrations() != last_registrations) {
+        last_registrations = reporter.registrations();
+        std::fprintf(stderr,
+                     "accelsched-agent: registered node %s with %zu devices\n",
+                     node_name.c_str(), seen->devices.size());
+      }
+    } else {
+      if (IsTransient(status.code())) delay = backoff.Next();
+      // The server forgot the node: register again at once (once).
+      if (status.code() == absl::StatusCode::kNotFound && !retried_at_once) {
+        delay = absl::ZeroDuration();
+      }
+      if (status.ToString() != last_error) {
+        last_error = status.ToString();
+        std::fprintf(stderr, "accelsched-agent: %s\n", last_error.c_str());
+      }
+    }
+  } while (!stop.WaitForNotificationWithTimeout(delay));
+  waiter.join();
+  std::fprintf(stderr, "accelsched-agent: stopped\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace accelsched::agent
+
+int main(int argc, char** argv) { return accelsched::agent::Run(argc, argv); }

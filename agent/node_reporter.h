@@ -1,0 +1,67 @@
+// Keeps the server's record of one node true: registers the node's inventory
+// when the reporter starts and whenever the inventory changes (a MIG re-layout,
+// a GPU gone from the bus, an edited inventory file), then sends a heartbeat
+// with the complete unhealthy set and the devices' readings. Not thread-safe:
+// one loop owns it.
+#ifndef ACCELSCHED_AGENT_NODE_REPORTER_H_
+#define ACCELSCHED_AGENT_NODE_REPORTER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "accelsched/v1/accelsched.grpc.pb.h"
+#include "agent/observation.h"
+
+namespace accelsched::agent {
+
+class NodeReporter {
+ public:
+  struct Options {
+    std::string node_name;
+    std::map<std::string, std::string> labels;
+    // Sent as "authorization: Bearer <token>" when not empty.
+    std::string admin_token;
+    // Each call's deadline.
+    absl::Duration rpc_timeout = absl::Seconds(10);
+  };
+
+  NodeReporter(std::unique_ptr<v1::AcceleratorScheduler::StubInterface> stub,
+               Options options);
+
+  // The node as it would be registered from `observation`: name, labels,
+  // devices with `healthy` from the unhealthy set and no readings.
+  v1::Node NodeOf(const Observation& observation) const;
+
+  // Registers the node if it has not been registered by this reporter, if its
+  // inventory or labels differ from the last registration, or if the server
+  // no longer knows it (NOT_FOUND from a heartbeat: it restarted on an empty
+  // database or an operator removed the node; a kubelet re-creates its Node
+  // object the same way); then heartbeats. Returns the first failing call's
+  // status, prefixed with the method.
+  absl::Status Report(const Observation& observation);
+
+  // How many RegisterNode calls succeeded (for the log and tests).
+  int registrations() const { return registrations_; }
+
+ private:
+  void Prepare(grpc::ClientContext& context) const;
+
+  const std::unique_ptr<v1::AcceleratorScheduler::StubInterface> stub_;
+  const Options options_;
+  bool registered_ = false;
+  // The last registered inventory, with health cleared: a health change is a
+  // heartbeat, not a registration.
+  v1::Node last_registered_;
+  int registrations_ = 0;
+};
+
+// True for the codes after which the same call may succeed later: the server
+// is down, restarting or overloaded.
+bool IsTransient(absl::StatusCode code);
+
+}  // namespace accelsched::agent
+
+#endif  // ACCELSCHED_AGENT_NODE_REPORTER_H_

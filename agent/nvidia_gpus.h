@@ -1,0 +1,71 @@
+// NVIDIA GPUs through NVML: each GPU's UUID, product name, memory, index, MIG
+// mode and GPU instances, its health, and its readings.
+//
+// MIG slices are GPU instances (nvmlDeviceGetGpuInstances per profile), each
+// named by the UUID of its first MIG device and by its profile, spelled as
+// NVIDIA's k8s-device-plugin and mig-parted spell it (NVIDIA/go-nvlib
+// pkg/nvlib/device/mig_profile.go NewMigProfile and MigProfileInfo.String:
+// "<slices>g.<GB>gb" plus "+me", "+me.all", "+gfx" or "-me"), so that the
+// names match the resource names the device plugin advertises. A GPU
+// instance with no compute instance has no MIG device and is left out: no pod
+// could use it.
+//
+// Health: a GPU is unhealthy while NVML reports pages pending retirement or a
+// failed row remapping, and from a critical XID event on (the event API,
+// drained every pass; the XIDs NVIDIA's device plugin treats as application
+// errors are ignored: NVIDIA/k8s-device-plugin internal/rm/health.go
+// 13, 31, 43, 45, 68, 109) until the agent restarts, as the device plugin
+// does: such a GPU needs a reset, after which the node is drained and the
+// agent restarted. A GPU whose handle, UUID or name NVML cannot read (fallen
+// off the bus) is left out of the inventory, which the server then drops (or
+// keeps unhealthy while allocated).
+//
+// Readings: utilization.gpu / 100, memory used, GPU temperature and power of
+// each GPU (NVML cannot tell utilization on a MIG-enabled GPU: 0 there), and
+// the memory used of each MIG slice. A reading NVML refuses is left at 0.
+#ifndef ACCELSCHED_AGENT_NVIDIA_GPUS_H_
+#define ACCELSCHED_AGENT_NVIDIA_GPUS_H_
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "agent/nvml_library.h"
+#include "agent/observation.h"
+
+namespace accelsched::agent {
+
+// The profile name of GPU-instance profile `profile_index` (an
+// NVML_GPU_INSTANCE_PROFILE_* value) whose instances have `memory_mb` of a
+// GPU with `gpu_memory_bytes` in all; empty for an index go-nvlib does not
+// name.
+std::string MigProfileName(unsigned int profile_index, uint64_t memory_mb,
+                           uint64_t gpu_memory_bytes);
+
+class NvidiaGpus final : public DeviceSource {
+ public:
+  explicit NvidiaGpus(std::unique_ptr<NvmlLibrary> nvml);
+  ~NvidiaGpus() override;
+
+  // Errors only when NVML cannot count the GPUs; a single GPU's failure
+  // leaves that GPU out (or unhealthy) instead.
+  absl::Status Observe(Observation& out) override;
+
+  const NvmlLibrary& nvml() const { return *nvml_; }
+
+ private:
+  // Registers a GPU for XID events once; false when it cannot be.
+  void WatchEvents(nvmlDevice_t gpu, const std::string& uuid);
+  // Marks the GPUs of pending critical XIDs.
+  void DrainEvents();
+
+  const std::unique_ptr<NvmlLibrary> nvml_;
+  nvmlEventSet_t events_ = nullptr;
+  std::set<std::string> watched_;  // UUIDs registered for events
+  std::set<std::string> xid_unhealthy_;
+};
+
+}  // namespace accelsched::agent
+
+#endif  // ACCELSCHED_AGENT_NVIDIA_GPUS_H_
