@@ -93,6 +93,28 @@ void DriveTraffic(E2eTest& t) {
   t4.set_name("t4-node");
   for (int i = 0; i < 4; ++i) AddGpu(&t4, absl::StrCat("GPU-t4-", i), "T4", i);
   ASSERT_TRUE(t.Register(t4).ok());
+  // Node agents' readings: four T4s, the whole A100, the MIG A100 and one of
+  // its slices.
+  v1::HeartbeatRequest t4_stats;
+  t4_stats.set_name("t4-node");
+  for (int i = 0; i < 4; ++i) {
+    v1::DeviceStats& s =
+        (*t4_stats.mutable_device_stats())[absl::StrCat("GPU-t4-", i)];
+    s.set_utilization(0.2 * (i + 1));
+    s.set_memory_used_bytes(int64_t{1} << 30);
+    s.set_temperature_celsius(40 + i);
+    s.set_power_watts(50);
+  }
+  v1::HeartbeatRequest a100_stats;
+  a100_stats.set_name("gpu-node-1");
+  (*a100_stats.mutable_device_stats())["GPU-0001"].set_utilization(1);
+  (*a100_stats.mutable_device_stats())["GPU-0002"].set_memory_used_bytes(
+      int64_t{3} << 30);
+  (*a100_stats.mutable_device_stats())[a100.devices(1).mig_slices(0).id()]
+      .set_memory_used_bytes(int64_t{1} << 30);
+  v1::HeartbeatResponse heartbeat;
+  ASSERT_TRUE(t.Call(&Stub::Heartbeat, t4_stats, &heartbeat).ok());
+  ASSERT_TRUE(t.Call(&Stub::Heartbeat, a100_stats, &heartbeat).ok());
   v1::Node spare;
   spare.set_name("spare");
   AddGpu(&spare, "GPU-spare", "L4", 0);
@@ -141,7 +163,7 @@ void DriveTraffic(E2eTest& t) {
 }
 
 TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
-  ASSERT_TRUE(StartServer({"--sweep_interval=50ms"}));
+  ASSERT_TRUE(StartServer({"--sweep_interval=50ms", "--metrics_per_device"}));
   Scrape empty = ScrapeMetrics(*server_);
   EXPECT_EQ(empty.at("accelsched_allocate_requests_total{result=\"ok\"}"), 0);
   ASSERT_NO_FATAL_FAILURE(DriveTraffic(*this));
@@ -160,6 +182,15 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
       {"accelsched_group_commit_batch_size", "histogram"},
       {"accelsched_watchers", "gauge"},
       {"accelsched_build_info", "gauge"},
+      {"accelsched_node_device_utilization_ratio", "gauge"},
+      {"accelsched_node_device_memory_used_bytes", "gauge"},
+      {"accelsched_node_device_power_watts", "gauge"},
+      {"accelsched_node_device_max_temperature_celsius", "gauge"},
+      {"accelsched_node_devices_reporting", "gauge"},
+      {"accelsched_device_utilization_ratio", "gauge"},
+      {"accelsched_device_memory_used_bytes", "gauge"},
+      {"accelsched_device_temperature_celsius", "gauge"},
+      {"accelsched_device_power_watts", "gauge"},
   };
   for (const auto& [family, type] : kTypes) {
     EXPECT_EQ(s.types[family], type) << family;
@@ -177,6 +208,23 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
   EXPECT_EQ(s.at("accelsched_nodes{schedulable=\"true\"}"), 3);
   EXPECT_EQ(s.at("accelsched_nodes{schedulable=\"false\"}"), 1);
   EXPECT_EQ(s.at("accelsched_allocations_active{tenant=\"team-b\"}"), 1);
+  // Device readings: per node and model (whole devices), and per device.
+  EXPECT_DOUBLE_EQ(s.at("accelsched_node_device_utilization_ratio{model="
+                        "\"nvidia-tesla-t4\",node=\"t4-node\"}"),
+                   0.5);
+  EXPECT_EQ(s.at("accelsched_node_devices_reporting{model=\"nvidia-tesla-t4\","
+                 "node=\"t4-node\"}"),
+            4);
+  EXPECT_EQ(s.at("accelsched_node_device_memory_used_bytes{model=\"nvidia-"
+                 "tesla-a100\",node=\"gpu-node-1\"}"),
+            3.0 * (1 << 30));
+  EXPECT_EQ(s.at("accelsched_node_device_max_temperature_celsius{model="
+                 "\"nvidia-tesla-t4\",node=\"t4-node\"}"),
+            43);
+  EXPECT_EQ(s.at("accelsched_device_memory_used_bytes{device=\"MIG-0002-0\","
+                 "model=\"nvidia-tesla-a100\",node=\"gpu-node-1\",partition="
+                 "\"1g.5gb\"}"),
+            1 << 30);
   const std::string t4 =
       "device_class=\"NVIDIA_GPU\",model=\"nvidia-tesla-t4\",partition=\"\"";
   EXPECT_EQ(s.at("accelsched_devices{" + t4 + ",state=\"free\"}"), 4);
@@ -218,7 +266,7 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
 }
 
 TEST_F(E2eTest, PrometheusEvaluatesEveryDashboardQuery) {
-  ASSERT_TRUE(StartServer({"--sweep_interval=50ms"}));
+  ASSERT_TRUE(StartServer({"--sweep_interval=50ms", "--metrics_per_device"}));
   ASSERT_NO_FATAL_FAILURE(DriveTraffic(*this));
 
   const int prom_port = FreePort();
