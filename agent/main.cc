@@ -28,18 +28,16 @@
 #include "agent/nvidia_gpus.h"
 #include "agent/tpu_chips.h"
 
-constexpr char kDefaultNvml[] = "libnvidia-ml.so.1";
-
 ABSL_FLAG(std::string, server, "localhost:50051", "accelschedd's gRPC address");
 ABSL_FLAG(std::string, node_name, "",
           "the node's name (default: $NODE_NAME, which a DaemonSet sets from "
           "spec.nodeName, else the host name)");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(10),
           "how often to look at the devices and heartbeat");
-ABSL_FLAG(std::string, nvml_library, kDefaultNvml,
-          "NVML to dlopen; empty: no NVIDIA GPUs. When the default cannot be "
-          "loaded on a host without DEV/nvidiactl, the host has no NVIDIA "
-          "GPUs; otherwise failing to load it is fatal");
+ABSL_FLAG(std::string, nvml_library, "libnvidia-ml.so.1",
+          "NVML to dlopen; empty: no NVIDIA GPUs. Failing to load it is "
+          "fatal on a host with the driver loaded (DEV/nvidiactl exists); "
+          "elsewhere the host has no NVIDIA GPUs");
 ABSL_FLAG(std::string, inventory, "",
           "a file listing devices by hand (an accelsched.v1.Node in protobuf "
           "text format; its devices are added to those discovered)");
@@ -122,10 +120,9 @@ absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
       const std::filesystem::path ctl =
           std::filesystem::path(absl::GetFlag(FLAGS_dev_dir)) / "nvidiactl";
       std::error_code ec;
-      // Registering no GPUs on a GPU node would drop them from the catalog.
-      if (nvml_path != kDefaultNvml || std::filesystem::exists(ctl, ec)) {
-        return nvml.status();
-      }
+      // A host with the driver loaded has GPUs: registering none would drop
+      // them from the catalog.
+      if (std::filesystem::exists(ctl, ec)) return nvml.status();
       std::fprintf(stderr, "accelsched-agent: no NVIDIA GPUs (%s)\n",
                    std::string(nvml.status().message()).c_str());
     }

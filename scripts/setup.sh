@@ -42,3 +42,22 @@ if ((${#missing[@]} > 0)); then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The Kubernetes manifests are validated offline by kubernetes-models (the Kubernetes and
+# Prometheus Operator schemas as npm packages, pinned with their hashes in package-lock.json):
+# no Debian package carries a current Kubernetes schema, and kubectl needs a server to validate.
+if [[ "${1:-}" != "--build-only" ]]; then
+  if ! command -v npm >/dev/null; then
+    SUDO=""
+    if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+    echo "setup: installing nodejs npm"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+  fi
+  validate="$(dirname "$0")/../deploy/kubernetes/validate"
+  if [[ ! -d "$validate/node_modules" || "$validate/package-lock.json" -nt "$validate/node_modules" ]]; then
+    (cd "$validate" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+    touch "$validate/node_modules"
+  fi
+fi

@@ -16,6 +16,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "tests/e2e_fixture.h"
 #include "tests/http_client.h"
+#include "tests/test_certificates.h"
 
 namespace accelsched {
 namespace {
@@ -339,6 +340,35 @@ TEST_F(AgentE2eTest, AdminTokenIsPresentedAndRequired) {
   EXPECT_EQ(agent_->Stop(SIGTERM), 0);
 }
 
+TEST_F(AgentE2eTest, MutualTlsClientCertificateIsTheAgentsCredential) {
+  ASSERT_NO_FATAL_FAILURE(MakeCertificates(dir_));
+  auto server =
+      ServerProcess::Start(db_, {"--tls_cert=" + dir_.File("server.pem"),
+                                 "--tls_key=" + dir_.File("server.key"),
+                                 "--tls_client_ca=" + dir_.File("ca.pem")});
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::vector<std::string> flags = {
+      "--server=" + (*server)->grpc_address(),
+      std::string("--node_name=") + kNode,
+      "--interval=50ms",
+      std::string("--nvml_library=") + FAKE_NVML_PATH,
+      "--sys_dir=" + empty_,
+      "--dev_dir=" + empty_,
+      "--tls_ca=" + dir_.File("ca.pem")};
+  // TLS without a client certificate: the catalog calls are refused.
+  auto anonymous = ServerProcess::StartProgram(ACCELSCHED_AGENT_PATH, flags,
+                                               "UNAUTHENTICATED");
+  ASSERT_TRUE(anonymous.ok()) << anonymous.status();
+  EXPECT_EQ((*anonymous)->Stop(SIGTERM), 0);
+  // With one, signed by the server's client CA, the node registers.
+  flags.push_back("--tls_cert=" + dir_.File("client.pem"));
+  flags.push_back("--tls_key=" + dir_.File("client.key"));
+  auto agent = ServerProcess::StartProgram(ACCELSCHED_AGENT_PATH, flags,
+                                           "registered node gpu-node-1 with 2");
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  EXPECT_EQ((*agent)->Stop(SIGTERM), 0);
+}
+
 TEST_F(AgentE2eTest, InventoryFileAddsDevicesNvmlCannotSee) {
   ASSERT_TRUE(StartServer());
   const std::string inventory = dir_.File("inventory.textproto");
@@ -373,14 +403,19 @@ TEST_F(AgentE2eTest, OncePrintsTheNodeAsJsonWithoutAServer) {
   EXPECT_DOUBLE_EQ(node.devices(0).stats().utilization(), 0.35);
   EXPECT_EQ(node.devices(1).mig_slices(1).profile(), "3g.20gb");
 
-  // A library that is named but cannot be loaded is fatal.
+  // Without NVML a host has no NVIDIA GPUs, unless the driver is loaded
+  // (DEV/nvidiactl): then the agent must not report the node without them.
+  const std::vector<std::string> no_nvml = {
+      "--node_name=n", "--nvml_library=" + dir_.File("none.so"),
+      "--sys_dir=" + empty_, "--dev_dir=" + empty_, "--once"};
   EXPECT_EQ(
-      ServerProcess::RunProgramToExit(
-          ACCELSCHED_AGENT_PATH,
-          {"--node_name=n", "--nvml_library=" + dir_.File("none.so"), "--once"},
-          &out),
-      1);
-  EXPECT_THAT(out, HasSubstr("cannot load"));
+      ServerProcess::RunProgramToExit(ACCELSCHED_AGENT_PATH, no_nvml, &out), 0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("no NVIDIA GPUs (cannot load"));
+  std::ofstream(empty_ + "/nvidiactl") << "";
+  EXPECT_EQ(
+      ServerProcess::RunProgramToExit(ACCELSCHED_AGENT_PATH, no_nvml, &out), 1);
+  EXPECT_THAT(out, HasSubstr("NOT_FOUND: cannot load"));
 }
 
 TEST_F(AgentE2eTest, HeartbeatStatsAreValidated) {

@@ -17,6 +17,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/e2e_fixture.h"
+#include "tests/test_certificates.h"
 
 namespace accelsched {
 namespace {
@@ -84,31 +85,6 @@ TEST_F(E2eTest, AdminTokenGuardsCatalogChangesOnly) {
                 &output),
             1);
   EXPECT_THAT(output, HasSubstr("cannot read --admin_token_file"));
-}
-
-// A CA, a server certificate for 127.0.0.1 and a client certificate, made with
-// openssl.
-// Call as ASSERT_NO_FATAL_FAILURE(...): it asserts.
-void MakeCertificates(const TempDir& dir) {
-  const std::string d = dir.File("");
-  const std::string script = absl::StrCat(
-      "set -e; cd ", d, ";",
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca "
-      "-keyout ca.key -out ca.pem;",
-      "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "
-      "server.key "
-      "-out server.csr;",
-      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext;",
-      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
-      "-CAcreateserial -days 1 "
-      "-extfile san.ext -out server.pem;",
-      "openssl req -newkey rsa:2048 -nodes -subj /CN=node-agent -keyout "
-      "client.key "
-      "-out client.csr;",
-      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key "
-      "-CAcreateserial -days 1 "
-      "-out client.pem");
-  ASSERT_EQ(std::system(("(" + script + ") > /dev/null 2>&1").c_str()), 0);
 }
 
 std::unique_ptr<Stub> TlsStub(const ServerProcess& server, const TempDir& dir,
