@@ -39,8 +39,14 @@ class NodeReporter {
   // inventory or labels differ from the last registration, or if the server
   // no longer knows it (NOT_FOUND from a heartbeat: it restarted on an empty
   // database or an operator removed the node; a kubelet re-creates its Node
-  // object the same way); then heartbeats. Returns the first failing call's
-  // status, prefixed with the method.
+  // object the same way); then heartbeats. When the server refuses a new
+  // inventory other than for being unavailable (say FAILED_PRECONDITION: a
+  // MIG re-layout of a GPU a live allocation holds), the heartbeat still goes
+  // out for the inventory last registered, with the devices this pass did not
+  // see among the unhealthy and only known ids' readings, so that the node
+  // stays live; the registration is retried next pass. Returns the first
+  // failing call's status, prefixed with the method (the refused
+  // registration's, even when the heartbeat succeeded).
   absl::Status Report(const Observation& observation);
 
   // How many RegisterNode calls succeeded (for the log and tests).

@@ -55,7 +55,8 @@ class NvidiaGpus final : public DeviceSource {
   const NvmlLibrary& nvml() const { return *nvml_; }
 
  private:
-  // Registers a GPU for XID events once; false when it cannot be.
+  // Registers a GPU for XID events once (a GPU that does not support them
+  // gets no XID health, as with NVIDIA's device plugin).
   void WatchEvents(nvmlDevice_t gpu, const std::string& uuid);
   // Marks the GPUs of pending critical XIDs.
   void DrainEvents();

@@ -226,6 +226,50 @@ TEST_F(AgentE2eTest, MigRelayoutAndLostGpuReRegisterWithoutRestart) {
   EXPECT_EQ(kill(agent_pid, 0), 0) << "the agent is still running";
 }
 
+TEST_F(AgentE2eTest, RefusedRelayoutKeepsTheNodeLiveUntilTheSliceIsFree) {
+  ASSERT_TRUE(StartServer());
+  ASSERT_TRUE(StartAgent());
+  ASSERT_TRUE(
+      NodeBecomes([](const v1::Node& n) { return n.devices_size() == 2; }));
+  v1::AllocateRequest req;
+  req.set_request_id("on-the-slice");
+  req.mutable_accelerator()->set_device("nvidia-tesla-a100");
+  req.mutable_accelerator()->set_partition_size("3g.20gb");
+  v1::Allocation allocation;
+  ASSERT_TRUE(Allocate(req, &allocation).ok());
+  // An operator re-lays the A100 out under a running job: the server refuses
+  // to change a device in place while it is allocated.
+  std::string relayout =
+      "gpu uuid=GPU-h100 name=\"NVIDIA H100 80GB HBM3\" memory_mib=81559\n"
+      "gpu uuid=GPU-a100 name=\"NVIDIA A100-SXM4-40GB\" memory_mib=40960 "
+      "mig=1\n";
+  for (int i = 0; i < 7; ++i) {
+    absl::StrAppend(&relayout, "mig gpu=1 uuid=MIG-new-", i,
+                    " profile=0 mem_mib=4864 start=", i, " gi=", 10 + i, "\n");
+  }
+  SetScenario(relayout);
+  ASSERT_TRUE(AgentPrinted("FAILED_PRECONDITION: RegisterNode"));
+  // The agent keeps the node live on the layout the server has.
+  const v1::Node refused = *GetNode();
+  auto heartbeat = [](const v1::Node& n) {
+    return absl::FromUnixSeconds(n.last_heartbeat().seconds()) +
+           absl::Nanoseconds(n.last_heartbeat().nanos());
+  };
+  EXPECT_TRUE(NodeBecomes(
+      [&](const v1::Node& n) { return heartbeat(n) > heartbeat(refused); }));
+  EXPECT_EQ(Find(*GetNode(), "GPU-a100")->mig_slices_size(), 2);
+  // Once the job is done, the next pass registers the new layout.
+  v1::ReleaseRequest release;
+  release.set_allocation_id(allocation.id());
+  v1::Allocation released;
+  ASSERT_TRUE(
+      Call(&v1::AcceleratorScheduler::Stub::Release, release, &released).ok());
+  EXPECT_TRUE(NodeBecomes([](const v1::Node& n) {
+    const v1::Device* a100 = Find(n, "GPU-a100");
+    return a100 != nullptr && a100->mig_slices_size() == 7;
+  }));
+}
+
 TEST_F(AgentE2eTest, HealthErrorsMakeDevicesUnhealthyAndRecover) {
   ASSERT_TRUE(StartServer());
   ASSERT_TRUE(StartAgent());
