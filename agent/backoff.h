@@ -5,6 +5,8 @@
 #ifndef ACCELSCHED_AGENT_BACKOFF_H_
 #define ACCELSCHED_AGENT_BACKOFF_H_
 
+#include <algorithm>
+
 #include "absl/random/random.h"
 #include "absl/time/time.h"
 

@@ -4,8 +4,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "absl/time/clock.h"
+#include "agent/backoff.h"
 #include "agent/discovery.h"
 #include "agent/files.h"
 #include "agent/inventory_file.h"
@@ -387,6 +389,27 @@ TEST(ObserveAllTest, MergesSourcesStampsReadingsAndRefusesDuplicates) {
   EXPECT_THAT(ObserveAll(sources, now),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("\"b\" is reported twice")));
+}
+
+TEST(BackoffTest, DoublesWithJitterUpToTheCapAndResets) {
+  Backoff backoff(absl::Seconds(1), absl::Seconds(5));
+  const absl::Duration bounds[] = {absl::Seconds(1), absl::Seconds(2),
+                                   absl::Seconds(4), absl::Seconds(5),
+                                   absl::Seconds(5)};
+  for (absl::Duration d : bounds) {
+    const absl::Duration next = backoff.Next();
+    EXPECT_GE(next, d / 2);
+    EXPECT_LE(next, d);
+  }
+  backoff.Reset();
+  EXPECT_LE(backoff.Next(), absl::Seconds(1));
+  // Jitter: a fleet restarted together does not retry in step.
+  std::set<int64_t> seen;
+  for (int i = 0; i < 20; ++i) {
+    Backoff b(absl::Seconds(1), absl::Seconds(1));
+    seen.insert(absl::ToInt64Microseconds(b.Next()));
+  }
+  EXPECT_GT(seen.size(), 10u);
 }
 
 }  // namespace
