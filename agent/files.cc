@@ -67,11 +67,12 @@ absl::StatusOr<std::map<std::string, std::string>> ParseLabels(
           absl::StrCat(source, ":", line_number, ": expected key=value, got \"",
                        line, "\""));
     }
-    absl::string_view value = line.substr(eq + 1);
+    absl::string_view value = absl::StripAsciiWhitespace(line.substr(eq + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       value = value.substr(1, value.size() - 2);
     }
-    labels[std::string(line.substr(0, eq))] = std::string(value);
+    labels[std::string(absl::StripAsciiWhitespace(line.substr(0, eq)))] =
+        std::string(value);
   }
   return labels;
 }

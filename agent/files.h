@@ -20,8 +20,9 @@ absl::Status ParseTextFile(const std::string& path,
                            google::protobuf::Message& message);
 
 // Node labels, one `key=value` per line; the value may be double-quoted as
-// the Kubernetes downward API writes label files (`key="value"`). Blank lines
-// and lines starting with '#' are skipped. INVALID_ARGUMENT "PATH:LINE: ..."
+// the Kubernetes downward API writes label files (`key="value"`); spaces
+// around keys and values are dropped. Blank lines and lines starting with '#'
+// are skipped. INVALID_ARGUMENT "PATH:LINE: ..."
 // for a line without '='. Keys and values are checked by the server.
 absl::StatusOr<std::map<std::string, std::string>> ParseLabels(
     absl::string_view text, absl::string_view source);

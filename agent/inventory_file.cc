@@ -14,7 +14,12 @@ absl::Status InventoryFile::Observe(Observation& out) {
     if (d.id().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".id is required"));
     }
-    if (!d.canonical_model().empty() || d.has_stats() || d.healthy()) {
+    bool slice_stats = false;
+    for (const v1::MigSlice& slice : d.mig_slices()) {
+      slice_stats = slice_stats || slice.has_stats();
+    }
+    if (!d.canonical_model().empty() || d.has_stats() || slice_stats ||
+        d.healthy()) {
       return absl::InvalidArgumentError(absl::StrCat(
           field, " (", d.id(),
           "): canonical_model, healthy and stats are not set by hand"));

@@ -14,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -35,9 +36,10 @@ ABSL_FLAG(std::string, node_name, "",
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(10),
           "how often to look at the devices and heartbeat");
 ABSL_FLAG(std::string, nvml_library, "libnvidia-ml.so.1",
-          "NVML to dlopen; empty: no NVIDIA GPUs. Failing to load it is "
-          "fatal on a host with the driver loaded (DEV/nvidiactl exists); "
-          "elsewhere the host has no NVIDIA GPUs");
+          "NVML to dlopen, or comma-separated candidates tried in order; "
+          "empty: no NVIDIA GPUs. Failing to load one is fatal on a host "
+          "with the driver loaded (DEV/nvidiactl exists); elsewhere the host "
+          "has no NVIDIA GPUs");
 ABSL_FLAG(std::string, inventory, "",
           "a file listing devices by hand (an accelsched.v1.Node in protobuf "
           "text format; its devices are added to those discovered)");
@@ -108,15 +110,27 @@ absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
     const std::string& node_name,
     const std::map<std::string, std::string>& labels) {
   std::vector<std::unique_ptr<DeviceSource>> sources;
-  const std::string nvml_path = absl::GetFlag(FLAGS_nvml_library);
-  if (!nvml_path.empty()) {
+  const std::vector<std::string> nvml_paths =
+      absl::StrSplit(absl::GetFlag(FLAGS_nvml_library), ',', absl::SkipEmpty());
+  if (!nvml_paths.empty()) {
+    // The first candidate that loads; the error names every one tried.
     absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml =
-        NvmlLibrary::Load(nvml_path);
+        absl::NotFoundError("no --nvml_library");
+    std::string tried;
+    for (const std::string& path : nvml_paths) {
+      nvml = NvmlLibrary::Load(path);
+      if (nvml.ok()) {
+        std::fprintf(stderr, "accelsched-agent: NVML from %s, driver %s\n",
+                     path.c_str(), (*nvml)->DriverVersion().c_str());
+        break;
+      }
+      absl::StrAppend(&tried, tried.empty() ? "" : "; ",
+                      nvml.status().message());
+    }
     if (nvml.ok()) {
-      std::fprintf(stderr, "accelsched-agent: NVML from %s, driver %s\n",
-                   nvml_path.c_str(), (*nvml)->DriverVersion().c_str());
       sources.push_back(std::make_unique<NvidiaGpus>(*std::move(nvml)));
     } else {
+      nvml = absl::Status(nvml.status().code(), tried);
       const std::filesystem::path ctl =
           std::filesystem::path(absl::GetFlag(FLAGS_dev_dir)) / "nvidiactl";
       std::error_code ec;
@@ -202,7 +216,11 @@ int Run(int argc, char** argv) {
   NodeReporter::Options options;
   options.node_name = node_name;
   options.labels = *labels;
-  options.rpc_timeout = std::min(absl::Seconds(10), interval * 2);
+  // A call may take as long as the interval, within 1 to 10 seconds: long
+  // enough for a registration's durable commit on a busy server, short enough
+  // that a hung connection is noticed before the node goes stale.
+  options.rpc_timeout =
+      std::clamp(interval, absl::Seconds(1), absl::Seconds(10));
   if (const std::string file = absl::GetFlag(FLAGS_admin_token_file);
       !file.empty()) {
     absl::StatusOr<std::string> token = ReadWholeFile(file);
@@ -269,7 +287,9 @@ int Run(int argc, char** argv) {
     } else {
       if (IsTransient(status.code())) delay = backoff.Next();
       // The server forgot the node: register again at once (once).
-      if (status.code() == absl::StatusCode::kNotFound && !retried_at_once) {
+      if (status.code() == absl::StatusCode::kNotFound &&
+          absl::StartsWith(status.message(), "Heartbeat:") &&
+          !retried_at_once) {
         delay = absl::ZeroDuration();
       }
       if (status.ToString() != last_error) {

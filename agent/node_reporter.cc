@@ -38,6 +38,10 @@ NodeReporter::NodeReporter(
 void NodeReporter::Prepare(grpc::ClientContext& context) const {
   context.set_deadline(std::chrono::system_clock::now() +
                        absl::ToChronoMilliseconds(options_.rpc_timeout));
+  // Wait for a connection within the deadline rather than fail at once while
+  // the channel is between reconnection attempts: a call then itself
+  // reconnects to a server that came back.
+  context.set_wait_for_ready(true);
   if (!options_.admin_token.empty()) {
     context.AddMetadata("authorization",
                         absl::StrCat("Bearer ", options_.admin_token));

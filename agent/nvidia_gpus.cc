@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -88,15 +89,24 @@ std::string MigProfileName(unsigned int profile_index, uint64_t memory_mb,
 NvidiaGpus::NvidiaGpus(std::unique_ptr<NvmlLibrary> nvml)
     : nvml_(std::move(nvml)) {
   // Without an event set, XIDs go unseen; the other health checks remain.
-  if (nvml_->nvmlEventSetCreate(&events_) != NVML_SUCCESS) events_ = nullptr;
+  if (nvml_->nvmlEventSetCreate == nullptr ||
+      nvml_->nvmlEventSetCreate(&events_) != NVML_SUCCESS) {
+    events_ = nullptr;
+  }
 }
 
 NvidiaGpus::~NvidiaGpus() {
-  if (events_ != nullptr) (void)nvml_->nvmlEventSetFree(events_);
+  // Nothing can be done about a failure at exit.
+  if (events_ != nullptr && nvml_->nvmlEventSetFree != nullptr) {
+    (void)nvml_->nvmlEventSetFree(events_);
+  }
 }
 
 void NvidiaGpus::WatchEvents(nvmlDevice_t gpu, const std::string& uuid) {
-  if (events_ == nullptr || watched_.contains(uuid)) return;
+  if (events_ == nullptr || nvml_->nvmlDeviceRegisterEvents == nullptr ||
+      watched_.contains(uuid)) {
+    return;
+  }
   // NOT_SUPPORTED (an old GPU): no XID health, as with the device plugin.
   if (nvml_->nvmlDeviceRegisterEvents(gpu, nvmlEventTypeXidCriticalError,
                                       events_) == NVML_SUCCESS) {
@@ -105,7 +115,7 @@ void NvidiaGpus::WatchEvents(nvmlDevice_t gpu, const std::string& uuid) {
 }
 
 void NvidiaGpus::DrainEvents() {
-  if (events_ == nullptr) return;
+  if (events_ == nullptr || nvml_->nvmlEventSetWait_v2 == nullptr) return;
   for (int i = 0; i < 1024; ++i) {  // bounded: a storm must not stall a pass
     nvmlEventData_t data = {};
     if (nvml_->nvmlEventSetWait_v2(events_, &data, 0) != NVML_SUCCESS) return;
@@ -114,15 +124,153 @@ void NvidiaGpus::DrainEvents() {
                   data.eventData) != std::end(kApplicationXids)) {
       continue;
     }
-    std::string uuid;
-    if (ReadString(*nvml_, nvml_->nvmlDeviceGetUUID, data.device,
-                   "nvmlDeviceGetUUID", uuid)
-            .ok()) {
-      std::fprintf(stderr, "accelsched-agent: XID %llu on %s: unhealthy\n",
-                   data.eventData, uuid.c_str());
-      xid_unhealthy_.insert(uuid);
+    // By the handle seen in the last pass: the GPU of an XID such as 79
+    // (fallen off the bus) may not answer for its UUID any more.
+    auto it = uuid_of_.find(data.device);
+    if (it == uuid_of_.end()) {
+      std::fprintf(stderr,
+                   "accelsched-agent: XID %llu on a GPU not seen before\n",
+                   data.eventData);
+      continue;
+    }
+    std::fprintf(stderr, "accelsched-agent: XID %llu on %s: unhealthy\n",
+                 data.eventData, it->second.c_str());
+    xid_unhealthy_.insert(it->second);
+  }
+}
+
+bool NvidiaGpus::ReadMigSlices(nvmlDevice_t gpu, uint64_t gpu_memory_bytes,
+                               v1::Device& d, Observation& out) const {
+  const NvmlLibrary& nvml = *nvml_;
+  // GPU instance id -> profile and start, from the GPU-instance API. Profile
+  // indexes are tried until NVML says there are no more; NVML_GPU_INSTANCE_
+  // PROFILE_COUNT is 0x12 in NVML 13.3, so 64 leaves room for growth.
+  std::map<unsigned int, GpuInstance> instances;
+  for (unsigned int p = 0; p < 64; ++p) {
+    nvmlGpuInstanceProfileInfo_t info = {};
+    const nvmlReturn_t r =
+        nvml.nvmlDeviceGetGpuInstanceProfileInfo(gpu, p, &info);
+    if (r == NVML_ERROR_INVALID_ARGUMENT) break;  // past the last index
+    if (r == NVML_ERROR_NOT_SUPPORTED) continue;  // not on this GPU
+    if (r != NVML_SUCCESS) return false;
+    if (info.instanceCount == 0) continue;
+    const std::string profile =
+        MigProfileName(p, info.memorySizeMB, gpu_memory_bytes);
+    if (profile.empty()) {
+      std::fprintf(stderr,
+                   "accelsched-agent: GPU instance profile index %u has no "
+                   "name here; its instances are left out\n",
+                   p);
+      continue;
+    }
+    std::vector<nvmlGpuInstance_t> handles(info.instanceCount);
+    unsigned int n = 0;
+    if (nvml.nvmlDeviceGetGpuInstances(gpu, info.id, handles.data(), &n) !=
+        NVML_SUCCESS) {
+      return false;
+    }
+    for (unsigned int k = 0; k < n && k < handles.size(); ++k) {
+      nvmlGpuInstanceInfo_t gi = {};
+      if (nvml.nvmlGpuInstanceGetInfo(handles[k], &gi) != NVML_SUCCESS) {
+        return false;
+      }
+      instances[gi.id] = GpuInstance{profile, gi.placement.start};
     }
   }
+  // Each GPU instance's first MIG device names it.
+  unsigned int max_mig = 0;
+  if (nvml.nvmlDeviceGetMaxMigDeviceCount(gpu, &max_mig) != NVML_SUCCESS) {
+    return false;
+  }
+  std::vector<v1::MigSlice> slices;
+  std::set<unsigned int> named;
+  for (unsigned int m = 0; m < max_mig; ++m) {
+    nvmlDevice_t mig = nullptr;
+    const nvmlReturn_t r =
+        nvml.nvmlDeviceGetMigDeviceHandleByIndex(gpu, m, &mig);
+    if (r == NVML_ERROR_NOT_FOUND) continue;  // no MIG device at this index
+    unsigned int gi_id = 0;
+    std::string mig_uuid;
+    if (r != NVML_SUCCESS ||
+        nvml.nvmlDeviceGetGpuInstanceId(mig, &gi_id) != NVML_SUCCESS ||
+        !ReadString(nvml, nvml.nvmlDeviceGetUUID, mig, "nvmlDeviceGetUUID",
+                    mig_uuid)
+             .ok()) {
+      return false;
+    }
+    auto it = instances.find(gi_id);
+    if (it == instances.end() || !named.insert(gi_id).second) continue;
+    v1::MigSlice slice;
+    slice.set_id(mig_uuid);
+    slice.set_profile(it->second.profile);
+    slice.set_start(static_cast<int32_t>(it->second.start));
+    slices.push_back(std::move(slice));
+    nvmlMemory_t mig_memory = {};
+    if (nvml.nvmlDeviceGetMemoryInfo(mig, &mig_memory) == NVML_SUCCESS) {
+      out.stats[mig_uuid].set_memory_used_bytes(
+          static_cast<int64_t>(mig_memory.used));
+    }
+  }
+  std::sort(slices.begin(), slices.end(),
+            [](const v1::MigSlice& a, const v1::MigSlice& b) {
+              return a.start() < b.start();
+            });
+  for (v1::MigSlice& s : slices) *d.add_mig_slices() = std::move(s);
+  return true;
+}
+
+void NvidiaGpus::ReadStats(nvmlDevice_t gpu, const nvmlMemory_t* memory,
+                           v1::DeviceStats& stats) const {
+  const NvmlLibrary& nvml = *nvml_;
+  if (memory != nullptr) {
+    stats.set_memory_used_bytes(static_cast<int64_t>(memory->used));
+  }
+  nvmlUtilization_t utilization = {};
+  if (nvml.nvmlDeviceGetUtilizationRates != nullptr &&
+      nvml.nvmlDeviceGetUtilizationRates(gpu, &utilization) == NVML_SUCCESS &&
+      utilization.gpu <= 100) {
+    stats.set_utilization(utilization.gpu / 100.0);
+  }
+  // Readings outside what the server accepts (core/device_stats.h) are left
+  // out rather than have the whole heartbeat refused.
+  unsigned int temperature = 0, milliwatts = 0;
+  if (nvml.nvmlDeviceGetTemperature != nullptr &&
+      nvml.nvmlDeviceGetTemperature(gpu, NVML_TEMPERATURE_GPU, &temperature) ==
+          NVML_SUCCESS &&
+      temperature <= 1000) {
+    stats.set_temperature_celsius(temperature);
+  }
+  if (nvml.nvmlDeviceGetPowerUsage != nullptr &&
+      nvml.nvmlDeviceGetPowerUsage(gpu, &milliwatts) == NVML_SUCCESS &&
+      milliwatts <= 1'000'000'000u) {
+    stats.set_power_watts(milliwatts / 1000.0);
+  }
+}
+
+bool NvidiaGpus::Healthy(nvmlDevice_t gpu, const std::string& uuid) const {
+  const NvmlLibrary& nvml = *nvml_;
+  if (xid_unhealthy_.contains(uuid)) return false;
+  // SUCCESS or NOT_SUPPORTED (a GPU without the feature, or in MIG mode);
+  // any other answer (GPU_IS_LOST, UNKNOWN, ...) is unhealthy.
+  auto answered = [](nvmlReturn_t r) {
+    return r == NVML_SUCCESS || r == NVML_ERROR_NOT_SUPPORTED;
+  };
+  if (nvml.nvmlDeviceGetRetiredPagesPendingStatus != nullptr) {
+    nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
+    const nvmlReturn_t r =
+        nvml.nvmlDeviceGetRetiredPagesPendingStatus(gpu, &pending);
+    if (!answered(r) ||
+        (r == NVML_SUCCESS && pending == NVML_FEATURE_ENABLED)) {
+      return false;
+    }
+  }
+  if (nvml.nvmlDeviceGetRemappedRows != nullptr) {
+    unsigned int corrected = 0, uncorrected = 0, remap_pending = 0, failed = 0;
+    const nvmlReturn_t r = nvml.nvmlDeviceGetRemappedRows(
+        gpu, &corrected, &uncorrected, &remap_pending, &failed);
+    if (!answered(r) || (r == NVML_SUCCESS && failed != 0)) return false;
+  }
+  return true;
 }
 
 absl::Status NvidiaGpus::Observe(Observation& out) {
@@ -134,9 +282,9 @@ absl::Status NvidiaGpus::Observe(Observation& out) {
     return s;
   }
   DrainEvents();
+  uuid_of_.clear();
   for (unsigned int i = 0; i < count; ++i) {
     nvmlDevice_t gpu = nullptr;
-    v1::Device d;
     std::string uuid, name;
     if (nvml.nvmlDeviceGetHandleByIndex_v2(i, &gpu) != NVML_SUCCESS ||
         !ReadString(nvml, nvml.nvmlDeviceGetUUID, gpu, "nvmlDeviceGetUUID",
@@ -147,113 +295,46 @@ absl::Status NvidiaGpus::Observe(Observation& out) {
              .ok()) {
       continue;  // fallen off the bus, or otherwise unreadable
     }
+    uuid_of_[gpu] = uuid;
+    WatchEvents(gpu, uuid);
+    v1::Device d;
     d.set_id(uuid);
     d.set_device_class(v1::NVIDIA_GPU);
     d.set_model(name);
     unsigned int index = i;
-    (void)nvml.nvmlDeviceGetIndex(gpu, &index);  // else the enumeration order
+    // Else the enumeration order, which is NVML's index too.
+    (void)nvml.nvmlDeviceGetIndex(gpu, &index);
     d.set_index(static_cast<int32_t>(index));
+
+    // The GPU's shape (memory, MIG mode, instances) must read whole, or the
+    // inventory would change with a failed read: then the last good shape is
+    // reported, unhealthy.
+    bool whole = true;
     nvmlMemory_t memory = {};
-    const bool has_memory =
-        nvml.nvmlDeviceGetMemoryInfo(gpu, &memory) == NVML_SUCCESS;
-    d.set_memory_bytes(has_memory ? memory.total : 0);
+    whole = nvml.nvmlDeviceGetMemoryInfo(gpu, &memory) == NVML_SUCCESS;
+    d.set_memory_bytes(whole ? memory.total : 0);
     unsigned int current = 0, pending = 0;
-    d.set_mig_enabled(nvml.nvmlDeviceGetMigMode(gpu, &current, &pending) ==
-                          NVML_SUCCESS &&
+    const nvmlReturn_t mig_mode =
+        nvml.nvmlDeviceGetMigMode(gpu, &current, &pending);
+    if (mig_mode != NVML_SUCCESS && mig_mode != NVML_ERROR_NOT_SUPPORTED) {
+      whole = false;
+    }
+    d.set_mig_enabled(mig_mode == NVML_SUCCESS &&
                       current == NVML_DEVICE_MIG_ENABLE);
-    WatchEvents(gpu, uuid);
-
-    v1::DeviceStats& stats = out.stats[uuid];
-    if (has_memory) stats.set_memory_used_bytes(memory.used);
-    nvmlUtilization_t utilization = {};
-    if (nvml.nvmlDeviceGetUtilizationRates(gpu, &utilization) == NVML_SUCCESS) {
-      stats.set_utilization(std::min(utilization.gpu, 100u) / 100.0);
+    if (whole && d.mig_enabled()) {
+      whole = ReadMigSlices(gpu, memory.total, d, out);
     }
-    unsigned int temperature = 0, milliwatts = 0;
-    if (nvml.nvmlDeviceGetTemperature(gpu, NVML_TEMPERATURE_GPU,
-                                      &temperature) == NVML_SUCCESS) {
-      stats.set_temperature_celsius(temperature);
-    }
-    if (nvml.nvmlDeviceGetPowerUsage(gpu, &milliwatts) == NVML_SUCCESS) {
-      stats.set_power_watts(milliwatts / 1000.0);
-    }
-
-    bool healthy = !xid_unhealthy_.contains(uuid);
-    nvmlEnableState_t retired_pending = NVML_FEATURE_DISABLED;
-    if (nvml.nvmlDeviceGetRetiredPagesPendingStatus(gpu, &retired_pending) ==
-            NVML_SUCCESS &&
-        retired_pending == NVML_FEATURE_ENABLED) {
-      healthy = false;
-    }
-    unsigned int corrected = 0, uncorrected = 0, remap_pending = 0, failed = 0;
-    if (nvml.nvmlDeviceGetRemappedRows(gpu, &corrected, &uncorrected,
-                                       &remap_pending,
-                                       &failed) == NVML_SUCCESS &&
-        failed != 0) {
-      healthy = false;
+    const bool healthy = whole && Healthy(gpu, uuid);
+    if (whole) {
+      last_good_[uuid] = d;
+    } else if (auto it = last_good_.find(uuid); it != last_good_.end()) {
+      d = it->second;
     }
     if (!healthy) out.unhealthy.insert(uuid);
 
-    if (d.mig_enabled()) {
-      // GPU instance id -> profile and start, from the GPU-instance API.
-      std::map<unsigned int, GpuInstance> instances;
-      for (unsigned int p = 0;; ++p) {
-        nvmlGpuInstanceProfileInfo_t info = {};
-        const nvmlReturn_t r =
-            nvml.nvmlDeviceGetGpuInstanceProfileInfo(gpu, p, &info);
-        if (r == NVML_ERROR_INVALID_ARGUMENT) break;  // past the last index
-        if (r != NVML_SUCCESS || info.instanceCount == 0) continue;
-        const std::string profile =
-            MigProfileName(p, info.memorySizeMB, memory.total);
-        if (profile.empty()) continue;
-        std::vector<nvmlGpuInstance_t> handles(info.instanceCount);
-        unsigned int n = 0;
-        if (nvml.nvmlDeviceGetGpuInstances(gpu, info.id, handles.data(), &n) !=
-            NVML_SUCCESS) {
-          continue;
-        }
-        for (unsigned int k = 0; k < n && k < handles.size(); ++k) {
-          nvmlGpuInstanceInfo_t gi = {};
-          if (nvml.nvmlGpuInstanceGetInfo(handles[k], &gi) == NVML_SUCCESS) {
-            instances[gi.id] = GpuInstance{profile, gi.placement.start};
-          }
-        }
-      }
-      // Each GPU instance's first MIG device names it.
-      unsigned int max_mig = 0;
-      (void)nvml.nvmlDeviceGetMaxMigDeviceCount(gpu, &max_mig);
-      std::vector<v1::MigSlice> slices;
-      std::set<unsigned int> named;
-      for (unsigned int m = 0; m < max_mig; ++m) {
-        nvmlDevice_t mig = nullptr;
-        unsigned int gi_id = 0;
-        std::string mig_uuid;
-        if (nvml.nvmlDeviceGetMigDeviceHandleByIndex(gpu, m, &mig) !=
-                NVML_SUCCESS ||
-            nvml.nvmlDeviceGetGpuInstanceId(mig, &gi_id) != NVML_SUCCESS ||
-            !ReadString(nvml, nvml.nvmlDeviceGetUUID, mig, "nvmlDeviceGetUUID",
-                        mig_uuid)
-                 .ok()) {
-          continue;
-        }
-        auto it = instances.find(gi_id);
-        if (it == instances.end() || !named.insert(gi_id).second) continue;
-        v1::MigSlice slice;
-        slice.set_id(mig_uuid);
-        slice.set_profile(it->second.profile);
-        slice.set_start(static_cast<int32_t>(it->second.start));
-        slices.push_back(std::move(slice));
-        nvmlMemory_t mig_memory = {};
-        if (nvml.nvmlDeviceGetMemoryInfo(mig, &mig_memory) == NVML_SUCCESS) {
-          out.stats[mig_uuid].set_memory_used_bytes(mig_memory.used);
-        }
-      }
-      std::sort(slices.begin(), slices.end(),
-                [](const v1::MigSlice& a, const v1::MigSlice& b) {
-                  return a.start() < b.start();
-                });
-      for (v1::MigSlice& s : slices) *d.add_mig_slices() = std::move(s);
-    }
+    v1::DeviceStats stats;
+    ReadStats(gpu, whole ? &memory : nullptr, stats);
+    if (stats.ByteSizeLong() > 0) out.stats[uuid] = std::move(stats);
     out.devices.push_back(std::move(d));
   }
   return absl::OkStatus();

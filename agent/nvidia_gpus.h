@@ -11,22 +11,26 @@
 // could use it.
 //
 // Health: a GPU is unhealthy while NVML reports pages pending retirement or a
-// failed row remapping, and from a critical XID event on (the event API,
+// failed row remapping, or answers a health or shape query with an error
+// (GPU_IS_LOST, UNKNOWN; NOT_SUPPORTED is no error), and from a critical XID
+// event on (the event API,
 // drained every pass; the XIDs NVIDIA's device plugin treats as application
 // errors are ignored: NVIDIA/k8s-device-plugin internal/rm/health.go
 // 13, 31, 43, 45, 68, 109) until the agent restarts, as the device plugin
 // does: such a GPU needs a reset, after which the node is drained and the
-// agent restarted. A GPU whose handle, UUID or name NVML cannot read (fallen
-// off the bus) is left out of the inventory, which the server then drops (or
-// keeps unhealthy while allocated).
+// agent restarted. While a shape query fails, the GPU's last shape read whole
+// is reported (so a failed read never re-registers the node). A GPU whose
+// handle, UUID or name NVML cannot read is left out of the inventory, which
+// the server then drops (or keeps unhealthy while allocated).
 //
 // Readings: utilization.gpu / 100, memory used, GPU temperature and power of
-// each GPU (NVML cannot tell utilization on a MIG-enabled GPU: 0 there), and
-// the memory used of each MIG slice. A reading NVML refuses is left at 0.
+// each GPU, and the memory used of each MIG slice. A reading NVML refuses or
+// does not have (utilization on a MIG-enabled GPU) is left unset.
 #ifndef ACCELSCHED_AGENT_NVIDIA_GPUS_H_
 #define ACCELSCHED_AGENT_NVIDIA_GPUS_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -60,11 +64,25 @@ class NvidiaGpus final : public DeviceSource {
   void WatchEvents(nvmlDevice_t gpu, const std::string& uuid);
   // Marks the GPUs of pending critical XIDs.
   void DrainEvents();
+  // Adds the GPU instances of MIG GPU `gpu` to `d`, and their readings to
+  // `out`; false when NVML fails to answer (then `d` is incomplete).
+  bool ReadMigSlices(nvmlDevice_t gpu, uint64_t gpu_memory_bytes, v1::Device& d,
+                     Observation& out) const;
+  // The readings NVML gives; `memory` null when it could not be read.
+  void ReadStats(nvmlDevice_t gpu, const nvmlMemory_t* memory,
+                 v1::DeviceStats& stats) const;
+  // False on a critical XID, pages pending retirement, a failed row
+  // remapping, or an error answering about either.
+  bool Healthy(nvmlDevice_t gpu, const std::string& uuid) const;
 
   const std::unique_ptr<NvmlLibrary> nvml_;
   nvmlEventSet_t events_ = nullptr;
   std::set<std::string> watched_;  // UUIDs registered for events
   std::set<std::string> xid_unhealthy_;
+  // The handles of the last pass (XID events name a handle).
+  std::map<nvmlDevice_t, std::string> uuid_of_;
+  // Each GPU's last shape read whole, reported while a read fails.
+  std::map<std::string, v1::Device> last_good_;
 };
 
 }  // namespace accelsched::agent

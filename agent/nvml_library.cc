@@ -16,10 +16,14 @@ absl::StatusOr<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(
   }
   std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary(handle));
   absl::Status missing;
-  auto bind = [&](auto& fn, const char* name) {
+  // A function the agent cannot do without (the inventory) must be there;
+  // one for a reading or a health signal may be missing from a driver that
+  // dropped or never had it (nvmlDeviceGetTemperature is deprecated since
+  // NVML 13), and is then skipped.
+  auto bind = [&](auto& fn, const char* name, bool required) {
     ::dlerror();
     void* symbol = ::dlsym(handle, name);
-    if (symbol == nullptr && missing.ok()) {
+    if (symbol == nullptr && required && missing.ok()) {
       missing = absl::UnimplementedError(
           absl::StrCat(path, " has no ", name,
                        " (the driver is older than the agent supports)"));
@@ -27,34 +31,37 @@ absl::StatusOr<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(symbol);
   };
   decltype(&::nvmlInit_v2) init = nullptr;
-  bind(init, "nvmlInit_v2");
-#define ACCELSCHED_BIND(name) bind(lib->name, #name)
-  ACCELSCHED_BIND(nvmlShutdown);
-  ACCELSCHED_BIND(nvmlErrorString);
-  ACCELSCHED_BIND(nvmlSystemGetDriverVersion);
-  ACCELSCHED_BIND(nvmlDeviceGetCount_v2);
-  ACCELSCHED_BIND(nvmlDeviceGetHandleByIndex_v2);
-  ACCELSCHED_BIND(nvmlDeviceGetName);
-  ACCELSCHED_BIND(nvmlDeviceGetIndex);
-  ACCELSCHED_BIND(nvmlDeviceGetUUID);
-  ACCELSCHED_BIND(nvmlDeviceGetTemperature);
-  ACCELSCHED_BIND(nvmlDeviceGetPowerUsage);
-  ACCELSCHED_BIND(nvmlDeviceGetMemoryInfo);
-  ACCELSCHED_BIND(nvmlDeviceGetUtilizationRates);
-  ACCELSCHED_BIND(nvmlDeviceGetRetiredPagesPendingStatus);
-  ACCELSCHED_BIND(nvmlDeviceGetRemappedRows);
-  ACCELSCHED_BIND(nvmlEventSetCreate);
-  ACCELSCHED_BIND(nvmlDeviceRegisterEvents);
-  ACCELSCHED_BIND(nvmlEventSetWait_v2);
-  ACCELSCHED_BIND(nvmlEventSetFree);
-  ACCELSCHED_BIND(nvmlDeviceGetMigMode);
-  ACCELSCHED_BIND(nvmlDeviceGetGpuInstanceProfileInfo);
-  ACCELSCHED_BIND(nvmlDeviceGetGpuInstances);
-  ACCELSCHED_BIND(nvmlGpuInstanceGetInfo);
-  ACCELSCHED_BIND(nvmlDeviceGetGpuInstanceId);
-  ACCELSCHED_BIND(nvmlDeviceGetMaxMigDeviceCount);
-  ACCELSCHED_BIND(nvmlDeviceGetMigDeviceHandleByIndex);
-#undef ACCELSCHED_BIND
+  bind(init, "nvmlInit_v2", true);
+#define ACCELSCHED_REQUIRE(name) bind(lib->name, #name, true)
+#define ACCELSCHED_OPTIONAL(name) bind(lib->name, #name, false)
+  ACCELSCHED_REQUIRE(nvmlShutdown);
+  ACCELSCHED_REQUIRE(nvmlErrorString);
+  ACCELSCHED_OPTIONAL(nvmlSystemGetDriverVersion);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetCount_v2);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetHandleByIndex_v2);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetName);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetIndex);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetUUID);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetTemperature);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetPowerUsage);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetMemoryInfo);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetUtilizationRates);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetRetiredPagesPendingStatus);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetRemappedRows);
+  ACCELSCHED_OPTIONAL(nvmlEventSetCreate);
+  ACCELSCHED_OPTIONAL(nvmlDeviceRegisterEvents);
+  ACCELSCHED_OPTIONAL(nvmlEventSetWait_v2);
+  ACCELSCHED_OPTIONAL(nvmlEventSetFree);
+  // MIG (NVML 11, driver R450 on): the inventory of a MIG GPU needs them all.
+  ACCELSCHED_REQUIRE(nvmlDeviceGetMigMode);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetGpuInstanceProfileInfo);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetGpuInstances);
+  ACCELSCHED_REQUIRE(nvmlGpuInstanceGetInfo);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetGpuInstanceId);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetMaxMigDeviceCount);
+  ACCELSCHED_REQUIRE(nvmlDeviceGetMigDeviceHandleByIndex);
+#undef ACCELSCHED_REQUIRE
+#undef ACCELSCHED_OPTIONAL
   if (!missing.ok()) {
     lib->nvmlShutdown = nullptr;  // never initialized
     return missing;
@@ -100,7 +107,8 @@ absl::Status NvmlLibrary::Check(nvmlReturn_t r, absl::string_view what) const {
 
 std::string NvmlLibrary::DriverVersion() const {
   char version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
-  if (nvmlSystemGetDriverVersion(version, sizeof(version)) != NVML_SUCCESS) {
+  if (nvmlSystemGetDriverVersion == nullptr ||
+      nvmlSystemGetDriverVersion(version, sizeof(version)) != NVML_SUCCESS) {
     return "";
   }
   return version;

@@ -17,10 +17,12 @@ namespace accelsched::agent {
 class NvmlLibrary {
  public:
   // dlopen()s `path` (a file name is searched as the dynamic linker does),
-  // looks up every function below and calls nvmlInit_v2. NOT_FOUND naming the
+  // looks up the functions below and calls nvmlInit_v2. NOT_FOUND naming the
   // path and dlerror() when the library cannot be loaded; UNIMPLEMENTED
-  // naming a missing symbol; FAILED_PRECONDITION with NVML's message when
-  // initialization fails (no driver loaded, no permission).
+  // naming a missing symbol the inventory needs (the functions for readings,
+  // health and events may be missing: they are null then);
+  // FAILED_PRECONDITION with NVML's message when initialization fails (no
+  // driver loaded, no permission).
   static absl::StatusOr<std::unique_ptr<NvmlLibrary>> Load(
       const std::string& path);
   // nvmlShutdown, then dlclose.
@@ -31,7 +33,8 @@ class NvmlLibrary {
   // OK for NVML_SUCCESS; otherwise a status whose message names `what` and
   // carries nvmlErrorString(): NOT_FOUND, UNIMPLEMENTED (NOT_SUPPORTED,
   // FUNCTION_NOT_FOUND), PERMISSION_DENIED, DEADLINE_EXCEEDED (TIMEOUT),
-  // UNAVAILABLE (GPU_IS_LOST, driver not loaded) or INTERNAL.
+  // UNAVAILABLE (GPU_IS_LOST, driver not loaded), INVALID_ARGUMENT or
+  // INTERNAL.
   absl::Status Check(nvmlReturn_t r, absl::string_view what) const;
 
   // The driver's version string ("550.54.15"); empty when NVML cannot say.

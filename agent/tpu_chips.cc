@@ -91,7 +91,10 @@ absl::Status TpuChips::Observe(Observation& out) {
     std::string iommu_group;
   };
   std::map<std::string, Chip> chips;
-  for (const fs::directory_entry& e : fs::directory_iterator(pci, ec)) {
+  // Not a range-for: its increment throws on an error, this one reports it.
+  for (fs::directory_iterator it(pci, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const fs::directory_entry& e = *it;
     if (ReadTrimmed(e.path() / "vendor") != kGoogleVendor) continue;
     const TpuPciId* id = Lookup(ReadTrimmed(e.path() / "device"),
                                 ReadTrimmed(e.path() / "subsystem_device"));

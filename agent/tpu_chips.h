@@ -13,12 +13,14 @@
 // /dev/accel a directory: only character devices count.
 //
 // The slice the chips belong to, in order of precedence:
-//   topology: --tpu_topology; TPU_TOPOLOGY (the device plugin's variable, for
-//   an
-//     agent run inside a TPU pod); the node label
-//     cloud.google.com/gke-tpu-topology (from --labels_file); else the
-//     single-host shape of the chip count (1: 1x1, 4: 2x2 or 2x2x1, 8: 2x4;
-//     the device plugin's getChipsPerDim).
+//   topology: --tpu_topology; TPU_TOPOLOGY (the device plugin's variable,
+//     for an agent run inside a TPU pod); the node label
+//     cloud.google.com/gke-tpu-topology, when the operator gives the agent
+//     the node's labels (--labels_file or --labels: the downward API has the
+//     pod's labels, not the node's); else the single-host shape of the chip
+//     count (1: 1x1, 4: 2x2 or 2x2x1, 8: 2x4; the device plugin's
+//     getChipsPerDim). A host of a multi-host slice therefore needs its
+//     topology and slice id given, or it registers as a slice of its own.
 //   model: the node label cloud.google.com/gke-tpu-accelerator when set (it
 //     tells tpu-v5-lite-device from tpu-v5-lite-podslice), else the
 //     generation's GKE label value.

@@ -21,9 +21,12 @@ absl::Status InRange(double value, double lo, double hi,
 
 absl::Status ValidateDeviceStats(const DeviceStats& stats,
                                  absl::string_view field) {
-  if (absl::Status s = InRange(stats.utilization, 0, 1, field, "utilization");
-      !s.ok()) {
-    return s;
+  if (stats.utilization.has_value()) {
+    if (absl::Status s =
+            InRange(*stats.utilization, 0, 1, field, "utilization");
+        !s.ok()) {
+      return s;
+    }
   }
   if (stats.memory_used_bytes < 0) {
     return absl::InvalidArgumentError(

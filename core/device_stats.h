@@ -3,11 +3,13 @@
 // one interval of them (the agents' next heartbeats refill the table), and an
 // fsync per heartbeat per node would cost the durable writes that matter
 // (allocations) a share of the disk for data nobody needs after a crash.
-// Thread-safe; independent of the scheduler's lock, so a scrape or a GetNode
-// never waits on an allocation's commit.
+// Thread-safe, with a lock of its own (taken inside the scheduler's by
+// Heartbeat, so that a report and the node's removal are ordered; never the
+// other way round).
 #ifndef ACCELSCHED_CORE_DEVICE_STATS_H_
 #define ACCELSCHED_CORE_DEVICE_STATS_H_
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,23 +19,29 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/node_validation.h"
 
 namespace accelsched {
 
 struct DeviceStats {
-  double utilization = 0;  // busy fraction, 0..1
+  std::optional<double> utilization;  // busy fraction, 0..1; unset: unknown
   int64_t memory_used_bytes = 0;
   double temperature_celsius = 0;
   double power_watts = 0;
   absl::Time time = absl::InfinitePast();  // when sampled
 };
 
-// OK when every reading is finite and in range: utilization in [0, 1], memory
-// and power not negative, temperature in [-273.15, 1000]; otherwise
+// OK when every reading is finite and in range: utilization (when set) in
+// [0, 1], memory not negative, temperature in [-273.15, 1000], power in
+// [0, 1e6] watts; otherwise
 // INVALID_ARGUMENT naming `field` and the reading ("device_stats[\"GPU-1\"].
 // utilization is 57; must be in [0, 1]").
 absl::Status ValidateDeviceStats(const DeviceStats& stats,
                                  absl::string_view field);
+
+// The most readings one heartbeat may carry: every device of a node and each
+// of its MIG slices (at most 7 per GPU).
+inline constexpr size_t kMaxDeviceStatsPerNode = kMaxDevicesPerNode * 8;
 
 // Stats by device or MIG slice id.
 using DeviceStatsMap = absl::flat_hash_map<std::string, DeviceStats>;

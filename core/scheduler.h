@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -113,10 +114,16 @@ class Scheduler {
   // `reported_ids` names what the caller reports statistics for (kept apart,
   // in a DeviceStatsTable): each must be a device or MIG slice of the node.
   // NOT_FOUND for an unknown node; INVALID_ARGUMENT naming the first id that
-  // is not the node's, and then nothing changes.
-  absl::Status Heartbeat(absl::string_view name,
-                         const std::vector<std::string>& unhealthy_device_ids,
-                         const std::vector<std::string>& reported_ids = {});
+  // is not the node's, and then nothing changes. Once the heartbeat is
+  // accepted, `accepted` runs under the scheduler's lock (so that it is
+  // ordered with the node's registration and removal: keep it short, and
+  // call nothing of the scheduler's from it); then the call waits for the
+  // commit.
+  absl::Status Heartbeat(
+      absl::string_view name,
+      const std::vector<std::string>& unhealthy_device_ids,
+      const std::vector<std::string>& reported_ids = {},
+      absl::FunctionRef<void()> accepted = [] {});
   // Sorted by device class, model, partition.
   std::vector<CapacityEntry> GetCapacity() const;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/node_validation.h"
@@ -445,7 +446,8 @@ absl::StatusOr<Node> Scheduler::SetNodeSchedulable(absl::string_view name,
 absl::Status Scheduler::Heartbeat(
     absl::string_view name,
     const std::vector<std::string>& unhealthy_device_ids,
-    const std::vector<std::string>& reported_ids) {
+    const std::vector<std::string>& reported_ids,
+    absl::FunctionRef<void()> accepted) {
   if (unhealthy_device_ids.size() > kMaxDevicesPerNode) {
     return absl::InvalidArgumentError(
         absl::StrCat("unhealthy_device_ids has ", unhealthy_device_ids.size(),
@@ -469,7 +471,7 @@ absl::Status Scheduler::Heartbeat(
       auto owner = owner_.find(id);
       if (owner == owner_.end() || owner->second != name) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "device_stats[\"", id,
+            "device_stats[\"", absl::CHexEscape(id),
             "\"] is not a device or MIG slice of node \"", name, "\""));
       }
     }
@@ -493,6 +495,7 @@ absl::Status Scheduler::Heartbeat(
     if (changed) RefreshUnits(node->name, TpuSlicesOf(*node));
     write.mutations.push_back(PutNodeStatusMutation{*node});
     ticket = Commit(std::move(write));
+    accepted();
   }
   return Wait(ticket);
 }

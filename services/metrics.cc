@@ -154,7 +154,8 @@ class DeviceStatsCollector final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     auto util = GaugeFamily(
         "accelsched_node_device_utilization_ratio",
-        "Mean busy fraction (0-1) of the node's reporting devices of a model.");
+        "Mean busy fraction (0-1) over the node's devices of a model that "
+        "report one (not MIG-enabled GPUs: NVML cannot tell).");
     auto memory = GaugeFamily(
         "accelsched_node_device_memory_used_bytes",
         "Memory in use summed over the node's reporting devices of a model.");
@@ -167,8 +168,8 @@ class DeviceStatsCollector final : public prometheus::Collectable {
                     "Hottest of the node's reporting devices of a model.");
     auto reporting = GaugeFamily(
         "accelsched_node_devices_reporting",
-        "Devices of a model on the node with fresh statistics (weights for "
-        "the mean).");
+        "Devices of a model on the node in the utilization mean (its "
+        "weights).");
     auto dev_util = GaugeFamily("accelsched_device_utilization_ratio",
                                 "Busy fraction (0-1) of one device or slice.");
     auto dev_memory = GaugeFamily("accelsched_device_memory_used_bytes",
@@ -180,10 +181,10 @@ class DeviceStatsCollector final : public prometheus::Collectable {
 
     struct Sum {
       double utilization = 0;
+      int with_utilization = 0;
       double memory = 0;
       double power = 0;
       double max_temperature = -273.15;
-      int devices = 0;
     };
     for (const auto& [name, stats] : stats_->Fresh(absl::Now())) {
       absl::StatusOr<Node> node = scheduler_->GetNode(name);
@@ -198,7 +199,9 @@ class DeviceStatsCollector final : public prometheus::Collectable {
             {"model", model},
             {"node", name},
             {"partition", partition}};
-        dev_util.metric.push_back(Sample(s.utilization, labels));
+        if (s.utilization.has_value()) {
+          dev_util.metric.push_back(Sample(*s.utilization, labels));
+        }
         dev_memory.metric.push_back(
             Sample(static_cast<double>(s.memory_used_bytes), labels));
         if (partition.empty()) {
@@ -213,12 +216,14 @@ class DeviceStatsCollector final : public prometheus::Collectable {
         if (auto it = stats.find(d.id); it != stats.end()) {
           const DeviceStats& s = it->second;
           Sum& sum = by_model[d.canonical_model];
-          sum.utilization += s.utilization;
+          if (s.utilization.has_value()) {
+            sum.utilization += *s.utilization;
+            ++sum.with_utilization;
+          }
           sum.memory += static_cast<double>(s.memory_used_bytes);
           sum.power += s.power_watts;
           sum.max_temperature =
               std::max(sum.max_temperature, s.temperature_celsius);
-          ++sum.devices;
           per_device(s, d.canonical_model, d.id, "");
         }
         for (const MigSlice& slice : d.mig_slices) {
@@ -230,11 +235,14 @@ class DeviceStatsCollector final : public prometheus::Collectable {
       for (const auto& [model, sum] : by_model) {
         const std::vector<prometheus::ClientMetric::Label> labels = {
             {"model", model}, {"node", name}};
-        util.metric.push_back(Sample(sum.utilization / sum.devices, labels));
+        if (sum.with_utilization > 0) {
+          util.metric.push_back(
+              Sample(sum.utilization / sum.with_utilization, labels));
+          reporting.metric.push_back(Sample(sum.with_utilization, labels));
+        }
         memory.metric.push_back(Sample(sum.memory, labels));
         power.metric.push_back(Sample(sum.power, labels));
         temperature.metric.push_back(Sample(sum.max_temperature, labels));
-        reporting.metric.push_back(Sample(sum.devices, labels));
       }
     }
     std::vector<prometheus::MetricFamily> out;

@@ -29,7 +29,7 @@ absl::Duration FromDuration(const google::protobuf::Duration& d) {
 }
 
 void DeviceStatsToProto(const DeviceStats& s, v1::DeviceStats* proto) {
-  proto->set_utilization(s.utilization);
+  if (s.utilization.has_value()) proto->set_utilization(*s.utilization);
   proto->set_memory_used_bytes(s.memory_used_bytes);
   proto->set_temperature_celsius(s.temperature_celsius);
   proto->set_power_watts(s.power_watts);
@@ -113,12 +113,13 @@ void NodeToProto(const Node& node, v1::Node* proto) {
 
 absl::StatusOr<DeviceStatsMap> DeviceStatsFromProto(
     const google::protobuf::Map<std::string, v1::DeviceStats>& proto,
-    absl::Time now) {
+    const std::vector<std::string>& ids, absl::Time now) {
   DeviceStatsMap out;
-  out.reserve(proto.size());
-  for (const auto& [id, p] : proto) {
+  out.reserve(ids.size());
+  for (const std::string& id : ids) {
+    const v1::DeviceStats& p = proto.at(id);
     DeviceStats s;
-    s.utilization = p.utilization();
+    if (p.has_utilization()) s.utilization = p.utilization();
     s.memory_used_bytes = p.memory_used_bytes();
     s.temperature_celsius = p.temperature_celsius();
     s.power_watts = p.power_watts();

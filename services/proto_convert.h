@@ -19,11 +19,11 @@ absl::StatusOr<Node> NodeFromProto(const v1::Node& proto);
 void NodeToProto(const Node& node, v1::Node* proto);
 void CapacityToProto(const CapacityEntry& entry, v1::CapacityEntry* proto);
 
-// A heartbeat's device_stats, each checked by ValidateDeviceStats; a reading
-// without a time gets `now`.
+// A heartbeat's device_stats, converted and checked by ValidateDeviceStats in
+// the order of `ids` (its keys, sorted); a reading without a time gets `now`.
 absl::StatusOr<DeviceStatsMap> DeviceStatsFromProto(
     const google::protobuf::Map<std::string, v1::DeviceStats>& proto,
-    absl::Time now);
+    const std::vector<std::string>& ids, absl::Time now);
 // Sets Device.stats and MigSlice.stats in `proto` from `stats`; ids that are
 // not in the node are ignored.
 void AttachDeviceStats(const DeviceStatsMap& stats, v1::Node* proto);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/labels.h"
@@ -115,17 +116,29 @@ grpc::Status SchedulerService::Heartbeat(grpc::ServerContext* ctx,
       RETURN_IF_ERROR(
           ValidateId(ids[i], absl::StrCat("unhealthy_device_ids[", i, "]")));
     }
+    if (req->device_stats_size() > static_cast<int>(kMaxDeviceStatsPerNode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_stats has ", req->device_stats_size(),
+                       " entries; at most ", kMaxDeviceStatsPerNode));
+    }
+    // In id order, so that the first error named is the same every time.
+    std::vector<std::string> reported;
+    reported.reserve(req->device_stats_size());
+    for (const auto& [id, unused] : req->device_stats()) reported.push_back(id);
+    std::sort(reported.begin(), reported.end());
+    for (const std::string& id : reported) {
+      RETURN_IF_ERROR(ValidateId(
+          id, absl::StrCat("device_stats[\"", absl::CHexEscape(id), "\"]")));
+    }
     const absl::Time now = absl::Now();
     ASSIGN_OR_RETURN(DeviceStatsMap stats,
-                     DeviceStatsFromProto(req->device_stats(), now));
-    std::vector<std::string> reported;
-    reported.reserve(stats.size());
-    for (const auto& [id, unused] : stats) reported.push_back(id);
-    RETURN_IF_ERROR(scheduler_->Heartbeat(req->name(), ids, reported));
-    // After the node's commit: a heartbeat refused leaves the stats as they
-    // were, like everything else.
-    stats_->Put(req->name(), std::move(stats), now);
-    return absl::OkStatus();
+                     DeviceStatsFromProto(req->device_stats(), reported, now));
+    // Stored under the scheduler's lock once the heartbeat is accepted, so
+    // that a concurrent RemoveNode (which erases them after its own removal)
+    // cannot be overtaken by a late report.
+    return scheduler_->Heartbeat(req->name(), ids, reported, [&] {
+      stats_->Put(req->name(), std::move(stats), now);
+    });
   });
 }
 

@@ -129,8 +129,9 @@ TEST_F(NvidiaGpusTest, ReadsWholeGpusMigInstancesAndReadings) {
   EXPECT_EQ(s.memory_used_bytes(), static_cast<int64_t>(512 * kMiB));
   EXPECT_DOUBLE_EQ(s.temperature_celsius(), 41);
   EXPECT_DOUBLE_EQ(s.power_watts(), 250.5);
-  // NVML cannot tell a MIG GPU's utilization; slices report their memory.
-  EXPECT_DOUBLE_EQ(seen.stats.at("GPU-a100").utilization(), 0);
+  // NVML cannot tell a MIG GPU's utilization; slices report their memory,
+  // and a GPU that reads nothing sends no stats at all.
+  EXPECT_FALSE(seen.stats.contains("GPU-a100"));
   EXPECT_EQ(seen.stats.at("MIG-a").memory_used_bytes(),
             static_cast<int64_t>(10 * kMiB));
   EXPECT_EQ(seen.stats.at("MIG-b").memory_used_bytes(),
@@ -175,6 +176,36 @@ TEST_F(NvidiaGpusTest, HealthFromPagesRemappingAndCriticalXidsOnly) {
   EXPECT_EQ(after.devices.size(), 5u);
 }
 
+TEST_F(NvidiaGpusTest, AGpuThatStopsAnsweringKeepsItsShapeAndIsUnhealthy) {
+  auto scenario = [](const std::string& extra) {
+    return "gpu uuid=GPU-a100 name=\"NVIDIA A100-SXM4-40GB\" memory_mib=40960 "
+           "mig=1" +
+           extra +
+           "\n"
+           "mig gpu=0 uuid=MIG-a profile=0 mem_mib=4864 start=0 gi=7\n"
+           "gpu uuid=GPU-b name=g memory_mib=1 temp=4000000000\n";
+  };
+  WriteFile(scenario_, scenario(""));
+  std::unique_ptr<NvidiaGpus> gpus = Open();
+  ASSERT_NE(gpus, nullptr);
+  Observation before;
+  ASSERT_OK(gpus->Observe(before));
+  EXPECT_THAT(before.unhealthy, IsEmpty());
+  // An impossible reading is left out, not sent for the server to refuse.
+  EXPECT_EQ(before.stats.at("GPU-b").temperature_celsius(), 0);
+
+  // Its handle, UUID and name still read; every other query says
+  // GPU_IS_LOST (the MIG scan included, which must end).
+  WriteFile(scenario_, scenario(" broken=1"));
+  Observation broken;
+  ASSERT_OK(gpus->Observe(broken));
+  EXPECT_THAT(broken.unhealthy, ElementsAre("GPU-a100"));
+  ASSERT_EQ(broken.devices.size(), 2u);
+  EXPECT_EQ(broken.devices[0].DebugString(), before.devices[0].DebugString())
+      << "a failed read must not change the inventory";
+  EXPECT_FALSE(broken.stats.contains("GPU-a100"));
+}
+
 TEST_F(NvidiaGpusTest, LoadErrorsSayWhy) {
   EXPECT_THAT(NvmlLibrary::Load(dir_.File("missing.so")),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.so")));
@@ -192,6 +223,14 @@ TEST_F(NvidiaGpusTest, LoadErrorsSayWhy) {
 // in for a character device).
 class TpuChipsTest : public testing::Test {
  protected:
+  // The environment outranks labels and the PCI table: every test starts and
+  // ends without GKE's variables.
+  void SetUp() override { ClearEnvironment(); }
+  void TearDown() override { ClearEnvironment(); }
+  static void ClearEnvironment() {
+    ::unsetenv("TPU_TOPOLOGY");
+    ::unsetenv("TPU_WORKER_HOSTNAMES");
+  }
   void AddFunction(const std::string& address, const std::string& device,
                    const std::string& iommu_group,
                    const char* vendor = "0x1ae0") {
@@ -225,8 +264,6 @@ class TpuChipsTest : public testing::Test {
 };
 
 TEST_F(TpuChipsTest, V5eChipsFromPciWithVfioNodes) {
-  ::unsetenv("TPU_TOPOLOGY");
-  ::unsetenv("TPU_WORKER_HOSTNAMES");
   for (int i = 0; i < 4; ++i) {
     AddFunction("0000:00:0" + std::to_string(4 + i) + ".0", "0x0063",
                 std::to_string(10 + i));
@@ -282,8 +319,6 @@ TEST_F(TpuChipsTest, V4ChipsUseAccelNodesAndTheEnvironment) {
   TpuChips chips(Options());
   Observation seen;
   ASSERT_OK(chips.Observe(seen));
-  ::unsetenv("TPU_TOPOLOGY");
-  ::unsetenv("TPU_WORKER_HOSTNAMES");
   ASSERT_EQ(seen.devices.size(), 2u);
   EXPECT_EQ(seen.devices[0].model(), "tpu-v4-podslice");
   EXPECT_EQ(seen.devices[0].tpu_topology(), "2x2x2");
@@ -348,7 +383,7 @@ TEST(InventoryFileTest, AddsListedDevicesAndRefusesOutputFields) {
 TEST(ParseLabelsTest, PlainAndDownwardApiForms) {
   EXPECT_THAT(
       *ParseLabels("# comment\n\na=1\nzone=\"us-east1-b\"\n  k = \n", "f"),
-      ElementsAre(Pair("a", "1"), Pair("k ", ""), Pair("zone", "us-east1-b")));
+      ElementsAre(Pair("a", "1"), Pair("k", ""), Pair("zone", "us-east1-b")));
   EXPECT_THAT(ParseLabels("a=1\nbroken\n", "labels.txt"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("labels.txt:2: expected key=value")));

@@ -36,6 +36,20 @@ constexpr char kTwoGpus[] =
     "mig gpu=1 uuid=MIG-a profile=0 mem_mib=4864 start=0 gi=1 used_mib=10\n"
     "mig gpu=1 uuid=MIG-b profile=2 mem_mib=20096 start=4 gi=2 used_mib=30\n";
 
+// The same GPUs after `nvidia-smi mig -dgi` and seven `-cgi 1g.5gb` on the
+// A100: seven new slices.
+std::string SevenSliceLayout() {
+  std::string layout =
+      "gpu uuid=GPU-h100 name=\"NVIDIA H100 80GB HBM3\" memory_mib=81559\n"
+      "gpu uuid=GPU-a100 name=\"NVIDIA A100-SXM4-40GB\" memory_mib=40960 "
+      "mig=1\n";
+  for (int i = 0; i < 7; ++i) {
+    absl::StrAppend(&layout, "mig gpu=1 uuid=MIG-new-", i,
+                    " profile=0 mem_mib=4864 start=", i, " gi=", 10 + i, "\n");
+  }
+  return layout;
+}
+
 class AgentE2eTest : public E2eTest {
  protected:
   void SetUp() override {
@@ -185,14 +199,7 @@ TEST_F(AgentE2eTest, MigRelayoutAndLostGpuReRegisterWithoutRestart) {
   const pid_t agent_pid = agent_->pid();
 
   // nvidia-smi mig -dgi; -cgi 1g.5gb x7 on the A100: seven new slices.
-  std::string relayout =
-      "gpu uuid=GPU-h100 name=\"NVIDIA H100 80GB HBM3\" memory_mib=81559\n"
-      "gpu uuid=GPU-a100 name=\"NVIDIA A100-SXM4-40GB\" memory_mib=40960 "
-      "mig=1\n";
-  for (int i = 0; i < 7; ++i) {
-    absl::StrAppend(&relayout, "mig gpu=1 uuid=MIG-new-", i,
-                    " profile=0 mem_mib=4864 start=", i, " gi=", 10 + i, "\n");
-  }
+  const std::string relayout = SevenSliceLayout();
   SetScenario(relayout);
   ASSERT_TRUE(NodeBecomes([](const v1::Node& n) {
     const v1::Device* a100 = Find(n, "GPU-a100");
@@ -239,14 +246,7 @@ TEST_F(AgentE2eTest, RefusedRelayoutKeepsTheNodeLiveUntilTheSliceIsFree) {
   ASSERT_TRUE(Allocate(req, &allocation).ok());
   // An operator re-lays the A100 out under a running job: the server refuses
   // to change a device in place while it is allocated.
-  std::string relayout =
-      "gpu uuid=GPU-h100 name=\"NVIDIA H100 80GB HBM3\" memory_mib=81559\n"
-      "gpu uuid=GPU-a100 name=\"NVIDIA A100-SXM4-40GB\" memory_mib=40960 "
-      "mig=1\n";
-  for (int i = 0; i < 7; ++i) {
-    absl::StrAppend(&relayout, "mig gpu=1 uuid=MIG-new-", i,
-                    " profile=0 mem_mib=4864 start=", i, " gi=", 10 + i, "\n");
-  }
+  const std::string relayout = SevenSliceLayout();
   SetScenario(relayout);
   ASSERT_TRUE(AgentPrinted("FAILED_PRECONDITION: RegisterNode"));
   // The agent keeps the node live on the layout the server has.
@@ -267,6 +267,26 @@ TEST_F(AgentE2eTest, RefusedRelayoutKeepsTheNodeLiveUntilTheSliceIsFree) {
   EXPECT_TRUE(NodeBecomes([](const v1::Node& n) {
     const v1::Device* a100 = Find(n, "GPU-a100");
     return a100 != nullptr && a100->mig_slices_size() == 7;
+  }));
+}
+
+TEST_F(AgentE2eTest, ARemovedNodeIsRegisteredAgain) {
+  ASSERT_TRUE(StartServer());
+  ASSERT_TRUE(StartAgent());
+  ASSERT_TRUE(
+      NodeBecomes([](const v1::Node& n) { return n.devices_size() == 2; }));
+  // An operator removes the node (as one may delete a Node object): the
+  // agent's next heartbeat is NOT_FOUND and it registers the node again, as
+  // a kubelet re-creates its Node.
+  v1::RemoveNodeRequest remove;
+  remove.set_name(kNode);
+  v1::RemoveNodeResponse removed;
+  ASSERT_TRUE(
+      Call(&v1::AcceleratorScheduler::Stub::RemoveNode, remove, &removed).ok());
+  ASSERT_TRUE(AgentPrinted("NOT_FOUND: Heartbeat"));
+  EXPECT_TRUE(NodeBecomes([](const v1::Node& n) {
+    const v1::Device* h100 = Find(n, "GPU-h100");
+    return n.devices_size() == 2 && h100 != nullptr && h100->has_stats();
   }));
 }
 
@@ -386,10 +406,7 @@ TEST_F(AgentE2eTest, AdminTokenIsPresentedAndRequired) {
 
 TEST_F(AgentE2eTest, MutualTlsClientCertificateIsTheAgentsCredential) {
   ASSERT_NO_FATAL_FAILURE(MakeCertificates(dir_));
-  auto server =
-      ServerProcess::Start(db_, {"--tls_cert=" + dir_.File("server.pem"),
-                                 "--tls_key=" + dir_.File("server.key"),
-                                 "--tls_client_ca=" + dir_.File("ca.pem")});
+  auto server = ServerProcess::Start(db_, MutualTlsServerFlags(dir_));
   ASSERT_TRUE(server.ok()) << server.status();
   std::vector<std::string> flags = {
       "--server=" + (*server)->grpc_address(),
@@ -487,6 +504,19 @@ TEST_F(AgentE2eTest, HeartbeatStatsAreValidated) {
   EXPECT_THAT(s.error_message(),
               HasSubstr("device_stats[\"GPU-other\"] is not a device or MIG "
                         "slice of node \"gpu-node-1\""));
+  s = heartbeat("bad\nid", 0.5);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("device_stats[\"bad\\nid\"]"));
+  v1::HeartbeatRequest flood;
+  flood.set_name(kNode);
+  for (int i = 0; i <= 8192; ++i) {
+    (*flood.mutable_device_stats())[absl::StrCat("GPU-", i)];
+  }
+  v1::HeartbeatResponse resp;
+  s = Call(&v1::AcceleratorScheduler::Stub::Heartbeat, flood, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("device_stats has 8193 entries; at most 8192"));
   // Refused heartbeats changed nothing.
   const v1::Node after = *GetNode();
   EXPECT_EQ(after.DebugString(), before.DebugString());

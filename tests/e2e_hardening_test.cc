@@ -101,10 +101,7 @@ std::unique_ptr<Stub> TlsStub(const ServerProcess& server, const TempDir& dir,
 
 TEST_F(E2eTest, MutualTlsMakesAClientCertificateTheAdminCredential) {
   ASSERT_NO_FATAL_FAILURE(MakeCertificates(dir_));
-  auto server =
-      ServerProcess::Start(db_, {"--tls_cert=" + dir_.File("server.pem"),
-                                 "--tls_key=" + dir_.File("server.key"),
-                                 "--tls_client_ca=" + dir_.File("ca.pem")});
+  auto server = ServerProcess::Start(db_, MutualTlsServerFlags(dir_));
   ASSERT_TRUE(server.ok()) << server.status();
   auto anonymous = TlsStub(**server, dir_, false);
   auto admin = TlsStub(**server, dir_, true);

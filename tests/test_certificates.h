@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -34,6 +35,14 @@ inline void MakeCertificates(const TempDir& dir) {
       "-CAcreateserial -days 1 "
       "-out client.pem");
   ASSERT_EQ(std::system(("(" + script + ") > /dev/null 2>&1").c_str()), 0);
+}
+
+// accelschedd's flags for TLS with the certificates above, where a client
+// certificate signed by the same CA is the admin credential.
+inline std::vector<std::string> MutualTlsServerFlags(const TempDir& dir) {
+  return {"--tls_cert=" + dir.File("server.pem"),
+          "--tls_key=" + dir.File("server.key"),
+          "--tls_client_ca=" + dir.File("ca.pem")};
 }
 
 }  // namespace accelsched

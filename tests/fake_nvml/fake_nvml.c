@@ -11,8 +11,10 @@
  *   # index; gi: the GPU instance id; ci=0: no compute instance)
  *   gpu uuid=GPU-2 name="NVIDIA A100-SXM4-40GB" memory_mib=40960 mig=1
  *   mig gpu=1 uuid=MIG-2a profile=0 mem_mib=4864 start=0 gi=7 used_mib=10
- *   # health: lost=1 (GPU_IS_LOST on its handle), retired_pending=1,
- *   # remap_failure=1, xid=79 (one XID event each time the file changes)
+ *   # health: lost=1 (GPU_IS_LOST on its handle), broken=1 (its handle, UUID
+ *   # and name still read, every other query GPU_IS_LOST, as NVML answers for
+ *   # a GPU that fell off the bus), retired_pending=1, remap_failure=1,
+ *   # xid=79 (one XID event each time the file changes)
  *
  * (one line per gpu or mig; `gpu=` is the GPU's line order from 0.) Set
  * $FAKE_NVML_INIT_ERROR to make nvmlInit_v2 fail with DRIVER_NOT_LOADED.
@@ -55,7 +57,7 @@ typedef struct {
 typedef struct {
   char uuid[96], name[96];
   unsigned long long memory_mib, used_mib;
-  unsigned int util, temp, power_mw, mig, lost, retired_pending,
+  unsigned int util, temp, power_mw, mig, lost, broken, retired_pending,
       remap_failure, xid, xid_pending;
   Mig migs[MAX_MIGS];
   int mig_count;
@@ -125,6 +127,7 @@ static void load(void) {
       g->power_mw = (unsigned int)number(line, "power_mw");
       g->mig = (unsigned int)number(line, "mig");
       g->lost = (unsigned int)number(line, "lost");
+      g->broken = (unsigned int)number(line, "broken");
       g->retired_pending = (unsigned int)number(line, "retired_pending");
       g->remap_failure = (unsigned int)number(line, "remap_failure");
       g->xid = (unsigned int)number(line, "xid");
@@ -159,6 +162,22 @@ static Gpu* gpu_of(nvmlDevice_t d) {
   return d == NULL || d->gpu < 0 || d->gpu >= gpu_count ? NULL : &gpus[d->gpu];
 }
 
+/* The GPU of `d` for a query other than its handle, UUID or name; sets
+ * `*r` to GPU_IS_LOST (broken GPU) or INVALID_ARGUMENT and returns NULL when
+ * the query fails. */
+static Gpu* live(nvmlDevice_t d, nvmlReturn_t* r) {
+  Gpu* g = gpu_of(d);
+  if (g == NULL) {
+    *r = NVML_ERROR_INVALID_ARGUMENT;
+    return NULL;
+  }
+  if (g->broken) {
+    *r = NVML_ERROR_GPU_IS_LOST;
+    return NULL;
+  }
+  return g;
+}
+
 static Mig* mig_of(nvmlDevice_t d) {
   Gpu* g = gpu_of(d);
   return g == NULL || !d->is_mig || d->mig >= g->mig_count ? NULL
@@ -166,7 +185,8 @@ static Mig* mig_of(nvmlDevice_t d) {
 }
 
 static nvmlReturn_t copy(const char* s, char* out, unsigned int length) {
-  if (out == NULL || strlen(s) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  if (out == NULL || strlen(s) + 1 > length)
+    return NVML_ERROR_INSUFFICIENT_SIZE;
   strcpy(out, s);
   return NVML_SUCCESS;
 }
@@ -239,18 +259,20 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
                                       nvmlTemperatureSensors_t sensorType,
                                       unsigned int* temp) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL || sensorType != NVML_TEMPERATURE_GPU) {
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
+  if (sensorType != NVML_TEMPERATURE_GPU) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   *temp = g->temp;
   return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device,
-                                     unsigned int* power) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
   *power = g->power_mw;
   return NVML_SUCCESS;
 }
@@ -259,8 +281,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
                                      nvmlMemory_t* memory) {
   const unsigned long long mib = 1024ull * 1024;
   Mig* m = mig_of(device);
-  Gpu* g = gpu_of(device);
-  if (g == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
   memory->total = (m ? m->mem_mib : g->memory_mib) * mib;
   memory->used = (m ? m->used_mib : g->used_mib) * mib;
   memory->free = memory->total - memory->used;
@@ -269,8 +292,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                            nvmlUtilization_t* utilization) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
   /* nvml.h 7075: not supported on MIG-enabled GPUs. */
   if (g->mig) return NVML_ERROR_NOT_SUPPORTED;
   utilization->gpu = g->util;
@@ -280,10 +304,11 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
 
 nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(
     nvmlDevice_t device, nvmlEnableState_t* isPending) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-  *isPending = g->retired_pending ? NVML_FEATURE_ENABLED
-                                  : NVML_FEATURE_DISABLED;
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
+  *isPending =
+      g->retired_pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
   return NVML_SUCCESS;
 }
 
@@ -292,8 +317,9 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device,
                                        unsigned int* uncRows,
                                        unsigned int* isPending,
                                        unsigned int* failureOccurred) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
   if (g->mig) return NVML_ERROR_NOT_SUPPORTED; /* nvml.h 8422-8423 */
   *corrRows = *uncRows = *isPending = 0;
   *failureOccurred = g->remap_failure;
@@ -340,8 +366,9 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device,
                                   unsigned int* currentMode,
                                   unsigned int* pendingMode) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
   *currentMode = *pendingMode = g->mig;
   return NVML_SUCCESS;
 }
@@ -349,8 +376,10 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
     nvmlDevice_t device, unsigned int profile,
     nvmlGpuInstanceProfileInfo_t* info) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL || profile >= PROFILE_INDEXES) {
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
+  if (profile >= PROFILE_INDEXES) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   if (!g->mig) return NVML_ERROR_NOT_SUPPORTED;
@@ -358,7 +387,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
     if (g->migs[i].profile == profile) {
       memset(info, 0, sizeof(*info));
       info->id = profile + PROFILE_ID_OFFSET;
-      info->instanceCount = 7;
+      info->instanceCount = MAX_MIGS;
       info->memorySizeMB = g->migs[i].mem_mib;
       return NVML_SUCCESS;
     }
@@ -370,10 +399,13 @@ nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device,
                                        unsigned int profileId,
                                        nvmlGpuInstance_t* gpuInstances,
                                        unsigned int* count) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL || count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
+  if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  /* The caller's array holds instanceCount (MAX_MIGS) entries. */
   unsigned int n = 0;
-  for (int i = 0; i < g->mig_count; ++i) {
+  for (int i = 0; i < g->mig_count && n < MAX_MIGS; ++i) {
     if (g->migs[i].profile + PROFILE_ID_OFFSET == profileId) {
       gpuInstances[n++] = &g->migs[i].gi_handle;
     }
@@ -397,8 +429,7 @@ nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance,
   return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device,
-                                        unsigned int* id) {
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
   Mig* m = mig_of(device);
   if (m == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   *id = m->gi;
@@ -407,8 +438,9 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device,
 
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
                                             unsigned int* count) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
   *count = g->mig ? 7 : 0;
   return NVML_SUCCESS;
 }
@@ -416,8 +448,10 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
                                                  unsigned int index,
                                                  nvmlDevice_t* migDevice) {
-  Gpu* g = gpu_of(device);
-  if (g == NULL || !g->mig) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
+  if (!g->mig) return NVML_ERROR_INVALID_ARGUMENT;
   /* A GPU instance without a compute instance has no MIG device. */
   unsigned int seen = 0;
   for (int i = 0; i < g->mig_count; ++i) {
