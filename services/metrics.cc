@@ -186,7 +186,11 @@ class DeviceStatsCollector final : public prometheus::Collectable {
       double power = 0;
       double max_temperature = -273.15;
     };
-    for (const auto& [name, stats] : stats_->Fresh(absl::Now())) {
+    for (const auto& report : stats_->Fresh(absl::Now())) {
+      // Not a structured binding: a lambda below uses the name, and clang 14
+      // (the fuzz and TSan builds) cannot capture one.
+      const std::string& name = report.first;
+      const DeviceStatsMap& stats = report.second;
       absl::StatusOr<Node> node = scheduler_->GetNode(name);
       if (!node.ok()) continue;  // removed since its last heartbeat
       std::map<std::string, Sum> by_model;
