@@ -33,9 +33,8 @@ struct DeviceStats {
 
 // OK when every reading is finite and in range: utilization (when set) in
 // [0, 1], memory not negative, temperature in [-273.15, 1000], power in
-// [0, 1e6] watts; otherwise
-// INVALID_ARGUMENT naming `field` and the reading ("device_stats[\"GPU-1\"].
-// utilization is 57; must be in [0, 1]").
+// [0, 1e6] watts; otherwise INVALID_ARGUMENT naming `field` and the reading
+// ("device_stats[\"GPU-1\"].utilization is 57; must be in [0, 1]").
 absl::Status ValidateDeviceStats(const DeviceStats& stats,
                                  absl::string_view field);
 

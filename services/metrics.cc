@@ -191,6 +191,9 @@ class DeviceStatsCollector final : public prometheus::Collectable {
       // (the fuzz and TSan builds) cannot capture one.
       const std::string& name = report.first;
       const DeviceStatsMap& stats = report.second;
+      // One GetNode (the scheduler's reader lock, a copy of the node) per
+      // reporting node per scrape: cheap next to the scrape interval, and it
+      // keeps the scheduler's interface as it is.
       absl::StatusOr<Node> node = scheduler_->GetNode(name);
       if (!node.ok()) continue;  // removed since its last heartbeat
       std::map<std::string, Sum> by_model;
