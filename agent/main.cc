@@ -106,6 +106,25 @@ absl::StatusOr<std::map<std::string, std::string>> Labels() {
   return labels;
 }
 
+// The first of `paths` that loads; otherwise the last failure's code and
+// every candidate's error.
+absl::StatusOr<std::unique_ptr<NvmlLibrary>> LoadNvml(
+    const std::vector<std::string>& paths) {
+  absl::StatusCode code = absl::StatusCode::kNotFound;
+  std::vector<std::string> errors;
+  for (const std::string& path : paths) {
+    absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml = NvmlLibrary::Load(path);
+    if (nvml.ok()) {
+      std::fprintf(stderr, "accelsched-agent: NVML from %s, driver %s\n",
+                   path.c_str(), (*nvml)->DriverVersion().c_str());
+      return nvml;
+    }
+    code = nvml.status().code();
+    errors.emplace_back(nvml.status().message());
+  }
+  return absl::Status(code, absl::StrJoin(errors, "; "));
+}
+
 absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
     const std::string& node_name,
     const std::map<std::string, std::string>& labels) {
@@ -113,24 +132,10 @@ absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
   const std::vector<std::string> nvml_paths =
       absl::StrSplit(absl::GetFlag(FLAGS_nvml_library), ',', absl::SkipEmpty());
   if (!nvml_paths.empty()) {
-    // The first candidate that loads; the error names every one tried.
-    absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml =
-        absl::NotFoundError("no --nvml_library");
-    std::string tried;
-    for (const std::string& path : nvml_paths) {
-      nvml = NvmlLibrary::Load(path);
-      if (nvml.ok()) {
-        std::fprintf(stderr, "accelsched-agent: NVML from %s, driver %s\n",
-                     path.c_str(), (*nvml)->DriverVersion().c_str());
-        break;
-      }
-      absl::StrAppend(&tried, tried.empty() ? "" : "; ",
-                      nvml.status().message());
-    }
+    absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml = LoadNvml(nvml_paths);
     if (nvml.ok()) {
       sources.push_back(std::make_unique<NvidiaGpus>(*std::move(nvml)));
     } else {
-      nvml = absl::Status(nvml.status().code(), tried);
       const std::filesystem::path ctl =
           std::filesystem::path(absl::GetFlag(FLAGS_dev_dir)) / "nvidiactl";
       std::error_code ec;

@@ -309,9 +309,8 @@ absl::Status NvidiaGpus::Observe(Observation& out) {
     // The GPU's shape (memory, MIG mode, instances) must read whole, or the
     // inventory would change with a failed read: then the last good shape is
     // reported, unhealthy.
-    bool whole = true;
     nvmlMemory_t memory = {};
-    whole = nvml.nvmlDeviceGetMemoryInfo(gpu, &memory) == NVML_SUCCESS;
+    bool whole = nvml.nvmlDeviceGetMemoryInfo(gpu, &memory) == NVML_SUCCESS;
     d.set_memory_bytes(whole ? memory.total : 0);
     unsigned int current = 0, pending = 0;
     const nvmlReturn_t mig_mode =

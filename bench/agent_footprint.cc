@@ -96,15 +96,9 @@ double StatusMb(pid_t pid, const std::string& key) {
 double Heartbeats(const ServerProcess& server) {
   absl::StatusOr<std::string> body = HttpGet(server.metrics_port(), "/metrics");
   if (!body.ok()) return -1;
-  const std::string key =
-      "accelsched_grpc_requests_total{code=\"OK\",method=\"Heartbeat\"} ";
-  const size_t at = body->find(key);
-  if (at == std::string::npos) return 0;
-  double n = 0;
-  (void)absl::SimpleAtod(
-      body->substr(at + key.size(), body->find('\n', at) - at - key.size()),
-      &n);
-  return n;
+  return SampleValue(
+      *body,
+      "accelsched_grpc_requests_total{code=\"OK\",method=\"Heartbeat\"}");
 }
 
 struct Run {

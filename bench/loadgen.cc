@@ -150,15 +150,8 @@ CommitCounters ReadCommitCounters(int metrics_port) {
   CommitCounters c;
   absl::StatusOr<std::string> body = HttpGet(metrics_port, "/metrics");
   if (!body.ok()) return c;
-  for (absl::string_view line : absl::StrSplit(*body, '\n')) {
-    if (absl::ConsumePrefix(&line,
-                            "accelsched_group_commit_batch_size_count ")) {
-      (void)absl::SimpleAtod(line, &c.commits);
-    } else if (absl::ConsumePrefix(&line,
-                                   "accelsched_group_commit_batch_size_sum ")) {
-      (void)absl::SimpleAtod(line, &c.writes);
-    }
-  }
+  c.commits = SampleValue(*body, "accelsched_group_commit_batch_size_count");
+  c.writes = SampleValue(*body, "accelsched_group_commit_batch_size_sum");
   return c;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
 #include "tests/e2e_fixture.h"
 #include "tests/http_client.h"
 #include "tests/test_certificates.h"
@@ -115,14 +116,10 @@ class AgentE2eTest : public E2eTest {
            << (agent_ ? agent_->output() : "");
   }
 
-  // Polls the agent's output for `marker` for up to 20 s.
+  // Waits up to 20 s for the agent to print `marker`.
   testing::AssertionResult AgentPrinted(const std::string& marker) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    while (absl::Now() < deadline) {
-      if (agent_->output().find(marker) != std::string::npos) {
-        return testing::AssertionSuccess();
-      }
-      absl::SleepFor(absl::Milliseconds(20));
+    if (agent_->WaitForOutput(marker, absl::Seconds(20))) {
+      return testing::AssertionSuccess();
     }
     return testing::AssertionFailure()
            << "the agent never printed \"" << marker << "\":\n"
@@ -251,12 +248,9 @@ TEST_F(AgentE2eTest, RefusedRelayoutKeepsTheNodeLiveUntilTheSliceIsFree) {
   ASSERT_TRUE(AgentPrinted("FAILED_PRECONDITION: RegisterNode"));
   // The agent keeps the node live on the layout the server has.
   const v1::Node refused = *GetNode();
-  auto heartbeat = [](const v1::Node& n) {
-    return absl::FromUnixSeconds(n.last_heartbeat().seconds()) +
-           absl::Nanoseconds(n.last_heartbeat().nanos());
-  };
-  EXPECT_TRUE(NodeBecomes(
-      [&](const v1::Node& n) { return heartbeat(n) > heartbeat(refused); }));
+  EXPECT_TRUE(NodeBecomes([&](const v1::Node& n) {
+    return n.last_heartbeat() > refused.last_heartbeat();
+  }));
   EXPECT_EQ(Find(*GetNode(), "GPU-a100")->mig_slices_size(), 2);
   // Once the job is done, the next pass registers the new layout.
   v1::ReleaseRequest release;

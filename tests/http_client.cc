@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace accelsched {
 
@@ -43,6 +46,17 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& target) {
         response.substr(body + 4, 500)));
   }
   return response.substr(body + 4);
+}
+
+double SampleValue(absl::string_view metrics, absl::string_view series) {
+  double value = 0;
+  for (absl::string_view line : absl::StrSplit(metrics, '\n')) {
+    if (absl::ConsumePrefix(&line, series) && absl::ConsumePrefix(&line, " ")) {
+      if (!absl::SimpleAtod(line, &value)) value = 0;
+      break;
+    }
+  }
+  return value;
 }
 
 std::string UrlEncode(const std::string& s) {

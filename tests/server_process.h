@@ -58,11 +58,13 @@ class ServerProcess {
   // when killed).
   int Stop(int signal);
   std::string output() const;
+  // Waits until the output contains `marker`, the process closes its output,
+  // or `timeout` passes; true when the marker is there.
+  bool WaitForOutput(const std::string& marker, absl::Duration timeout);
 
  private:
   ServerProcess(pid_t pid, int fd);
   void ReadOutput();
-  bool WaitForOutput(const std::string& marker, absl::Duration timeout);
 
   pid_t pid_;
   int fd_;
