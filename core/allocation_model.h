@@ -112,6 +112,13 @@ struct Allocation {
   std::string container_name;
 
   bool live() const { return state == AllocationState::kActive; }
+  // Whether any of its devices is on `node_name`.
+  bool touches(const std::string& node_name) const {
+    for (const AllocatedDevice& d : devices) {
+      if (d.node == node_name) return true;
+    }
+    return false;
+  }
   bool operator==(const Allocation&) const = default;
 };
 

@@ -104,6 +104,19 @@ Models(const AcceleratorRegistry& registry, const AllocationRequest& req) {
 
 }  // namespace
 
+absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field) {
+  if (tenant.size() > kMaxTenantLength) {
+    return InvalidField(
+        field, absl::StrCat("is ", tenant.size(), " characters long; at most ",
+                            kMaxTenantLength));
+  }
+  for (char c : tenant) {
+    if (c < ' ' || c > '~')
+      return InvalidField(field, "must be printable ASCII");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AcceleratorRegistry& registry, const AllocationRequest& req,
     absl::Duration max_lease) {
@@ -185,15 +198,7 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
   }
   RETURN_IF_ERROR(ValidateLabels(req.node_selector, "node_selector"));
   spec.selector = LabelSelector::FromMap(req.node_selector);
-  if (req.tenant.size() > kMaxTenantLength) {
-    return InvalidField(
-        "tenant", absl::StrCat("is ", req.tenant.size(),
-                               " characters long; at most ", kMaxTenantLength));
-  }
-  for (char c : req.tenant) {
-    if (c < ' ' || c > '~')
-      return InvalidField("tenant", "must be printable ASCII");
-  }
+  RETURN_IF_ERROR(ValidateTenant(req.tenant, "tenant"));
   if (!req.container_name.empty() && !IsDnsLabel(req.container_name)) {
     return InvalidField(
         "container_name",

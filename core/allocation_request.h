@@ -29,6 +29,10 @@ inline constexpr size_t kMaxAlternatives = 32;
 // partition_size or a GOOGLE_TPU class without any model, a negative or huge
 // count, more than one TPU slice, a malformed node_selector, tenant or
 // container_name, a negative lease or one longer than `max_lease`.
+// INVALID_ARGUMENT naming `field` unless `tenant` is printable ASCII of at most
+// kMaxTenantLength characters (empty is allowed).
+absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field);
+
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AcceleratorRegistry& registry, const AllocationRequest& request,
     absl::Duration max_lease);

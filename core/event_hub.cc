@@ -4,34 +4,75 @@
 
 namespace accelsched {
 
+bool EventFilter::Matches(const Event& event) const {
+  // Catalog events carry no allocation: they have no tenant or request.
+  const bool allocation_event = !event.allocation.id.empty();
+  if (!tenant.empty() &&
+      (!allocation_event || event.allocation.tenant != tenant)) {
+    return false;
+  }
+  if (!request_id.empty() &&
+      (!allocation_event || event.allocation.request_id != request_id)) {
+    return false;
+  }
+  if (!node.empty()) {
+    return allocation_event ? event.allocation.touches(node)
+                            : event.node == node;
+  }
+  return true;
+}
+
 absl::StatusOr<std::optional<Event>> EventHub::Watcher::Next(
     absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return fell_behind_ || !queue_.empty();
+    return !ended_.ok() || !queue_.empty();
   };
   mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-  if (fell_behind_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "watcher fell behind: more than ", capacity_,
-        " events were waiting; list the state again and start a new watch"));
-  }
+  if (!ended_.ok()) return ended_;
   if (queue_.empty()) return std::nullopt;
-  Event e = std::move(queue_.front());
+  Event e = *queue_.front();
   queue_.pop_front();
   return e;
 }
 
-bool EventHub::Watcher::Offer(const Event& e) {
+absl::StatusOr<std::shared_ptr<const Event>> EventHub::Watcher::TryNext() {
   absl::MutexLock lock(&mu_);
-  if (fell_behind_) return false;
-  if (queue_.size() >= capacity_) {
-    fell_behind_ = true;
-    queue_.clear();
-    return false;
+  if (!ended_.ok()) return ended_;
+  if (queue_.empty()) {
+    armed_ = true;
+    return nullptr;
   }
-  queue_.push_back(e);
-  return true;
+  std::shared_ptr<const Event> e = std::move(queue_.front());
+  queue_.pop_front();
+  return e;
+}
+
+bool EventHub::Watcher::Offer(const std::shared_ptr<const Event>& e,
+                              bool* notify) {
+  if (!filter_.Matches(*e)) return true;
+  absl::MutexLock lock(&mu_);
+  if (!ended_.ok()) return false;
+  if (queue_.size() >= capacity_) {
+    ended_ = absl::ResourceExhaustedError(absl::StrCat(
+        "watcher fell behind: more than ", capacity_,
+        " events were waiting; list the state again and start a new watch"));
+    queue_.clear();
+  } else {
+    queue_.push_back(e);
+  }
+  *notify = *notify || armed_;
+  armed_ = false;
+  return ended_.ok();
+}
+
+void EventHub::Watcher::End(absl::Status status, bool* notify) {
+  absl::MutexLock lock(&mu_);
+  if (!ended_.ok()) return;
+  ended_ = std::move(status);
+  queue_.clear();
+  *notify = armed_;
+  armed_ = false;
 }
 
 void EventHub::AddListener(Listener listener) {
@@ -39,10 +80,27 @@ void EventHub::AddListener(Listener listener) {
   listeners_.push_back(std::move(listener));
 }
 
-std::shared_ptr<EventHub::Watcher> EventHub::Subscribe() {
-  auto w = std::make_shared<Watcher>(buffer_);
+namespace {
+
+absl::Status Closed() {
+  return absl::UnavailableError(
+      "the server is stopping; watch again (another replica or after the "
+      "restart)");
+}
+
+}  // namespace
+
+std::shared_ptr<EventHub::Watcher> EventHub::Subscribe(EventFilter filter,
+                                                       ReadyCallback on_ready) {
+  auto w = std::make_shared<Watcher>(buffer_, std::move(filter),
+                                     std::move(on_ready));
   absl::MutexLock lock(&mu_);
-  watchers_.push_back(w);
+  if (closed_) {
+    bool unused = false;
+    w->End(Closed(), &unused);
+  } else {
+    watchers_.push_back(w);
+  }
   return w;
 }
 
@@ -53,10 +111,16 @@ void EventHub::Unsubscribe(const std::shared_ptr<Watcher>& watcher) {
 
 void EventHub::Publish(std::vector<Event> events) {
   absl::MutexLock lock(&mu_);
-  for (const Event& e : events) {
+  std::vector<std::shared_ptr<Watcher>> ready;
+  for (Event& e : events) {
     for (const Listener& listener : listeners_) listener(e);
+    const auto shared = std::make_shared<const Event>(std::move(e));
     for (auto it = watchers_.begin(); it != watchers_.end();) {
-      if ((*it)->Offer(e)) {
+      bool notify = false;
+      const bool kept = (*it)->Offer(shared, &notify);
+      // At most once per watcher and batch: it reads until it finds nothing.
+      if (notify) ready.push_back(*it);
+      if (kept) {
         ++it;
       } else {
         ++dropped_;
@@ -64,6 +128,21 @@ void EventHub::Publish(std::vector<Event> events) {
       }
     }
   }
+  // Under the hub's lock (see ReadyCallback); a dropped watcher is told too.
+  for (const std::shared_ptr<Watcher>& w : ready) {
+    if (w->on_ready_) w->on_ready_();
+  }
+}
+
+void EventHub::Close() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+  for (const std::shared_ptr<Watcher>& w : watchers_) {
+    bool notify = false;
+    w->End(Closed(), &notify);
+    if (notify && w->on_ready_) w->on_ready_();
+  }
+  watchers_.clear();
 }
 
 size_t EventHub::watchers() const {

@@ -1,41 +1,44 @@
 #include "core/group_committer.h"
 
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
 #include "absl/time/clock.h"
 
 namespace accelsched {
-namespace {
 
-void Appoint(GroupCommitter::Ticket& ticket) {
-  absl::MutexLock lock(&ticket.mu);
-  ticket.lead = true;
+bool GroupCommitter::Ticket::done() const {
+  absl::MutexLock lock(&mu_);
+  return done_;
 }
 
-}  // namespace
-
 GroupCommitter::GroupCommitter(Store* store, EventHub* hub,
-                               FailureHandler on_failure, size_t max_batch)
+                               FailureHandler on_failure, Options options)
     : store_(store),
       hub_(hub),
       on_failure_(std::move(on_failure)),
-      max_batch_(max_batch) {}
+      options_(options) {
+  if (options_.mode == Mode::kThread) thread_ = std::thread([this] { Run(); });
+}
 
 GroupCommitter::~GroupCommitter() {
-  // Drain: wait for a running leader, then lead whatever is left.
-  for (;;) {
+  if (thread_.joinable()) {
     {
       absl::MutexLock lock(&mu_);
-      auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !leader_active_;
-      };
-      mu_.Await(absl::Condition(&idle));
-      if (queue_.empty()) return;
-      leader_active_ = true;
+      stopping_ = true;
     }
-    LeadOneBatch();
+    thread_.join();  // it commits what is queued before it stops
+    return;
   }
+  // kLeader: let a leader at work finish, then lead whatever is left.
+  {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this]()
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !committing_; };
+    mu_.Await(absl::Condition(&idle));
+  }
+  Flush();
 }
 
 void GroupCommitter::set_observer(CommitObserver observer) {
@@ -52,39 +55,75 @@ std::shared_ptr<GroupCommitter::Ticket> GroupCommitter::Enqueue(
     std::vector<Mutation> mutations, std::vector<Event> events) {
   auto ticket = std::make_shared<Ticket>();
   absl::MutexLock lock(&mu_);
-  if (!leader_active_) {
-    // Nobody is committing: this write's waiter leads.
-    leader_active_ = true;
-    Appoint(*ticket);
-  }
+  // kThread: the committer thread waits on a condition of queue_, which
+  // absl::Mutex evaluates when this lock is released.
   queue_.push_back(Write{std::move(mutations), std::move(events), ticket});
   return ticket;
 }
 
-absl::Status GroupCommitter::Wait(const std::shared_ptr<Ticket>& ticket) {
+void GroupCommitter::Flush() {
+  if (options_.mode != Mode::kLeader) return;
+  {
+    absl::MutexLock lock(&mu_);
+    if (committing_ || queue_.empty()) return;
+    committing_ = true;
+  }
   for (;;) {
-    {
-      absl::MutexLock lock(&ticket->mu);
-      auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ticket->mu) {
-        return ticket->done || ticket->lead;
-      };
-      ticket->mu.Await(absl::Condition(&woken));
-      if (ticket->done) return ticket->status;
-      ticket->lead = false;
+    CommitOneBatch();
+    absl::MutexLock lock(&mu_);
+    // Checked under the lock Enqueue takes: a write queued before this sees
+    // is committed here; one queued after finds no leader and leads.
+    if (queue_.empty()) {
+      committing_ = false;
+      return;
     }
-    LeadOneBatch();
   }
 }
 
-void GroupCommitter::FailQueued(const absl::Status& status) {
-  std::vector<Write> queued;
-  {
+void GroupCommitter::Run() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) return;  // stopping, and nothing left
+      committing_ = true;
+    }
+    CommitOneBatch();
     absl::MutexLock lock(&mu_);
-    queued.assign(std::make_move_iterator(queue_.begin()),
-                  std::make_move_iterator(queue_.end()));
-    queue_.clear();
+    committing_ = false;
   }
-  Finish(queued, status);
+}
+
+void GroupCommitter::OnDone(const std::shared_ptr<Ticket>& ticket,
+                            Completion completion) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&ticket->mu_);
+    if (!ticket->done_) {
+      ticket->completions_.push_back(std::move(completion));
+      return;
+    }
+    status = ticket->status_;
+  }
+  std::move(completion)(status);
+}
+
+absl::Status GroupCommitter::Wait(const std::shared_ptr<Ticket>& ticket) {
+  Flush();
+  absl::MutexLock lock(&ticket->mu_);
+  ticket->mu_.Await(absl::Condition(&ticket->done_));
+  return ticket->status_;
+}
+
+void GroupCommitter::FailQueued(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  // Their events were never committed: the next commit reuses the numbers.
+  for (Write& w : queue_) failed_.push_back(std::move(w));
+  queue_.clear();
+  failed_status_ = status;
 }
 
 GroupCommitter::Stats GroupCommitter::stats() const {
@@ -95,20 +134,26 @@ GroupCommitter::Stats GroupCommitter::stats() const {
 void GroupCommitter::Finish(std::vector<Write>& batch,
                             const absl::Status& status) {
   for (Write& w : batch) {
-    absl::MutexLock lock(&w.ticket->mu);
-    w.ticket->status = status;
-    w.ticket->done = true;
+    std::vector<Completion> completions;
+    {
+      absl::MutexLock lock(&w.ticket->mu_);
+      w.ticket->status_ = status;
+      w.ticket->done_ = true;
+      completions.swap(w.ticket->completions_);
+    }
+    for (Completion& c : completions) std::move(c)(status);
   }
 }
 
-void GroupCommitter::LeadOneBatch() {
+void GroupCommitter::CommitOneBatch() {
   std::vector<Write> batch;
   uint64_t sequence;
   {
     absl::MutexLock lock(&mu_);
     sequence = last_sequence_;
-    const size_t n =
-        max_batch_ == 0 ? queue_.size() : std::min(max_batch_, queue_.size());
+    const size_t n = options_.max_batch == 0
+                         ? queue_.size()
+                         : std::min(options_.max_batch, queue_.size());
     batch.assign(std::make_move_iterator(queue_.begin()),
                  std::make_move_iterator(queue_.begin() +
                                          static_cast<std::ptrdiff_t>(n)));
@@ -154,12 +199,14 @@ void GroupCommitter::LeadOneBatch() {
     if (!events.empty()) hub_->Publish(std::move(events));
   }
   Finish(batch, status);
-  absl::MutexLock lock(&mu_);
-  if (queue_.empty()) {
-    leader_active_ = false;
-  } else {
-    Appoint(*queue_.front().ticket);
+  std::vector<Write> failed;
+  absl::Status failed_status;
+  {
+    absl::MutexLock lock(&mu_);
+    failed.swap(failed_);
+    failed_status = failed_status_;
   }
+  Finish(failed, failed_status);
 }
 
 }  // namespace accelsched

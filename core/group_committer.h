@@ -1,12 +1,23 @@
-// Group commit: writers enqueue their mutations and wait; the first waiting
-// writer becomes the leader and commits everything queued so far in one durable
-// transaction on its own thread, then hands leadership to the next queued
-// writer (leveldb's DBImpl::Write pattern). Throughput is not bounded by one
-// fsync per request, and the serial commit path never waits for another thread
-// to be scheduled. Only one leader runs at a time, so Store::Apply calls are
-// serialised. Events are numbered in the transaction that records their
-// sequence (so numbering continues after a restart) and published only after
-// it commits. Thread-safe.
+// Group commit: writers enqueue their mutations and go on; whatever is queued
+// is committed in one durable transaction, and each write's completion runs
+// once its transaction committed or failed. Nobody has to wait: a gRPC
+// handler queues its write, returns its thread, and the committing thread
+// finishes the call (the callback API needs exactly that).
+//
+// Who commits is the Mode:
+// - kLeader (leveldb's DBImpl::Write pattern): the writer that queues into an
+//   idle committer leads, on its own thread, and commits batch after batch
+//   until the queue is empty. The serial commit path never waits for another
+//   thread to be scheduled; at one caller the commit runs on the caller's
+//   thread.
+// - kThread: a dedicated committer thread commits while anything is queued.
+// bench/loadgen measures both (README).
+//
+// Only one batch commits at a time, so Store::Apply calls are serialised, and
+// batches commit in queue order: a write's completion runs after those of every
+// write queued before it. Events are numbered in the transaction that records
+// their sequence (so numbering continues after a restart) and published only
+// after it commits. Thread-safe.
 #ifndef ACCELSCHED_CORE_GROUP_COMMITTER_H_
 #define ACCELSCHED_CORE_GROUP_COMMITTER_H_
 
@@ -15,8 +26,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -28,34 +41,48 @@ namespace accelsched {
 
 class GroupCommitter {
  public:
-  // One queued write's outcome, or its turn to lead. Each waiter sleeps on its
-  // own ticket.
-  struct Ticket {
-    absl::Mutex mu;
-    bool done ABSL_GUARDED_BY(mu) = false;
-    bool lead ABSL_GUARDED_BY(mu) = false;
-    absl::Status status ABSL_GUARDED_BY(mu);
+  enum class Mode { kLeader, kThread };
+  // Runs once with the outcome of a write's transaction.
+  using Completion = absl::AnyInvocable<void(const absl::Status&) &&>;
+  // One queued write's outcome and the completions waiting for it.
+  class Ticket {
+   public:
+    // True once its transaction committed or failed.
+    bool done() const;
+
+   private:
+    friend class GroupCommitter;
+    mutable absl::Mutex mu_;
+    bool done_ ABSL_GUARDED_BY(mu_) = false;
+    absl::Status status_ ABSL_GUARDED_BY(mu_);
+    std::vector<Completion> completions_ ABSL_GUARDED_BY(mu_);
   };
   struct Stats {
     uint64_t commits = 0;   // transactions
     uint64_t writes = 0;    // writes committed (one per acknowledged call)
     uint64_t failures = 0;  // failed transactions
   };
-  // Called by the leader after a failed transaction, before any waiter is told.
-  // The owner must, under the lock it enqueues under, call FailQueued and
-  // restore its state from the store, since queued writes were built on the
-  // failed ones.
+  struct Options {
+    Mode mode = Mode::kLeader;
+    // Caps the writes per transaction (0: no cap; 1: one commit per write,
+    // the baseline group commit is measured against).
+    size_t max_batch = 0;
+  };
+  // Called by the committing thread after a failed transaction, before any
+  // completion runs. The owner must, under the lock it enqueues under, call
+  // FailQueued and restore its state from the store, since queued writes were
+  // built on the failed ones.
   using FailureHandler = std::function<void(const absl::Status&)>;
   // Called after each commit with its batch size and duration (metrics).
   using CommitObserver =
       std::function<void(size_t writes, absl::Duration latency)>;
 
-  // `store` and `hub` are not owned and must outlive this. `max_batch` caps the
-  // writes per transaction (0: no cap; 1: one commit per write, the baseline
-  // group commit is measured against).
+  // `store` and `hub` are not owned and must outlive this. kThread starts the
+  // committer thread here.
   GroupCommitter(Store* store, EventHub* hub, FailureHandler on_failure,
-                 size_t max_batch = 0);
-  // Commits whatever is still queued.
+                 Options options);
+  // Commits whatever is still queued, runs its completions, and stops the
+  // committer thread.
   ~GroupCommitter();
   GroupCommitter(const GroupCommitter&) = delete;
   GroupCommitter& operator=(const GroupCommitter&) = delete;
@@ -66,17 +93,23 @@ class GroupCommitter {
   void set_last_event_sequence(uint64_t sequence);
 
   // Queues one write (an acknowledged call's worth of mutations) in order.
-  // Every ticket must be waited on: its waiter may be the one to commit it. A
-  // caller holding several tickets waits on them in the order they were
-  // queued: waiting on a later one first deadlocks when the earlier one is
-  // the leader.
+  // Call it under the lock that orders the owner's memory changes, then,
+  // with that lock released, Flush (Wait flushes too): in kLeader mode the
+  // write is not committed until someone flushes.
   std::shared_ptr<Ticket> Enqueue(std::vector<Mutation> mutations,
                                   std::vector<Event> events);
-  // Blocks until the ticket's transaction committed or failed, committing it
-  // (and what is queued with it) when it is this ticket's turn to lead.
+  // kLeader: unless a leader is at work, leads: commits batch after batch,
+  // running their completions, until the queue is empty; then returns.
+  // kThread: nothing (the committer thread is at work).
+  void Flush();
+  // Runs `completion` with the ticket's outcome: now, on this thread, when
+  // it is done; otherwise on the committing thread once it is. Completions
+  // run outside every lock of this class and may enqueue and flush.
+  void OnDone(const std::shared_ptr<Ticket>& ticket, Completion completion);
+  // Flushes, then blocks until the ticket's transaction committed or failed.
   absl::Status Wait(const std::shared_ptr<Ticket>& ticket);
   // Fails every queued, not yet taken write with `status` (from the failure
-  // handler).
+  // handler); their completions run when the handler has returned.
   void FailQueued(const absl::Status& status);
 
   Stats stats() const;
@@ -88,24 +121,31 @@ class GroupCommitter {
     std::shared_ptr<Ticket> ticket;
   };
 
-  // As leader: takes a batch from the queue, commits it, tells its writers, and
-  // hands leadership to the next queued write (or gives it up).
-  void LeadOneBatch();
+  // Takes a batch from the queue, commits it, publishes its events and runs
+  // its completions. Called by the one committing thread only.
+  void CommitOneBatch();
+  // The committer thread's loop (kThread).
+  void Run();
   static void Finish(std::vector<Write>& batch, const absl::Status& status);
 
   Store* const store_;
   EventHub* const hub_;
   const FailureHandler on_failure_;
-  const size_t max_batch_;
+  const Options options_;
 
   mutable absl::Mutex mu_;
   std::deque<Write> queue_ ABSL_GUARDED_BY(mu_);
-  bool leader_active_ ABSL_GUARDED_BY(mu_) =
-      false;  // a leader exists or is appointed
+  // Writes failed by FailQueued, told once the failure handler returned.
+  std::vector<Write> failed_ ABSL_GUARDED_BY(mu_);
+  absl::Status failed_status_ ABSL_GUARDED_BY(mu_);
+  // A thread is committing (kLeader: a leader is at work).
+  bool committing_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // kThread: the destructor ran
   Stats stats_ ABSL_GUARDED_BY(mu_);
   CommitObserver observer_ ABSL_GUARDED_BY(mu_);
-  // Advanced by the leader only after a commit that recorded it.
+  // Advanced by the committing thread only after a commit that recorded it.
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread thread_;  // kThread only; last, started in the constructor
 };
 
 }  // namespace accelsched

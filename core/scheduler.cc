@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <set>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -33,19 +32,18 @@ absl::string_view StateName(AllocationState s) {
   return "UNSPECIFIED";
 }
 
+// GetAllocation's answer when the allocation's last write failed.
+absl::Status NotWritten(const std::string& id) {
+  return absl::UnavailableError(
+      absl::StrCat("allocation ", id, " was not written; retry"));
+}
+
 absl::Status AllocationNotFound(const AllocationKey& key) {
   return absl::NotFoundError(
       key.allocation_id.empty()
           ? absl::StrCat("no allocation has request_id \"", key.request_id,
                          "\"")
           : absl::StrCat("allocation \"", key.allocation_id, "\" not found"));
-}
-
-bool Touches(const Allocation& a, absl::string_view node) {
-  for (const AllocatedDevice& d : a.devices) {
-    if (d.node == node) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -61,7 +59,8 @@ Scheduler::Scheduler(Store* store, const Clock* clock,
       committer_(std::make_unique<GroupCommitter>(
           store, &events_,
           [this](const absl::Status& s) { OnCommitFailure(s); },
-          options.max_commit_batch)) {}
+          GroupCommitter::Options{options.commit_mode,
+                                  options.max_commit_batch})) {}
 
 Scheduler::~Scheduler() { committer_.reset(); }
 
@@ -148,9 +147,12 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::Commit(Write write) {
                              std::move(write.events));
 }
 
-absl::Status Scheduler::Wait(
-    const std::shared_ptr<GroupCommitter::Ticket>& ticket) {
-  return committer_->Wait(ticket);
+void Scheduler::Complete(absl::StatusOr<Queued<bool>> queued,
+                         StatusCallback done) const {
+  Complete<bool>(std::move(queued),
+                 [done = std::move(done)](absl::StatusOr<bool> r) mutable {
+                   std::move(done)(r.status());
+                 });
 }
 
 EligibilityRules Scheduler::RulesAt(absl::Time now) const {
@@ -251,21 +253,27 @@ Allocation Scheduler::Draft(const AllocationRequest& request,
 
 absl::StatusOr<Allocation> Scheduler::Allocate(
     const AllocationRequest& request) {
+  return Await(QueueAllocate(request));
+}
+
+void Scheduler::Allocate(const AllocationRequest& request,
+                         Callback<Allocation> done) {
+  Complete(QueueAllocate(request), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
+    const AllocationRequest& request) {
   ASSIGN_OR_RETURN(
       MatchSpec spec,
       ValidateAllocationRequest(*registry(), request, options_.max_lease));
-  // Expiries queued on the way are waited for on every path: each queued write
-  // must be.
-  std::shared_ptr<GroupCommitter::Ticket> expiry;
-  absl::Cleanup wait_for_expiry = [&] {
-    if (expiry != nullptr) Wait(expiry).IgnoreError();
-  };
+  // Expiries queued on the way commit before this call's write (in queue
+  // order); the flush after the lock is released sees to them on every path.
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   Allocation a;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    expiry = ExpireDueLocked(now, nullptr);
+    ExpireDueLocked(now, nullptr);
     if (const Record* existing = FindRecord({"", request.request_id});
         existing != nullptr && existing->allocation.live()) {
       const Allocation& e = existing->allocation;
@@ -319,26 +327,25 @@ absl::StatusOr<Allocation> Scheduler::Allocate(
       allocations_.emplace(a.id, std::move(record));
     }
   }
-  // The expiry was queued first, and its waiter may have to lead the commit
-  // that carries both: wait in queue order.
-  std::move(wait_for_expiry).Invoke();
-  if (ticket != nullptr) RETURN_IF_ERROR(Wait(ticket));
-  return a;
+  return Queued<Allocation>{std::move(a), std::move(ticket)};
 }
 
 absl::StatusOr<Allocation> Scheduler::Release(const AllocationKey& key) {
-  // Expiries queued on the way are waited for on every path: each queued write
-  // must be.
-  std::shared_ptr<GroupCommitter::Ticket> expiry;
-  absl::Cleanup wait_for_expiry = [&] {
-    if (expiry != nullptr) Wait(expiry).IgnoreError();
-  };
+  return Await(QueueRelease(key));
+}
+
+void Scheduler::Release(const AllocationKey& key, Callback<Allocation> done) {
+  Complete(QueueRelease(key), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRelease(
+    const AllocationKey& key) {
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   Allocation a;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    expiry = ExpireDueLocked(now, nullptr);
+    ExpireDueLocked(now, nullptr);
     const Record* found = FindRecord(key);
     if (found == nullptr) return AllocationNotFound(key);
     Record& record = allocations_.find(found->allocation.id)->second;
@@ -351,32 +358,32 @@ absl::StatusOr<Allocation> Scheduler::Release(const AllocationKey& key) {
     a = record.allocation;
     ticket = record.ticket;
   }
-  // The expiry was queued first, and its waiter may have to lead the commit
-  // that carries both: wait in queue order.
-  std::move(wait_for_expiry).Invoke();
-  if (ticket != nullptr) RETURN_IF_ERROR(Wait(ticket));
-  return a;
+  return Queued<Allocation>{std::move(a), std::move(ticket)};
 }
 
 absl::StatusOr<Allocation> Scheduler::RenewLease(
+    absl::string_view allocation_id, absl::Duration lease) {
+  return Await(QueueRenewLease(allocation_id, lease));
+}
+
+void Scheduler::RenewLease(absl::string_view allocation_id,
+                           absl::Duration lease, Callback<Allocation> done) {
+  Complete(QueueRenewLease(allocation_id, lease), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRenewLease(
     absl::string_view allocation_id, absl::Duration lease) {
   if (lease < absl::ZeroDuration() || lease > options_.max_lease) {
     return absl::InvalidArgumentError(absl::StrCat(
         "lease ", absl::FormatDuration(lease), " is out of range [0, ",
         absl::FormatDuration(options_.max_lease), "]"));
   }
-  // Expiries queued on the way are waited for on every path: each queued write
-  // must be.
-  std::shared_ptr<GroupCommitter::Ticket> expiry;
-  absl::Cleanup wait_for_expiry = [&] {
-    if (expiry != nullptr) Wait(expiry).IgnoreError();
-  };
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   Allocation a;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    expiry = ExpireDueLocked(now, nullptr);
+    ExpireDueLocked(now, nullptr);
     auto it = allocations_.find(allocation_id);
     if (it == allocations_.end()) {
       return AllocationNotFound({std::string(allocation_id), ""});
@@ -400,29 +407,40 @@ absl::StatusOr<Allocation> Scheduler::RenewLease(
     a = record.allocation;
     ticket = record.ticket;
   }
-  // In queue order, as in Allocate.
-  std::move(wait_for_expiry).Invoke();
-  RETURN_IF_ERROR(Wait(ticket));
-  return a;
+  return Queued<Allocation>{std::move(a), std::move(ticket)};
+}
+
+absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::FindDurable(
+    const AllocationKey& key) const {
+  absl::ReaderMutexLock lock(&mu_);
+  const Record* record = FindRecord(key);
+  if (record == nullptr) return AllocationNotFound(key);
+  return Queued<Allocation>{record->allocation, record->ticket};
 }
 
 absl::StatusOr<Allocation> Scheduler::GetAllocation(
     const AllocationKey& key) const {
-  std::shared_ptr<GroupCommitter::Ticket> ticket;
-  Allocation a;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    const Record* record = FindRecord(key);
-    if (record == nullptr) return AllocationNotFound(key);
-    a = record->allocation;
-    ticket = record->ticket;
-  }
-  // Show nothing that is not yet durable.
-  if (ticket != nullptr && !committer_->Wait(ticket).ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("allocation ", a.id, " was not written; retry"));
-  }
+  absl::StatusOr<Queued<Allocation>> found = FindDurable(key);
+  if (!found.ok()) return found.status();
+  const std::string id = found->value.id;
+  absl::StatusOr<Allocation> a = Await(std::move(found));
+  if (!a.ok()) return NotWritten(id);
   return a;
+}
+
+void Scheduler::GetAllocation(const AllocationKey& key,
+                              Callback<Allocation> done) const {
+  absl::StatusOr<Queued<Allocation>> found = FindDurable(key);
+  if (!found.ok()) {
+    std::move(done)(found.status());
+    return;
+  }
+  std::string id = found->value.id;
+  Complete<Allocation>(
+      std::move(found), [id = std::move(id), done = std::move(done)](
+                            absl::StatusOr<Allocation> a) mutable {
+        std::move(done)(a.ok() ? std::move(a) : NotWritten(id));
+      });
 }
 
 absl::StatusOr<AllocationPage> Scheduler::ListAllocations(
@@ -443,7 +461,7 @@ absl::StatusOr<AllocationPage> Scheduler::ListAllocations(
       continue;
     }
     if (!filter.tenant.empty() && a.tenant != filter.tenant) continue;
-    if (!filter.node.empty() && !Touches(a, filter.node)) continue;
+    if (!filter.node.empty() && !a.touches(filter.node)) continue;
     if (static_cast<int>(page.allocations.size()) == page_size) {
       page.next_page_token = EncodePageToken(page.allocations.back().id);
       break;
@@ -496,7 +514,7 @@ absl::StatusOr<int> Scheduler::Sweep() {
     }
     if (!write.mutations.empty()) tickets.push_back(Commit(std::move(write)));
   }
-  for (const auto& t : tickets) RETURN_IF_ERROR(Wait(t));
+  for (const auto& t : tickets) RETURN_IF_ERROR(committer_->Wait(t));
   return expired;
 }
 

@@ -2,8 +2,16 @@
 // held in memory and written through a group committer to a Store before any
 // change is acknowledged. Thread-safe (provides internal synchronization):
 // changes are applied in memory under one lock in the order they are queued for
-// commit; callers then wait for their commit without holding the lock, so
-// readers and other writers proceed.
+// commit; the commit happens without the lock, so readers and other writers
+// proceed.
+//
+// Every call that writes comes in two forms: one that blocks until its change
+// is durable, and one that returns at once and reports through a callback
+// (the gRPC handlers, which must not hold a thread per commit). A callback
+// runs exactly once: on the calling thread when the call fails before it
+// queues a write or its result is already durable, otherwise on the thread
+// that completes the commit, outside the scheduler's lock (it may call the
+// scheduler; keep it short: it delays the writes committed after it).
 #ifndef ACCELSCHED_CORE_SCHEDULER_H_
 #define ACCELSCHED_CORE_SCHEDULER_H_
 
@@ -15,6 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -77,7 +86,12 @@ class Scheduler {
     // Writes per transaction at most; 0: no cap (group commit). 1 is the
     // baseline of one commit per acknowledged call.
     size_t max_commit_batch = 0;
+    // Who commits (core/group_committer.h).
+    GroupCommitter::Mode commit_mode = GroupCommitter::Mode::kLeader;
   };
+  template <typename T>
+  using Callback = absl::AnyInvocable<void(absl::StatusOr<T>) &&>;
+  using StatusCallback = absl::AnyInvocable<void(absl::Status) &&>;
 
   // `store` and `clock` are not owned and must outlive the scheduler.
   // `registry` resolves model names until ReplaceRegistry.
@@ -100,6 +114,7 @@ class Scheduler {
   // allocation holds is kept, unhealthy, until released; changing such a device
   // in place is FAILED_PRECONDITION.
   absl::StatusOr<Node> RegisterNode(Node node);
+  void RegisterNode(Node node, Callback<Node> done);
   absl::StatusOr<Node> GetNode(absl::string_view name) const;
   // `page_size` 0 means kDefaultPageSize; at most kMaxPageSize.
   absl::StatusOr<NodePage> ListNodes(const LabelSelector& selector,
@@ -108,8 +123,11 @@ class Scheduler {
   // FAILED_PRECONDITION while the node holds live allocations, unless `force`,
   // which ends them with reason node_removed.
   absl::Status RemoveNode(absl::string_view name, bool force);
+  void RemoveNode(absl::string_view name, bool force, StatusCallback done);
   absl::StatusOr<Node> SetNodeSchedulable(absl::string_view name,
                                           bool schedulable);
+  void SetNodeSchedulable(absl::string_view name, bool schedulable,
+                          Callback<Node> done);
   // `unhealthy_device_ids` is the node's complete set of unhealthy devices now.
   // `reported_ids` names what the caller reports statistics for (kept apart,
   // in a DeviceStatsTable): each must be a device or MIG slice of the node.
@@ -124,6 +142,10 @@ class Scheduler {
       const std::vector<std::string>& unhealthy_device_ids,
       const std::vector<std::string>& reported_ids = {},
       absl::FunctionRef<void()> accepted = [] {});
+  void Heartbeat(absl::string_view name,
+                 const std::vector<std::string>& unhealthy_device_ids,
+                 const std::vector<std::string>& reported_ids,
+                 absl::FunctionRef<void()> accepted, StatusCallback done);
   // Sorted by device class, model, partition.
   std::vector<CapacityEntry> GetCapacity() const;
 
@@ -141,11 +163,18 @@ class Scheduler {
 
   // --- Allocation ---
   absl::StatusOr<Allocation> Allocate(const AllocationRequest& request);
+  void Allocate(const AllocationRequest& request, Callback<Allocation> done);
   // Idempotent: an ended allocation is returned as it is.
   absl::StatusOr<Allocation> Release(const AllocationKey& key);
+  void Release(const AllocationKey& key, Callback<Allocation> done);
   absl::StatusOr<Allocation> RenewLease(absl::string_view allocation_id,
                                         absl::Duration lease);
+  void RenewLease(absl::string_view allocation_id, absl::Duration lease,
+                  Callback<Allocation> done);
+  // Shows nothing that is not yet durable: waits for the allocation's last
+  // write (UNAVAILABLE when that failed).
   absl::StatusOr<Allocation> GetAllocation(const AllocationKey& key) const;
+  void GetAllocation(const AllocationKey& key, Callback<Allocation> done) const;
   absl::StatusOr<AllocationPage> ListAllocations(
       const AllocationFilter& filter, int page_size,
       absl::string_view page_token) const;
@@ -179,6 +208,41 @@ class Scheduler {
     std::vector<Mutation> mutations;
     std::vector<Event> events;
   };
+  // A write call's result once its memory change is made and queued: what it
+  // returns when `ticket` (its last queued write; null when nothing needs to
+  // be waited for) is durable.
+  template <typename T>
+  struct Queued {
+    T value;
+    std::shared_ptr<GroupCommitter::Ticket> ticket;
+  };
+  // The two ends of every write call, with the scheduler's lock released:
+  // flush the committer (the caller may have to lead it), then block, or hand
+  // the result to `done` once durable.
+  template <typename T>
+  absl::StatusOr<T> Await(absl::StatusOr<Queued<T>> queued) const;
+  template <typename T>
+  void Complete(absl::StatusOr<Queued<T>> queued, Callback<T> done) const;
+  void Complete(absl::StatusOr<Queued<bool>> queued, StatusCallback done) const;
+
+  // The write calls up to their commit (they run under mu_ and release it).
+  absl::StatusOr<Queued<Node>> QueueRegisterNode(Node node);
+  absl::StatusOr<Queued<bool>> QueueRemoveNode(absl::string_view name,
+                                               bool force);
+  absl::StatusOr<Queued<Node>> QueueSetNodeSchedulable(absl::string_view name,
+                                                       bool schedulable);
+  absl::StatusOr<Queued<bool>> QueueHeartbeat(
+      absl::string_view name,
+      const std::vector<std::string>& unhealthy_device_ids,
+      const std::vector<std::string>& reported_ids,
+      absl::FunctionRef<void()> accepted);
+  absl::StatusOr<Queued<Allocation>> QueueAllocate(
+      const AllocationRequest& request);
+  absl::StatusOr<Queued<Allocation>> QueueRelease(const AllocationKey& key);
+  absl::StatusOr<Queued<Allocation>> QueueRenewLease(
+      absl::string_view allocation_id, absl::Duration lease);
+  absl::StatusOr<Queued<Allocation>> FindDurable(
+      const AllocationKey& key) const;
 
   absl::Status LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnCommitFailure(const absl::Status& status);
@@ -186,7 +250,6 @@ class Scheduler {
   // ticket.
   std::shared_ptr<GroupCommitter::Ticket> Commit(Write write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Wait(const std::shared_ptr<GroupCommitter::Ticket>& ticket);
 
   // Catalog helpers (scheduler_nodes.cc).
   absl::Status CheckOwnership(const Node& node) const
@@ -268,6 +331,42 @@ class Scheduler {
   // the members above (the failure handler reloads them).
   std::unique_ptr<GroupCommitter> committer_;
 };
+
+template <typename T>
+absl::StatusOr<T> Scheduler::Await(absl::StatusOr<Queued<T>> queued) const {
+  committer_->Flush();
+  if (!queued.ok()) return queued.status();
+  if (queued->ticket != nullptr) {
+    absl::Status committed = committer_->Wait(queued->ticket);
+    if (!committed.ok()) return committed;
+  }
+  return std::move(queued->value);
+}
+
+template <typename T>
+void Scheduler::Complete(absl::StatusOr<Queued<T>> queued,
+                         Callback<T> done) const {
+  if (!queued.ok() || queued->ticket == nullptr) {
+    // Answer first: this thread may then have to lead a commit.
+    if (queued.ok()) {
+      std::move(done)(std::move(queued->value));
+    } else {
+      std::move(done)(queued.status());
+    }
+    committer_->Flush();
+    return;
+  }
+  committer_->OnDone(queued->ticket,
+                     [value = std::move(queued->value),
+                      done = std::move(done)](const absl::Status& s) mutable {
+                       if (s.ok()) {
+                         std::move(done)(std::move(value));
+                       } else {
+                         std::move(done)(s);
+                       }
+                     });
+  committer_->Flush();
+}
 
 }  // namespace accelsched
 

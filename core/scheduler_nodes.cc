@@ -309,6 +309,15 @@ void Scheduler::DropReleasedRemovedDevices(const std::string& node_name,
 }
 
 absl::StatusOr<Node> Scheduler::RegisterNode(Node node) {
+  return Await(QueueRegisterNode(std::move(node)));
+}
+
+void Scheduler::RegisterNode(Node node, Callback<Node> done) {
+  Complete(QueueRegisterNode(std::move(node)), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
+    Node node) {
   // As sent: normalisation fills fields in, and a second check must not see
   // them.
   const Node incoming = node;
@@ -353,8 +362,7 @@ absl::StatusOr<Node> Scheduler::RegisterNode(Node node) {
                                  0});
     ticket = Commit(std::move(write));
   }
-  RETURN_IF_ERROR(Wait(ticket));
-  return node;
+  return Queued<Node>{std::move(node), std::move(ticket)};
 }
 
 absl::StatusOr<Node> Scheduler::GetNode(absl::string_view name) const {
@@ -386,6 +394,16 @@ absl::StatusOr<NodePage> Scheduler::ListNodes(
 }
 
 absl::Status Scheduler::RemoveNode(absl::string_view name, bool force) {
+  return Await(QueueRemoveNode(name, force)).status();
+}
+
+void Scheduler::RemoveNode(absl::string_view name, bool force,
+                           StatusCallback done) {
+  Complete(QueueRemoveNode(name, force), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueRemoveNode(
+    absl::string_view name, bool force) {
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   {
     absl::MutexLock lock(&mu_);
@@ -417,11 +435,21 @@ absl::Status Scheduler::RemoveNode(absl::string_view name, bool force) {
         Event{Event::Type::kNodeRemoved, now, {}, node_name, "", 0});
     ticket = Commit(std::move(write));
   }
-  return Wait(ticket);
+  return Queued<bool>{true, std::move(ticket)};
 }
 
 absl::StatusOr<Node> Scheduler::SetNodeSchedulable(absl::string_view name,
                                                    bool schedulable) {
+  return Await(QueueSetNodeSchedulable(name, schedulable));
+}
+
+void Scheduler::SetNodeSchedulable(absl::string_view name, bool schedulable,
+                                   Callback<Node> done) {
+  Complete(QueueSetNodeSchedulable(name, schedulable), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueSetNodeSchedulable(
+    absl::string_view name, bool schedulable) {
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   Node updated;
   {
@@ -439,11 +467,29 @@ absl::StatusOr<Node> Scheduler::SetNodeSchedulable(absl::string_view name,
                                  0});
     ticket = Commit(std::move(write));
   }
-  RETURN_IF_ERROR(Wait(ticket));
-  return updated;
+  return Queued<Node>{std::move(updated), std::move(ticket)};
 }
 
 absl::Status Scheduler::Heartbeat(
+    absl::string_view name,
+    const std::vector<std::string>& unhealthy_device_ids,
+    const std::vector<std::string>& reported_ids,
+    absl::FunctionRef<void()> accepted) {
+  return Await(
+             QueueHeartbeat(name, unhealthy_device_ids, reported_ids, accepted))
+      .status();
+}
+
+void Scheduler::Heartbeat(absl::string_view name,
+                          const std::vector<std::string>& unhealthy_device_ids,
+                          const std::vector<std::string>& reported_ids,
+                          absl::FunctionRef<void()> accepted,
+                          StatusCallback done) {
+  Complete(QueueHeartbeat(name, unhealthy_device_ids, reported_ids, accepted),
+           std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueHeartbeat(
     absl::string_view name,
     const std::vector<std::string>& unhealthy_device_ids,
     const std::vector<std::string>& reported_ids,
@@ -497,7 +543,7 @@ absl::Status Scheduler::Heartbeat(
     ticket = Commit(std::move(write));
     accepted();
   }
-  return Wait(ticket);
+  return Queued<bool>{true, std::move(ticket)};
 }
 
 std::vector<CapacityEntry> Scheduler::GetCapacity() const {

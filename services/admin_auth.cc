@@ -36,7 +36,7 @@ absl::StatusOr<std::string> AdminAuth::ReadTokenFile(const std::string& path) {
   return token;
 }
 
-absl::Status AdminAuth::Check(const grpc::ServerContext& ctx,
+absl::Status AdminAuth::Check(const grpc::ServerContextBase& ctx,
                               absl::string_view method) const {
   if (token_.empty() && !client_cert_) return absl::OkStatus();
   if (client_cert_ && ctx.auth_context() != nullptr &&

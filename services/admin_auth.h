@@ -28,7 +28,7 @@ class AdminAuth {
 
   // OK when allowed; UNAUTHENTICATED when the call carries no credential;
   // PERMISSION_DENIED when it carries a wrong token.
-  absl::Status Check(const grpc::ServerContext& ctx,
+  absl::Status Check(const grpc::ServerContextBase& ctx,
                      absl::string_view method) const;
 
  private:

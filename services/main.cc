@@ -32,6 +32,9 @@ ABSL_FLAG(
     int, max_commit_batch, 0,
     "writes per SQLite transaction at most; 0: no cap (group commit), 1: one "
     "commit per call");
+ABSL_FLAG(bool, commit_thread, false,
+          "commit on a dedicated thread rather than on the thread of the call "
+          "that finds the committer idle (for comparison: bench/README.md)");
 
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain; with --tls_key turns on TLS");
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
   options.allocation_retention = absl::GetFlag(FLAGS_allocation_retention);
   options.sweep_interval = absl::GetFlag(FLAGS_sweep_interval);
   options.max_commit_batch = absl::GetFlag(FLAGS_max_commit_batch);
+  options.commit_thread = absl::GetFlag(FLAGS_commit_thread);
   options.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);

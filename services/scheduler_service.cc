@@ -5,22 +5,45 @@
 #include <string>
 #include <vector>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/allocation_request.h"
 #include "core/labels.h"
 #include "core/node_validation.h"
 #include "core/status_macros.h"
 #include "registry/accelerator_types_file.h"
+#include "services/event_stream.h"
 #include "services/grpc_status.h"
 #include "services/proto_convert.h"
 
 namespace accelsched {
 
-grpc::Status SchedulerService::Handle(const grpc::ServerContext* ctx,
-                                      absl::string_view method,
-                                      absl::FunctionRef<absl::Status()> body) {
+SchedulerService::Done::Done(Done&& other) noexcept
+    : reactor_(std::exchange(other.reactor_, nullptr)),
+      metrics_(other.metrics_),
+      method_(other.method_),
+      start_(other.start_) {}
+
+void SchedulerService::Done::operator()(const absl::Status& status) && {
+  if (reactor_ == nullptr) return;
+  const absl::Duration latency = absl::Now() - start_;
+  metrics_->RecordRpc(method_, status.code(), latency);
+  if (method_ == "Allocate") metrics_->RecordAllocate(status.code(), latency);
+  std::exchange(reactor_, nullptr)->Finish(ToGrpcStatus(status));
+}
+
+Scheduler::Callback<Allocation> SchedulerService::Reply(v1::Allocation* resp,
+                                                        Done done) const {
+  return [placement = placement_, resp,
+          done = std::move(done)](absl::StatusOr<Allocation> a) mutable {
+    if (a.ok()) AllocationToProto(*a, placement, resp);
+    std::move(done)(a.status());
+  };
+}
+
+absl::Status SchedulerService::CheckCredential(
+    const grpc::CallbackServerContext& ctx, absl::string_view method) const {
   // The calls that change the catalog need an admin credential when one is
   // configured.
   static constexpr absl::string_view kAdminMethods[] = {
@@ -28,32 +51,55 @@ grpc::Status SchedulerService::Handle(const grpc::ServerContext* ctx,
   const bool admin =
       std::find(std::begin(kAdminMethods), std::end(kAdminMethods), method) !=
       std::end(kAdminMethods);
-  const absl::Time start = absl::Now();
-  absl::Status status = admin ? auth_->Check(*ctx, method) : absl::OkStatus();
-  if (status.ok()) status = body();
-  const absl::Duration latency = absl::Now() - start;
-  metrics_->RecordRpc(method, status.code(), latency);
-  if (method == "Allocate") metrics_->RecordAllocate(status.code(), latency);
-  return ToGrpcStatus(status);
+  return admin ? auth_->Check(ctx, method) : absl::OkStatus();
 }
 
-grpc::Status SchedulerService::RegisterNode(grpc::ServerContext* ctx,
-                                            const v1::RegisterNodeRequest* req,
-                                            v1::Node* resp) {
-  return Handle(ctx, "RegisterNode", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::Answer(
+    grpc::CallbackServerContext* ctx, absl::string_view method,
+    absl::FunctionRef<absl::Status()> body) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  Done done(reactor, metrics_, method);
+  absl::Status status = CheckCredential(*ctx, method);
+  if (status.ok()) status = body();
+  std::move(done)(status);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* SchedulerService::Begin(
+    grpc::CallbackServerContext* ctx, absl::string_view method,
+    absl::FunctionRef<absl::Status(Done& done)> start) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  Done done(reactor, metrics_, method);
+  absl::Status status = CheckCredential(*ctx, method);
+  if (status.ok()) status = start(done);
+  // On error `done` is still here; on success the scheduler has it.
+  if (!status.ok()) std::move(done)(status);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* SchedulerService::RegisterNode(
+    grpc::CallbackServerContext* ctx, const v1::RegisterNodeRequest* req,
+    v1::Node* resp) {
+  return Begin(ctx, "RegisterNode", [&](Done& done) -> absl::Status {
     if (!req->has_node()) return absl::InvalidArgumentError("node is required");
     ASSIGN_OR_RETURN(Node node, NodeFromProto(req->node()));
-    ASSIGN_OR_RETURN(Node stored, scheduler_->RegisterNode(std::move(node)));
-    NodeToProto(stored, resp);
-    AttachDeviceStats(stats_->Get(stored.name), resp);
+    scheduler_->RegisterNode(
+        std::move(node), [this, resp, done = std::move(done)](
+                             absl::StatusOr<Node> stored) mutable {
+          if (stored.ok()) {
+            NodeToProto(*stored, resp);
+            AttachDeviceStats(stats_->Get(stored->name), resp);
+          }
+          std::move(done)(stored.status());
+        });
     return absl::OkStatus();
   });
 }
 
-grpc::Status SchedulerService::GetNode(grpc::ServerContext* ctx,
-                                       const v1::GetNodeRequest* req,
-                                       v1::Node* resp) {
-  return Handle(ctx, "GetNode", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::GetNode(
+    grpc::CallbackServerContext* ctx, const v1::GetNodeRequest* req,
+    v1::Node* resp) {
+  return Answer(ctx, "GetNode", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     ASSIGN_OR_RETURN(Node node, scheduler_->GetNode(req->name()));
     NodeToProto(node, resp);
@@ -62,10 +108,10 @@ grpc::Status SchedulerService::GetNode(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status SchedulerService::ListNodes(grpc::ServerContext* ctx,
-                                         const v1::ListNodesRequest* req,
-                                         v1::ListNodesResponse* resp) {
-  return Handle(ctx, "ListNodes", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::ListNodes(
+    grpc::CallbackServerContext* ctx, const v1::ListNodesRequest* req,
+    v1::ListNodesResponse* resp) {
+  return Answer(ctx, "ListNodes", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(
         LabelSelector selector,
         LabelSelector::Parse(req->label_selector(), "label_selector"));
@@ -82,33 +128,40 @@ grpc::Status SchedulerService::ListNodes(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status SchedulerService::RemoveNode(grpc::ServerContext* ctx,
-                                          const v1::RemoveNodeRequest* req,
-                                          v1::RemoveNodeResponse*) {
-  return Handle(ctx, "RemoveNode", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::RemoveNode(
+    grpc::CallbackServerContext* ctx, const v1::RemoveNodeRequest* req,
+    v1::RemoveNodeResponse*) {
+  return Begin(ctx, "RemoveNode", [&](Done& done) -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    RETURN_IF_ERROR(scheduler_->RemoveNode(req->name(), req->force()));
-    stats_->Erase(req->name());
+    scheduler_->RemoveNode(
+        req->name(), req->force(),
+        [this, req, done = std::move(done)](absl::Status removed) mutable {
+          if (removed.ok()) stats_->Erase(req->name());
+          std::move(done)(removed);
+        });
     return absl::OkStatus();
   });
 }
 
-grpc::Status SchedulerService::SetNodeSchedulable(
-    grpc::ServerContext* ctx, const v1::SetNodeSchedulableRequest* req,
+grpc::ServerUnaryReactor* SchedulerService::SetNodeSchedulable(
+    grpc::CallbackServerContext* ctx, const v1::SetNodeSchedulableRequest* req,
     v1::Node* resp) {
-  return Handle(ctx, "SetNodeSchedulable", [&]() -> absl::Status {
+  return Begin(ctx, "SetNodeSchedulable", [&](Done& done) -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    ASSIGN_OR_RETURN(Node node, scheduler_->SetNodeSchedulable(
-                                    req->name(), req->schedulable()));
-    NodeToProto(node, resp);
+    scheduler_->SetNodeSchedulable(
+        req->name(), req->schedulable(),
+        [resp, done = std::move(done)](absl::StatusOr<Node> node) mutable {
+          if (node.ok()) NodeToProto(*node, resp);
+          std::move(done)(node.status());
+        });
     return absl::OkStatus();
   });
 }
 
-grpc::Status SchedulerService::Heartbeat(grpc::ServerContext* ctx,
-                                         const v1::HeartbeatRequest* req,
-                                         v1::HeartbeatResponse*) {
-  return Handle(ctx, "Heartbeat", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::Heartbeat(
+    grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* req,
+    v1::HeartbeatResponse*) {
+  return Begin(ctx, "Heartbeat", [&](Done& done) -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     std::vector<std::string> ids(req->unhealthy_device_ids().begin(),
                                  req->unhealthy_device_ids().end());
@@ -136,16 +189,18 @@ grpc::Status SchedulerService::Heartbeat(grpc::ServerContext* ctx,
     // Stored under the scheduler's lock once the heartbeat is accepted, so
     // that a concurrent RemoveNode (which erases them after its own removal)
     // cannot be overtaken by a late report.
-    return scheduler_->Heartbeat(req->name(), ids, reported, [&] {
-      stats_->Put(req->name(), std::move(stats), now);
-    });
+    scheduler_->Heartbeat(
+        req->name(), ids, reported,
+        [&] { stats_->Put(req->name(), std::move(stats), now); },
+        std::move(done));
+    return absl::OkStatus();
   });
 }
 
-grpc::Status SchedulerService::GetCapacity(grpc::ServerContext* ctx,
-                                           const v1::GetCapacityRequest*,
-                                           v1::GetCapacityResponse* resp) {
-  return Handle(ctx, "GetCapacity", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::GetCapacity(
+    grpc::CallbackServerContext* ctx, const v1::GetCapacityRequest*,
+    v1::GetCapacityResponse* resp) {
+  return Answer(ctx, "GetCapacity", [&]() -> absl::Status {
     for (const CapacityEntry& e : scheduler_->GetCapacity()) {
       CapacityToProto(e, resp->add_entries());
     }
@@ -153,10 +208,11 @@ grpc::Status SchedulerService::GetCapacity(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status SchedulerService::ListAcceleratorTypes(
-    grpc::ServerContext* ctx, const v1::ListAcceleratorTypesRequest* req,
+grpc::ServerUnaryReactor* SchedulerService::ListAcceleratorTypes(
+    grpc::CallbackServerContext* ctx,
+    const v1::ListAcceleratorTypesRequest* req,
     v1::ListAcceleratorTypesResponse* resp) {
-  return Handle(ctx, "ListAcceleratorTypes", [&]() -> absl::Status {
+  return Answer(ctx, "ListAcceleratorTypes", [&]() -> absl::Status {
     const std::shared_ptr<const AcceleratorRegistry> registry =
         scheduler_->registry();
     if (req->name().empty()) {
@@ -180,58 +236,54 @@ grpc::Status SchedulerService::ListAcceleratorTypes(
   });
 }
 
-grpc::Status SchedulerService::Allocate(grpc::ServerContext* ctx,
-                                        const v1::AllocateRequest* req,
-                                        v1::Allocation* resp) {
-  return Handle(ctx, "Allocate", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::Allocate(
+    grpc::CallbackServerContext* ctx, const v1::AllocateRequest* req,
+    v1::Allocation* resp) {
+  return Begin(ctx, "Allocate", [&](Done& done) -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
-    ASSIGN_OR_RETURN(Allocation a, scheduler_->Allocate(request));
-    AllocationToProto(a, placement_, resp);
+    scheduler_->Allocate(request, Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
 }
 
-grpc::Status SchedulerService::Release(grpc::ServerContext* ctx,
-                                       const v1::ReleaseRequest* req,
-                                       v1::Allocation* resp) {
-  return Handle(ctx, "Release", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::Release(
+    grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
+    v1::Allocation* resp) {
+  return Begin(ctx, "Release", [&](Done& done) -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
-    ASSIGN_OR_RETURN(Allocation a, scheduler_->Release(key));
-    AllocationToProto(a, placement_, resp);
+    scheduler_->Release(key, Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
 }
 
-grpc::Status SchedulerService::RenewLease(grpc::ServerContext* ctx,
-                                          const v1::RenewLeaseRequest* req,
-                                          v1::Allocation* resp) {
-  return Handle(ctx, "RenewLease", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::RenewLease(
+    grpc::CallbackServerContext* ctx, const v1::RenewLeaseRequest* req,
+    v1::Allocation* resp) {
+  return Begin(ctx, "RenewLease", [&](Done& done) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(req->allocation_id(), "allocation_id"));
     const absl::Duration lease = absl::Seconds(req->lease().seconds()) +
                                  absl::Nanoseconds(req->lease().nanos());
-    ASSIGN_OR_RETURN(Allocation a,
-                     scheduler_->RenewLease(req->allocation_id(), lease));
-    AllocationToProto(a, placement_, resp);
+    scheduler_->RenewLease(req->allocation_id(), lease,
+                           Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
 }
 
-grpc::Status SchedulerService::GetAllocation(
-    grpc::ServerContext* ctx, const v1::GetAllocationRequest* req,
+grpc::ServerUnaryReactor* SchedulerService::GetAllocation(
+    grpc::CallbackServerContext* ctx, const v1::GetAllocationRequest* req,
     v1::Allocation* resp) {
-  return Handle(ctx, "GetAllocation", [&]() -> absl::Status {
+  return Begin(ctx, "GetAllocation", [&](Done& done) -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
-    ASSIGN_OR_RETURN(Allocation a, scheduler_->GetAllocation(key));
-    AllocationToProto(a, placement_, resp);
+    scheduler_->GetAllocation(key, Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
 }
 
-grpc::Status SchedulerService::ListAllocations(
-    grpc::ServerContext* ctx, const v1::ListAllocationsRequest* req,
+grpc::ServerUnaryReactor* SchedulerService::ListAllocations(
+    grpc::CallbackServerContext* ctx, const v1::ListAllocationsRequest* req,
     v1::ListAllocationsResponse* resp) {
-  return Handle(ctx, "ListAllocations", [&]() -> absl::Status {
+  return Answer(ctx, "ListAllocations", [&]() -> absl::Status {
     if (!v1::AllocationState_IsValid(req->state())) {
       return absl::InvalidArgumentError(
           absl::StrCat("state ", req->state(), " is not an AllocationState"));
@@ -251,10 +303,10 @@ grpc::Status SchedulerService::ListAllocations(
   });
 }
 
-grpc::Status SchedulerService::Explain(grpc::ServerContext* ctx,
-                                       const v1::AllocateRequest* req,
-                                       v1::ExplainResponse* resp) {
-  return Handle(ctx, "Explain", [&]() -> absl::Status {
+grpc::ServerUnaryReactor* SchedulerService::Explain(
+    grpc::CallbackServerContext* ctx, const v1::AllocateRequest* req,
+    v1::ExplainResponse* resp) {
+  return Answer(ctx, "Explain", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
     ASSIGN_OR_RETURN(ExplainResult result, scheduler_->Explain(request));
@@ -263,25 +315,33 @@ grpc::Status SchedulerService::Explain(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status SchedulerService::WatchEvents(
-    grpc::ServerContext* ctx, const v1::WatchEventsRequest*,
-    grpc::ServerWriter<v1::Event>* writer) {
-  return Handle(ctx, "WatchEvents", [&]() -> absl::Status {
-    EventHub& hub = scheduler_->events();
-    std::shared_ptr<EventHub::Watcher> watcher = hub.Subscribe();
-    absl::Cleanup unsubscribe = [&] { hub.Unsubscribe(watcher); };
-    // Wake up now and then to notice a cancelled call or a server shutting
-    // down.
-    while (!ctx->IsCancelled()) {
-      ASSIGN_OR_RETURN(std::optional<Event> event,
-                       watcher->Next(absl::Milliseconds(250)));
-      if (!event.has_value()) continue;
-      v1::Event proto;
-      EventToProto(*event, placement_, &proto);
-      if (!writer->Write(proto)) break;  // the client went away
-    }
-    return absl::OkStatus();
-  });
+grpc::ServerWriteReactor<v1::Event>* SchedulerService::WatchEvents(
+    grpc::CallbackServerContext* ctx, const v1::WatchEventsRequest* req) {
+  absl::Status status = CheckCredential(*ctx, "WatchEvents");
+  EventFilter filter{req->tenant(), req->request_id(), req->node()};
+  if (status.ok()) status = ValidateTenant(filter.tenant, "tenant");
+  if (status.ok() && !filter.request_id.empty()) {
+    status = ValidateId(filter.request_id, "request_id");
+  }
+  if (status.ok() && !filter.node.empty()) {
+    status = ValidateNodeName(filter.node, "node");
+  }
+  if (!status.ok()) {
+    metrics_->RecordRpc("WatchEvents", status.code(), absl::ZeroDuration());
+    // A reactor that only finishes, freed by gRPC when done.
+    class Refused final : public grpc::ServerWriteReactor<v1::Event> {
+     public:
+      explicit Refused(const absl::Status& s) { Finish(ToGrpcStatus(s)); }
+      void OnDone() override { delete this; }
+    };
+    return new Refused(status);
+  }
+  const absl::Time start = absl::Now();
+  return EventStream::Start(
+      &scheduler_->events(), std::move(filter), placement_,
+      [metrics = metrics_, start](const absl::Status& ended) {
+        metrics->RecordRpc("WatchEvents", ended.code(), absl::Now() - start);
+      });
 }
 
 }  // namespace accelsched

@@ -1,11 +1,16 @@
-// The accelsched.v1.AcceleratorScheduler gRPC service: validates each request,
-// translates it into a core call, and converts the result. Thread-safe; holds
+// The accelsched.v1.AcceleratorScheduler gRPC service on gRPC's callback API:
+// validates each request, translates it into a core call, and converts the
+// result. No handler blocks: a call that writes returns its thread at once and
+// is finished by whichever thread completes its commit. Thread-safe; holds
 // non-owning pointers.
 #ifndef ACCELSCHED_SERVICES_SCHEDULER_SERVICE_H_
 #define ACCELSCHED_SERVICES_SCHEDULER_SERVICE_H_
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
 #include "core/device_stats.h"
 #include "core/placement.h"
@@ -15,7 +20,8 @@
 
 namespace accelsched {
 
-class SchedulerService final : public v1::AcceleratorScheduler::Service {
+class SchedulerService final
+    : public v1::AcceleratorScheduler::CallbackService {
  public:
   // `scheduler`, `metrics`, `auth` and `stats` must outlive the service.
   SchedulerService(Scheduler* scheduler, Metrics* metrics,
@@ -27,54 +33,92 @@ class SchedulerService final : public v1::AcceleratorScheduler::Service {
         placement_(placement),
         stats_(stats) {}
 
-  grpc::Status RegisterNode(grpc::ServerContext* ctx,
-                            const v1::RegisterNodeRequest* req,
-                            v1::Node* resp) override;
-  grpc::Status GetNode(grpc::ServerContext* ctx, const v1::GetNodeRequest* req,
-                       v1::Node* resp) override;
-  grpc::Status ListNodes(grpc::ServerContext* ctx,
-                         const v1::ListNodesRequest* req,
-                         v1::ListNodesResponse* resp) override;
-  grpc::Status RemoveNode(grpc::ServerContext* ctx,
-                          const v1::RemoveNodeRequest* req,
-                          v1::RemoveNodeResponse* resp) override;
-  grpc::Status SetNodeSchedulable(grpc::ServerContext* ctx,
-                                  const v1::SetNodeSchedulableRequest* req,
-                                  v1::Node* resp) override;
-  grpc::Status Heartbeat(grpc::ServerContext* ctx,
-                         const v1::HeartbeatRequest* req,
-                         v1::HeartbeatResponse* resp) override;
-  grpc::Status GetCapacity(grpc::ServerContext* ctx,
-                           const v1::GetCapacityRequest* req,
-                           v1::GetCapacityResponse* resp) override;
-  grpc::Status Allocate(grpc::ServerContext* ctx,
-                        const v1::AllocateRequest* req,
-                        v1::Allocation* resp) override;
-  grpc::Status Release(grpc::ServerContext* ctx, const v1::ReleaseRequest* req,
-                       v1::Allocation* resp) override;
-  grpc::Status RenewLease(grpc::ServerContext* ctx,
-                          const v1::RenewLeaseRequest* req,
-                          v1::Allocation* resp) override;
-  grpc::Status GetAllocation(grpc::ServerContext* ctx,
-                             const v1::GetAllocationRequest* req,
-                             v1::Allocation* resp) override;
-  grpc::Status ListAllocations(grpc::ServerContext* ctx,
-                               const v1::ListAllocationsRequest* req,
-                               v1::ListAllocationsResponse* resp) override;
-  grpc::Status Explain(grpc::ServerContext* ctx, const v1::AllocateRequest* req,
-                       v1::ExplainResponse* resp) override;
-  grpc::Status WatchEvents(grpc::ServerContext* ctx,
-                           const v1::WatchEventsRequest* req,
-                           grpc::ServerWriter<v1::Event>* writer) override;
-  grpc::Status ListAcceleratorTypes(
-      grpc::ServerContext* ctx, const v1::ListAcceleratorTypesRequest* req,
+  grpc::ServerUnaryReactor* RegisterNode(grpc::CallbackServerContext* ctx,
+                                         const v1::RegisterNodeRequest* req,
+                                         v1::Node* resp) override;
+  grpc::ServerUnaryReactor* GetNode(grpc::CallbackServerContext* ctx,
+                                    const v1::GetNodeRequest* req,
+                                    v1::Node* resp) override;
+  grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
+                                      const v1::ListNodesRequest* req,
+                                      v1::ListNodesResponse* resp) override;
+  grpc::ServerUnaryReactor* RemoveNode(grpc::CallbackServerContext* ctx,
+                                       const v1::RemoveNodeRequest* req,
+                                       v1::RemoveNodeResponse* resp) override;
+  grpc::ServerUnaryReactor* SetNodeSchedulable(
+      grpc::CallbackServerContext* ctx,
+      const v1::SetNodeSchedulableRequest* req, v1::Node* resp) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
+                                      const v1::HeartbeatRequest* req,
+                                      v1::HeartbeatResponse* resp) override;
+  grpc::ServerUnaryReactor* GetCapacity(grpc::CallbackServerContext* ctx,
+                                        const v1::GetCapacityRequest* req,
+                                        v1::GetCapacityResponse* resp) override;
+  grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx,
+                                     const v1::AllocateRequest* req,
+                                     v1::Allocation* resp) override;
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx,
+                                    const v1::ReleaseRequest* req,
+                                    v1::Allocation* resp) override;
+  grpc::ServerUnaryReactor* RenewLease(grpc::CallbackServerContext* ctx,
+                                       const v1::RenewLeaseRequest* req,
+                                       v1::Allocation* resp) override;
+  grpc::ServerUnaryReactor* GetAllocation(grpc::CallbackServerContext* ctx,
+                                          const v1::GetAllocationRequest* req,
+                                          v1::Allocation* resp) override;
+  grpc::ServerUnaryReactor* ListAllocations(
+      grpc::CallbackServerContext* ctx, const v1::ListAllocationsRequest* req,
+      v1::ListAllocationsResponse* resp) override;
+  grpc::ServerUnaryReactor* Explain(grpc::CallbackServerContext* ctx,
+                                    const v1::AllocateRequest* req,
+                                    v1::ExplainResponse* resp) override;
+  grpc::ServerWriteReactor<v1::Event>* WatchEvents(
+      grpc::CallbackServerContext* ctx,
+      const v1::WatchEventsRequest* req) override;
+  grpc::ServerUnaryReactor* ListAcceleratorTypes(
+      grpc::CallbackServerContext* ctx,
+      const v1::ListAcceleratorTypesRequest* req,
       v1::ListAcceleratorTypesResponse* resp) override;
 
  private:
-  // Per-call wrapper: runs `body`, converts its status once, records the call's
-  // metrics.
-  grpc::Status Handle(const grpc::ServerContext* ctx, absl::string_view method,
-                      absl::FunctionRef<absl::Status()> body);
+  // Finishes one unary call, once: converts its status (the one place), and
+  // records the call's metrics. Movable; whoever holds it last finishes.
+  class Done {
+   public:
+    Done(grpc::ServerUnaryReactor* reactor, Metrics* metrics,
+         absl::string_view method)
+        : reactor_(reactor),
+          metrics_(metrics),
+          method_(method),
+          start_(absl::Now()) {}
+    Done(Done&& other) noexcept;
+    Done(const Done&) = delete;
+    Done& operator=(const Done&) = delete;
+    void operator()(const absl::Status& status) &&;
+
+   private:
+    grpc::ServerUnaryReactor* reactor_;  // null once finished or moved from
+    Metrics* metrics_;
+    absl::string_view method_;  // a string literal
+    absl::Time start_;
+  };
+
+  // A call answered on the handler's thread: checks the caller's credential,
+  // runs `body`, finishes.
+  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx,
+                                   absl::string_view method,
+                                   absl::FunctionRef<absl::Status()> body);
+  // A call that writes: checks the credential and runs `start`, which either
+  // returns an error (the call finishes with it) or returns OK having handed
+  // `done` to the scheduler, which finishes the call once the write is
+  // durable, on the committing thread.
+  grpc::ServerUnaryReactor* Begin(
+      grpc::CallbackServerContext* ctx, absl::string_view method,
+      absl::FunctionRef<absl::Status(Done& done)> start);
+  // Converts a scheduler's allocation into `resp`, then finishes.
+  Scheduler::Callback<Allocation> Reply(v1::Allocation* resp, Done done) const;
+  absl::Status CheckCredential(const grpc::CallbackServerContext& ctx,
+                               absl::string_view method) const;
 
   Scheduler* const scheduler_;
   Metrics* const metrics_;

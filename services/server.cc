@@ -89,6 +89,9 @@ absl::Status Server::OpenScheduler(const Options& options) {
   scheduler_options.retention = options.allocation_retention;
   scheduler_options.max_commit_batch =
       static_cast<size_t>(options.max_commit_batch);
+  scheduler_options.commit_mode = options.commit_thread
+                                      ? GroupCommitter::Mode::kThread
+                                      : GroupCommitter::Mode::kLeader;
   accelerator_types_ = options.accelerator_types;
   scheduler_ = std::make_unique<Scheduler>(
       store_.get(), clock_.get(), *std::move(registry), scheduler_options);
@@ -201,14 +204,6 @@ absl::Status Server::StartGrpc(const Options& options) {
   // port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
-  // Handlers block until their commit; with gRPC's default of 2 pollers the
-  // sync server creates a thread for each blocked call and lets it exit
-  // afterwards, and that churn (thread stacks, malloc arenas) cost more CPU
-  // than the calls. Keep threads polling.
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 4);
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 256);
   builder.AddListeningPort(options.listen, credentials, &grpc_port_);
   builder.RegisterService(service_.get());
   grpc_server_ = builder.BuildAndStart();
@@ -228,6 +223,8 @@ absl::Status Server::StartGrpc(const Options& options) {
 void Server::Shutdown(absl::Duration grace) {
   if (grpc_server_ != nullptr) {
     grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+    // Watch streams would otherwise run to the grace deadline.
+    scheduler_->events().Close();
     grpc_server_->Shutdown(std::chrono::system_clock::now() +
                            absl::ToChronoNanoseconds(grace));
     grpc_server_->Wait();

@@ -50,6 +50,9 @@ class Server {
     absl::Duration sweep_interval = absl::Seconds(1);
     // Writes per SQLite transaction at most; 0: no cap.
     int max_commit_batch = 0;
+    // Commit on a dedicated thread rather than on the thread of the call
+    // that finds the committer idle (core/group_committer.h).
+    bool commit_thread = false;
     // PEM files. Cert and key together turn on TLS; a client CA adds mutual
     // TLS, where a verified client certificate is an admin credential.
     std::string tls_cert;

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/fake_store.h"
@@ -48,7 +50,9 @@ std::vector<Event> Drain(EventHub::Watcher& watcher) {
   }
 }
 
-class GroupCommitterTest : public testing::Test {
+// Every test runs with a leader on the writers' threads and with a committer
+// thread.
+class GroupCommitterTest : public testing::TestWithParam<GroupCommitter::Mode> {
  protected:
   // The owner's duty on failure (see FailureHandler): fail the queue.
   std::unique_ptr<GroupCommitter> NewCommitter(size_t max_batch = 0) {
@@ -58,7 +62,7 @@ class GroupCommitterTest : public testing::Test {
           ++failures_;
           committer_->FailQueued(s);
         },
-        max_batch);
+        GroupCommitter::Options{GetParam(), max_batch});
   }
 
   FakeStore store_;
@@ -67,7 +71,7 @@ class GroupCommitterTest : public testing::Test {
   std::unique_ptr<GroupCommitter> committer_ = NewCommitter();
 };
 
-TEST_F(GroupCommitterTest, ConcurrentWritersCommitInBatchesWithNumberedEvents) {
+TEST_P(GroupCommitterTest, ConcurrentWritersCommitInBatchesWithNumberedEvents) {
   constexpr int kThreads = 8;
   constexpr int kWrites = 100;
   store_.set_commit_delay(absl::Microseconds(300));  // like an fsync
@@ -111,7 +115,7 @@ TEST_F(GroupCommitterTest, ConcurrentWritersCommitInBatchesWithNumberedEvents) {
 
 // A failed transaction fails its writers and every write queued behind it;
 // event numbers are not used up by it.
-TEST_F(GroupCommitterTest, FailedCommitFailsEveryWriterAndKeepsNumbering) {
+TEST_P(GroupCommitterTest, FailedCommitFailsEveryWriterAndKeepsNumbering) {
   auto watcher = hub_.Subscribe();
   ASSERT_OK(Write(*committer_, "first"));
   store_.FailWrites(absl::UnavailableError("disk gone"));
@@ -138,7 +142,7 @@ TEST_F(GroupCommitterTest, FailedCommitFailsEveryWriterAndKeepsNumbering) {
   EXPECT_EQ(store_.nodes().size(), 2u);
 }
 
-TEST_F(GroupCommitterTest, CappedBatchIsOneWritePerTransaction) {
+TEST_P(GroupCommitterTest, CappedBatchIsOneWritePerTransaction) {
   committer_ = NewCommitter(/*max_batch=*/1);
   store_.set_commit_delay(absl::Microseconds(300));
   std::vector<std::thread> writers;
@@ -156,7 +160,7 @@ TEST_F(GroupCommitterTest, CappedBatchIsOneWritePerTransaction) {
 }
 
 // Writes with no events record no sequence.
-TEST_F(GroupCommitterTest, WritesWithoutEventsLeaveTheSequence) {
+TEST_P(GroupCommitterTest, WritesWithoutEventsLeaveTheSequence) {
   Node n;
   n.name = "quiet";
   std::vector<Mutation> mutations;
@@ -165,6 +169,109 @@ TEST_F(GroupCommitterTest, WritesWithoutEventsLeaveTheSequence) {
   EXPECT_EQ(*store_.LoadEventSequence(), 0u);
   EXPECT_EQ(store_.nodes().size(), 1u);
 }
+
+// Writers that do not wait: each queues, hands a completion over and goes on
+// (as the gRPC handlers do). Every completion runs once, in queue order, with
+// its write committed.
+TEST_P(GroupCommitterTest, CompletionsRunInQueueOrderWithoutWaiters) {
+  constexpr int kThreads = 4;
+  constexpr int kWrites = 200;
+  store_.set_commit_delay(absl::Microseconds(300));
+  absl::Mutex mu;
+  std::vector<std::string> queued;     // in Enqueue order
+  std::vector<std::string> completed;  // in completion order
+  absl::Notification all_done;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < kWrites; ++i) {
+        const std::string name = absl::StrCat("w", t, "-", i);
+        auto [mutations, events] = NodeWrite(name);
+        std::shared_ptr<GroupCommitter::Ticket> ticket;
+        {
+          // The owner's lock orders queueing, as the scheduler's does.
+          absl::MutexLock lock(&mu);
+          ticket = committer_->Enqueue(std::move(mutations), std::move(events));
+          queued.push_back(name);
+        }
+        committer_->OnDone(ticket, [&, name](const absl::Status& s) {
+          EXPECT_OK(s);
+          EXPECT_TRUE(store_.nodes().contains(name)) << name;
+          absl::MutexLock lock(&mu);
+          completed.push_back(name);
+          if (completed.size() == size_t{kThreads * kWrites}) all_done.Notify();
+        });
+        committer_->Flush();
+      }
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  all_done.WaitForNotification();
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(completed, queued);
+  EXPECT_LT(committer_->stats().commits, uint64_t{kThreads * kWrites});
+}
+
+// A completion may queue another write and flush: it is committed too, and
+// nothing deadlocks.
+TEST_P(GroupCommitterTest, CompletionMayQueueAnotherWrite) {
+  absl::Notification second_done;
+  auto [mutations, events] = NodeWrite("first");
+  auto first = committer_->Enqueue(std::move(mutations), std::move(events));
+  committer_->OnDone(first, [&](const absl::Status& s) {
+    EXPECT_OK(s);
+    auto [m, e] = NodeWrite("second");
+    auto second = committer_->Enqueue(std::move(m), std::move(e));
+    committer_->OnDone(second, [&](const absl::Status& s2) {
+      EXPECT_OK(s2);
+      second_done.Notify();
+    });
+    committer_->Flush();
+  });
+  committer_->Flush();
+  second_done.WaitForNotification();
+  EXPECT_EQ(store_.nodes().size(), 2u);
+  // A completion handed over after the commit runs at once, on this thread.
+  bool ran = false;
+  committer_->OnDone(first, [&](const absl::Status& s) {
+    EXPECT_OK(s);
+    ran = true;
+  });
+  EXPECT_TRUE(ran);
+}
+
+// Writes queued behind a failed one fail with it, completions included.
+TEST_P(GroupCommitterTest, QueuedCompletionsGetTheFailure) {
+  store_.set_commit_delay(absl::Milliseconds(20));
+  store_.FailWrites(absl::DataLossError("disk gone"));
+  std::atomic<int> failed{0};
+  std::vector<std::shared_ptr<GroupCommitter::Ticket>> tickets;
+  for (int i = 0; i < 20; ++i) {
+    auto [mutations, events] = NodeWrite(absl::StrCat("n", i));
+    tickets.push_back(
+        committer_->Enqueue(std::move(mutations), std::move(events)));
+    committer_->OnDone(tickets.back(), [&](const absl::Status& s) {
+      EXPECT_THAT(s, StatusIs(absl::StatusCode::kDataLoss,
+                              testing::HasSubstr("disk gone")));
+      ++failed;
+    });
+  }
+  committer_->Flush();
+  for (const auto& t : tickets) {
+    EXPECT_THAT(committer_->Wait(t), StatusIs(absl::StatusCode::kDataLoss,
+                                              testing::HasSubstr("disk gone")));
+  }
+  EXPECT_EQ(failed.load(), 20);
+  EXPECT_TRUE(store_.nodes().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, GroupCommitterTest,
+    testing::Values(GroupCommitter::Mode::kLeader,
+                    GroupCommitter::Mode::kThread),
+    [](const testing::TestParamInfo<GroupCommitter::Mode>& info) {
+      return info.param == GroupCommitter::Mode::kLeader ? "Leader" : "Thread";
+    });
 
 }  // namespace
 }  // namespace accelsched

@@ -1,0 +1,67 @@
+#include "services/event_stream.h"
+
+#include <utility>
+
+#include "services/grpc_status.h"
+#include "services/proto_convert.h"
+
+namespace accelsched {
+
+EventStream* EventStream::Start(EventHub* hub, EventFilter filter,
+                                PlacementOptions placement,
+                                OnFinish on_finish) {
+  auto* stream = new EventStream(hub, placement, std::move(on_finish));
+  // The watcher starts quiet: events published before the first WriteNext
+  // wait for it rather than call back.
+  stream->watcher_ =
+      hub->Subscribe(std::move(filter), [stream] { stream->WriteNext(); });
+  stream->WriteNext();
+  return stream;
+}
+
+EventStream::EventStream(EventHub* hub, PlacementOptions placement,
+                         OnFinish on_finish)
+    : hub_(hub), placement_(placement), on_finish_(std::move(on_finish)) {}
+
+void EventStream::WriteNext() {
+  absl::MutexLock lock(&mu_);
+  if (finished_) return;
+  absl::StatusOr<std::shared_ptr<const Event>> next = watcher_->TryNext();
+  if (!next.ok()) {
+    End(next.status());
+  } else if (*next != nullptr) {
+    message_.Clear();
+    EventToProto(**next, placement_, &message_);
+    StartWrite(&message_);
+  }
+}
+
+void EventStream::OnWriteDone(bool ok) {
+  if (ok) {
+    WriteNext();
+    return;
+  }
+  // The client went away; OnCancel may follow.
+  absl::MutexLock lock(&mu_);
+  End(absl::OkStatus());
+}
+
+void EventStream::OnCancel() {
+  absl::MutexLock lock(&mu_);
+  End(absl::OkStatus());
+}
+
+void EventStream::End(const absl::Status& status) {
+  if (finished_) return;
+  finished_ = true;
+  std::move(on_finish_)(status);
+  Finish(ToGrpcStatus(status));
+}
+
+void EventStream::OnDone() {
+  // After this no ready callback runs, so the stream can go.
+  hub_->Unsubscribe(watcher_);
+  delete this;
+}
+
+}  // namespace accelsched
