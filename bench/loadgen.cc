@@ -1,13 +1,20 @@
 // loadgen: drives a real accelschedd on a real SQLite file over gRPC and
-// compares it with the floor of the same server: Health/Check from the same
-// callers.
+// compares it with the floors of the same run: Health/Check served by the same
+// server to the same callers, and one fsync'd SQLite commit (the physical
+// limit of one durable write). Then it opens --watchers WatchEvents streams
+// and runs the widest load again: the server's threads and memory, throughput
+// with them, and how long an event takes from commit to a watcher. Last, the
+// same loads against a server that commits on a dedicated thread
+// (--commit_thread) and one that commits every call alone
+// (--max_commit_batch=1).
 //
 //   build/bench/loadgen --seconds=5 --callers=1,8,64
 //   build/bench/loadgen --startup_devices=100000      # start-up time and
 //   memory
 //
 // By default it starts its own server on a fresh database (synchronous=FULL);
-// --target connects to a running one instead (it must be empty of allocations).
+// --target connects to a running one instead (it must be empty of allocations;
+// only the caller loads run).
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
@@ -20,14 +27,19 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
+#include "core/store.h"
+#include "google/protobuf/util/time_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "storage/sqlite_store.h"
 #include "tests/http_client.h"
 #include "tests/server_process.h"
 
@@ -42,6 +54,15 @@ ABSL_FLAG(std::string, dir, "/tmp/accelsched-loadgen",
 ABSL_FLAG(
     bool, compare_batching, true,
     "also run the widest load against a server with --max_commit_batch=1");
+ABSL_FLAG(bool, compare_committers, true,
+          "also run the narrowest and the widest load against a server with "
+          "--commit_thread");
+ABSL_FLAG(int, rounds, 3,
+          "floor and workload take turns this many times per caller count");
+ABSL_FLAG(int, watchers, 1000,
+          "WatchEvents streams open during the watcher measurement (0: skip)");
+ABSL_FLAG(int, fsync_commits, 1000,
+          "single-write SQLite commits timed for the durable-write floor");
 ABSL_FLAG(
     int, startup_devices, 0,
     "instead: fill a database with this many devices, restart, and report the "
@@ -107,6 +128,13 @@ Result Run(int callers, double seconds, Body body) {
   return all;
 }
 
+void Merge(Result& into, Result from) {
+  into.calls += from.calls;
+  into.seconds += from.seconds;
+  into.latencies_us.insert(into.latencies_us.end(), from.latencies_us.begin(),
+                           from.latencies_us.end());
+}
+
 double Micros(absl::Time since) {
   return absl::ToDoubleMicroseconds(absl::Now() - since);
 }
@@ -144,6 +172,7 @@ void RegisterNodes(const std::string& target, int nodes) {
 
 struct CommitCounters {
   double commits = 0, writes = 0;
+  double commit_seconds = 0;  // in the store's Apply, summed
 };
 
 CommitCounters ReadCommitCounters(int metrics_port) {
@@ -152,13 +181,60 @@ CommitCounters ReadCommitCounters(int metrics_port) {
   if (!body.ok()) return c;
   c.commits = SampleValue(*body, "accelsched_group_commit_batch_size_count");
   c.writes = SampleValue(*body, "accelsched_group_commit_batch_size_sum");
+  c.commit_seconds =
+      SampleValue(*body, "accelsched_sqlite_commit_duration_seconds_sum");
   return c;
 }
 
 struct Measured {
   Result floor, work;
   CommitCounters commits;
+  // When each caller's Allocate was acknowledged, by allocation id.
+  std::vector<std::vector<std::pair<std::string, absl::Time>>> acks;
 };
+
+// Caller t's tenant: watcher i of the watcher measurement watches tenant i.
+std::string Tenant(int t) { return absl::StrCat("t", t); }
+
+// The workload only, by `callers` callers on `stubs`; adds to m->acks (one
+// vector per caller).
+Result Workload(std::vector<std::unique_ptr<Stub>>& stubs, int callers,
+                double seconds, const std::string& tag, Measured* m) {
+  // Allocate then Release; each is one call. Latency is Allocate's.
+  return Run(callers, seconds, [&](int t, int64_t i, std::vector<double>& lat) {
+    v1::AllocateRequest req;
+    req.set_request_id(absl::StrCat(tag, "-", t, "-", i));
+    req.mutable_accelerator()->set_device("nvidia-tesla-t4");
+    req.set_tenant(Tenant(t));
+    v1::Allocation a;
+    grpc::ClientContext ctx;
+    const absl::Time start = absl::Now();
+    grpc::Status s = stubs[t]->Allocate(&ctx, req, &a);
+    const absl::Time acked = absl::Now();
+    lat.push_back(absl::ToDoubleMicroseconds(acked - start));
+    if (!s.ok()) {
+      std::fprintf(stderr, "allocate: %s\n", s.error_message().c_str());
+      return 0;
+    }
+    m->acks[t].emplace_back(a.id(), acked);
+    v1::ReleaseRequest rel;
+    rel.set_allocation_id(a.id());
+    v1::Allocation released;
+    grpc::ClientContext ctx2;
+    return stubs[t]->Release(&ctx2, rel, &released).ok() ? 2 : 1;
+  });
+}
+
+std::vector<std::unique_ptr<Stub>> Stubs(const std::string& target,
+                                         int callers) {
+  auto channels = Channels(target, std::min(callers, 8));
+  std::vector<std::unique_ptr<Stub>> stubs;
+  for (int t = 0; t < callers; ++t) {
+    stubs.push_back(
+        v1::AcceleratorScheduler::NewStub(channels[t % channels.size()]));
+  }
+  return stubs;
+}
 
 Measured Measure(const std::string& target, int metrics_port, int callers,
                  double seconds, const std::string& tag) {
@@ -171,41 +247,30 @@ Measured Measure(const std::string& target, int metrics_port, int callers,
     health.push_back(
         grpc::health::v1::Health::NewStub(channels[t % channels.size()]));
   }
+  // Floor and workload take turns, so that a change in the machine's speed
+  // (it is shared) weighs on both alike.
   Measured m;
-  m.floor =
-      Run(callers, seconds, [&](int t, int64_t, std::vector<double>& lat) {
-        grpc::ClientContext ctx;
-        grpc::health::v1::HealthCheckRequest req;
-        grpc::health::v1::HealthCheckResponse resp;
-        const absl::Time start = absl::Now();
-        grpc::Status s = health[t]->Check(&ctx, req, &resp);
-        lat.push_back(Micros(start));
-        return s.ok() ? 1 : 0;
-      });
-  const CommitCounters before = ReadCommitCounters(metrics_port);
-  // Allocate then Release; each is one call. Latency is Allocate's.
-  m.work =
-      Run(callers, seconds, [&](int t, int64_t i, std::vector<double>& lat) {
-        v1::AllocateRequest req;
-        req.set_request_id(absl::StrCat(tag, "-", t, "-", i));
-        req.mutable_accelerator()->set_device("nvidia-tesla-t4");
-        v1::Allocation a;
-        grpc::ClientContext ctx;
-        const absl::Time start = absl::Now();
-        grpc::Status s = stubs[t]->Allocate(&ctx, req, &a);
-        lat.push_back(Micros(start));
-        if (!s.ok()) {
-          std::fprintf(stderr, "allocate: %s\n", s.error_message().c_str());
-          return 0;
-        }
-        v1::ReleaseRequest rel;
-        rel.set_allocation_id(a.id());
-        v1::Allocation released;
-        grpc::ClientContext ctx2;
-        return stubs[t]->Release(&ctx2, rel, &released).ok() ? 2 : 1;
-      });
-  const CommitCounters after = ReadCommitCounters(metrics_port);
-  m.commits = {after.commits - before.commits, after.writes - before.writes};
+  m.acks.assign(callers, {});
+  const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
+  for (int round = 0; round < rounds; ++round) {
+    Merge(m.floor, Run(callers, seconds / rounds,
+                       [&](int t, int64_t, std::vector<double>& lat) {
+                         grpc::ClientContext ctx;
+                         grpc::health::v1::HealthCheckRequest req;
+                         grpc::health::v1::HealthCheckResponse resp;
+                         const absl::Time start = absl::Now();
+                         grpc::Status s = health[t]->Check(&ctx, req, &resp);
+                         lat.push_back(Micros(start));
+                         return s.ok() ? 1 : 0;
+                       }));
+    const CommitCounters before = ReadCommitCounters(metrics_port);
+    Merge(m.work, Workload(stubs, callers, seconds / rounds,
+                           absl::StrCat(tag, "-", round), &m));
+    const CommitCounters after = ReadCommitCounters(metrics_port);
+    m.commits.commits += after.commits - before.commits;
+    m.commits.writes += after.writes - before.writes;
+    m.commits.commit_seconds += after.commit_seconds - before.commit_seconds;
+  }
   return m;
 }
 
@@ -223,13 +288,235 @@ std::unique_ptr<ServerProcess> StartServer(
   return std::move(*server);
 }
 
-int64_t ResidentKiB(pid_t pid) {
+void Print(const char* what, Result& r) {
+  std::printf(
+      "  %-34s %9.0f calls/s  p50 %7.0f us  p99 %7.0f us  p999 %7.0f us\n",
+      what, r.per_second(), r.quantile(0.5), r.quantile(0.99),
+      r.quantile(0.999));
+}
+
+// A field of /proc/<pid>/status ("VmRSS", "Threads"): its number, -1 when
+// missing.
+int64_t ProcStatus(pid_t pid, const std::string& field) {
   std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+    if (line.rfind(field + ":", 0) == 0) {
+      return std::stoll(line.substr(field.size() + 1));
+    }
   }
   return -1;
+}
+
+int64_t ResidentKiB(pid_t pid) { return ProcStatus(pid, "VmRSS"); }
+
+// The physical limit of one durable write: single-write transactions through
+// the server's own store on a fresh file in the same directory (WAL,
+// synchronous=FULL: each commit is one fsync of the WAL).
+Result FsyncFloor(const std::string& dir, int commits) {
+  const std::string db = dir + "/fsync-floor.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::filesystem::remove(db + suffix);
+  }
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(db);
+  Result r;
+  if (!store.ok()) {
+    std::fprintf(stderr, "fsync floor: %s\n",
+                 std::string(store.status().message()).c_str());
+    return r;
+  }
+  const absl::Time begin = absl::Now();
+  for (int i = 1; i <= commits; ++i) {
+    const absl::Time start = absl::Now();
+    absl::Status s =
+        (*store)->Apply({PutEventSequenceMutation{static_cast<uint64_t>(i)}});
+    r.latencies_us.push_back(Micros(start));
+    if (!s.ok()) {
+      std::fprintf(stderr, "fsync floor: %s\n",
+                   std::string(s.message()).c_str());
+      break;
+    }
+    ++r.calls;
+  }
+  r.seconds = absl::ToDoubleSeconds(absl::Now() - begin);
+  return r;
+}
+
+// One WatchEvents stream on the client's callback API (no thread of its own):
+// notes when each ALLOCATED event arrives.
+class WatchClient final : public grpc::ClientReadReactor<v1::Event> {
+ public:
+  struct Receipt {
+    std::string allocation_id;
+    absl::Time event_time;  // the server's, stamped before the commit
+    absl::Time received;
+  };
+
+  WatchClient(Stub* stub, const std::string& tenant) {
+    request_.set_tenant(tenant);
+    stub->async()->WatchEvents(&ctx_, &request_, this);
+    StartRead(&event_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // OnDone follows
+    const absl::Time now = absl::Now();
+    ++events_;
+    if (event_.type() == v1::Event::ALLOCATED) {
+      receipts_.push_back(
+          {event_.allocation().id(),
+           absl::FromUnixNanos(
+               google::protobuf::util::TimeUtil::TimestampToNanoseconds(
+                   event_.time())),
+           now});
+    }
+    StartRead(&event_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    absl::MutexLock lock(&mu_);
+    status_ = s;
+    done_ = true;
+  }
+  // Cancels the stream and waits until gRPC is done with it.
+  grpc::Status Stop() {
+    ctx_.TryCancel();
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+    return status_;
+  }
+  // Valid after Stop.
+  const std::vector<Receipt>& receipts() const { return receipts_; }
+  int64_t events() const { return events_; }
+
+ private:
+  grpc::ClientContext ctx_;
+  v1::WatchEventsRequest request_;
+  v1::Event event_;
+  // Touched by one read at a time, then read after Stop.
+  std::vector<Receipt> receipts_;
+  int64_t events_ = 0;
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+// Waits until the server's accelsched_watchers gauge reads `n` (the streams
+// are subscribed), up to 30 s.
+bool AwaitWatchers(int metrics_port, int n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::string> body = HttpGet(metrics_port, "/metrics");
+    if (body.ok() && SampleValue(*body, "accelsched_watchers") == n) {
+      return true;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
+}
+
+struct Footprint {
+  int64_t threads, rss_kib;
+};
+
+Footprint FootprintOf(pid_t pid) {
+  return {ProcStatus(pid, "Threads"), ResidentKiB(pid)};
+}
+
+// The widest load without watchers, then with --watchers streams open: with
+// `deliver`, watcher i watches tenant i, and the callers' tenants are the
+// first ones, so each of their events reaches one watcher and the others wait
+// idle, as a watch per task would; without, no event reaches any.
+void MeasureWatchers(ServerProcess& server, int watchers, int callers,
+                     double seconds, bool deliver) {
+  const pid_t pid = server.pid();
+  auto channels = Channels(server.grpc_address(), 10);
+  std::vector<std::unique_ptr<Stub>> stubs;
+  for (auto& c : channels) {
+    stubs.push_back(v1::AcceleratorScheduler::NewStub(c));
+  }
+  auto work_stubs = Stubs(server.grpc_address(), callers);
+  // The load without and with the watchers take turns (--rounds), the
+  // watchers opened and ended each time; the footprint is the first round's.
+  Measured plain, m;
+  plain.acks.assign(callers, {});
+  m.acks.assign(callers, {});
+  Result without;
+  Footprint before{}, idle{}, loaded{}, after{};
+  bool freed = true;
+  std::vector<std::unique_ptr<WatchClient>> clients;
+  const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
+  for (int round = 0; round < rounds; ++round) {
+    const std::string tag = absl::StrCat(deliver ? "d" : "i", round);
+    Merge(without, Workload(work_stubs, callers, seconds / rounds,
+                            "unwatched-" + tag, &plain));
+    if (round == 0) before = FootprintOf(pid);
+    const size_t first = clients.size();
+    for (int i = 0; i < watchers; ++i) {
+      clients.push_back(std::make_unique<WatchClient>(
+          stubs[i % stubs.size()].get(),
+          deliver ? Tenant(i) : absl::StrCat("idle-", i)));
+    }
+    if (!AwaitWatchers(server.metrics_port(), watchers)) {
+      std::fprintf(stderr, "the server never counted %d watchers\n", watchers);
+    }
+    if (round == 0) idle = FootprintOf(pid);
+    Merge(m.work, Workload(work_stubs, callers, seconds / rounds,
+                           "watched-" + tag, &m));
+    if (round == 0) loaded = FootprintOf(pid);
+    for (size_t c = first; c < clients.size(); ++c) clients[c]->Stop();
+    freed = AwaitWatchers(server.metrics_port(), 0) && freed;
+    if (round == 0) after = FootprintOf(pid);
+  }
+
+  // Commit to receipt: from the event's time (stamped before its commit, so
+  // this includes the commit) and from the caller's acknowledgement (which
+  // follows the commit; negative when the event came first).
+  absl::flat_hash_map<std::string, absl::Time> acked;
+  for (const auto& per_caller : m.acks) {
+    for (const auto& [id, when] : per_caller) acked[id] = when;
+  }
+  Result from_event, from_ack;
+  int64_t events = 0;
+  for (const auto& c : clients) {
+    events += c->events();
+    for (const WatchClient::Receipt& r : c->receipts()) {
+      from_event.latencies_us.push_back(
+          absl::ToDoubleMicroseconds(r.received - r.event_time));
+      auto it = acked.find(r.allocation_id);
+      if (it != acked.end()) {
+        from_ack.latencies_us.push_back(
+            absl::ToDoubleMicroseconds(r.received - it->second));
+      }
+    }
+  }
+  std::printf("%d callers with %d WatchEvents streams open (%s):\n", callers,
+              watchers,
+              deliver ? "watcher i on tenant i: each caller's events reach one"
+                      : "on tenants nobody uses: no event reaches them");
+  Print("Allocate+Release (latency: Alloc.)", m.work);
+  std::printf(
+      "  throughput %.2f of the same load without watchers (%.0f calls/s)\n",
+      m.work.per_second() / without.per_second(), without.per_second());
+  std::printf(
+      "  server threads: %lld before the watchers, %lld with them idle, %lld "
+      "after the load with them\n",
+      static_cast<long long>(before.threads),
+      static_cast<long long>(idle.threads),
+      static_cast<long long>(loaded.threads));
+  std::printf(
+      "  resident memory: %.1f MiB before, %.1f MiB with them idle: %.1f KiB "
+      "per watcher; %.1f MiB after they ended (%s)\n",
+      before.rss_kib / 1024.0, idle.rss_kib / 1024.0,
+      static_cast<double>(idle.rss_kib - before.rss_kib) / watchers,
+      after.rss_kib / 1024.0,
+      freed ? "the server counts 0 watchers" : "NOT all freed");
+  std::printf(
+      "  %lld events delivered; ALLOCATED event to its watcher: p50 %.0f us, "
+      "p99 %.0f us after the event's time (its commit included); p50 %.0f us, "
+      "p99 %.0f us after the caller's acknowledgement\n",
+      static_cast<long long>(events), from_event.quantile(0.5),
+      from_event.quantile(0.99), from_ack.quantile(0.5),
+      from_ack.quantile(0.99));
 }
 
 int Startup(int devices) {
@@ -266,11 +553,23 @@ int Startup(int devices) {
   return s.ok() ? 0 : 1;
 }
 
-void Print(const char* what, Result& r) {
+void PrintLoad(int n, Measured& m) {
+  std::printf("%d caller%s:\n", n, n == 1 ? "" : "s");
+  Print("Health/Check (floor)", m.floor);
+  Print("Allocate+Release (latency: Alloc.)", m.work);
   std::printf(
-      "  %-34s %9.0f calls/s  p50 %7.0f us  p99 %7.0f us  p999 %7.0f us\n",
-      what, r.per_second(), r.quantile(0.5), r.quantile(0.99),
-      r.quantile(0.999));
+      "  ratio: throughput %.2f of the floor; Allocate p99 %.2fx the "
+      "floor's\n",
+      m.work.per_second() / m.floor.per_second(),
+      m.work.quantile(0.99) / std::max(1.0, m.floor.quantile(0.99)));
+  if (m.commits.commits > 0) {
+    std::printf(
+        "  group commit: %.0f commits/s, %.1f writes per commit, %.0f us per "
+        "commit\n",
+        m.commits.commits / m.work.seconds,
+        m.commits.writes / m.commits.commits,
+        1e6 * m.commits.commit_seconds / m.commits.commits);
+  }
 }
 
 int Main() {
@@ -282,6 +581,10 @@ int Main() {
        absl::StrSplit(absl::GetFlag(FLAGS_callers), ',')) {
     int n = 0;
     if (absl::SimpleAtoi(c, &n) && n > 0) callers.push_back(n);
+  }
+  if (callers.empty()) {
+    std::fprintf(stderr, "--callers names no caller count\n");
+    return 1;
   }
   const double seconds = absl::GetFlag(FLAGS_seconds);
   std::unique_ptr<ServerProcess> server;
@@ -299,30 +602,47 @@ int Main() {
   std::printf(
       "accelschedd at %s, SQLite synchronous=FULL, %.1f s per measurement\n",
       target.c_str(), seconds);
+  Result fsync = FsyncFloor(dir, absl::GetFlag(FLAGS_fsync_commits));
+  std::printf("one fsync'd SQLite commit (the store, one write):\n");
+  Print("commit", fsync);
   for (int n : callers) {
     Measured m =
         Measure(target, metrics_port, n, seconds, absl::StrCat("c", n));
-    std::printf("%d caller%s:\n", n, n == 1 ? "" : "s");
-    Print("Health/Check (floor)", m.floor);
-    Print("Allocate+Release (latency: Alloc.)", m.work);
-    std::printf(
-        "  ratio: throughput %.2f of the floor; Allocate p99 %.2fx the "
-        "floor's\n",
-        m.work.per_second() / m.floor.per_second(),
-        m.work.quantile(0.99) / std::max(1.0, m.floor.quantile(0.99)));
-    if (m.commits.commits > 0) {
-      std::printf("  group commit: %.0f commits/s, %.1f writes per commit\n",
-                  m.commits.commits / m.work.seconds,
-                  m.commits.writes / m.commits.commits);
+    PrintLoad(n, m);
+    if (n == 1) {
+      std::printf("  Allocate p50 %.2fx one fsync'd commit's p50\n",
+                  m.work.quantile(0.5) / std::max(1.0, fsync.quantile(0.5)));
     }
   }
-  if (server != nullptr && absl::GetFlag(FLAGS_compare_batching) &&
-      !callers.empty()) {
-    server->Stop(SIGTERM);
+  const int n = callers.back();
+  if (server == nullptr) return 0;
+  if (const int watchers = absl::GetFlag(FLAGS_watchers); watchers > 0) {
+    for (bool deliver : {false, true}) {
+      MeasureWatchers(*server, watchers, n, seconds, deliver);
+    }
+  }
+  server->Stop(SIGTERM);
+  if (absl::GetFlag(FLAGS_compare_committers)) {
+    auto threaded =
+        StartServer(dir + "/loadgen-thread.db", {"--commit_thread"});
+    RegisterNodes(threaded->grpc_address(), 64);
+    std::printf("committer thread (--commit_thread):\n");
+    for (int c : {callers.front(), n}) {
+      Measured m = Measure(threaded->grpc_address(), threaded->metrics_port(),
+                           c, seconds, absl::StrCat("thread", c));
+      PrintLoad(c, m);
+      if (c == 1) {
+        std::printf("  Allocate p50 %.2fx one fsync'd commit's p50\n",
+                    m.work.quantile(0.5) / std::max(1.0, fsync.quantile(0.5)));
+      }
+      if (callers.size() == 1) break;
+    }
+    threaded->Stop(SIGTERM);
+  }
+  if (absl::GetFlag(FLAGS_compare_batching)) {
     auto baseline =
         StartServer(dir + "/loadgen-nobatch.db", {"--max_commit_batch=1"});
     RegisterNodes(baseline->grpc_address(), 64);
-    const int n = callers.back();
     Measured m = Measure(baseline->grpc_address(), baseline->metrics_port(), n,
                          seconds, "nobatch");
     std::printf("%d callers, one commit per call (--max_commit_batch=1):\n", n);
@@ -339,5 +659,8 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  // As in the server (services/main.cc): no lock-order graph in the client's
+  // share of the CPU.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   return accelsched::Main();
 }

@@ -1,5 +1,7 @@
 #include "core/event_hub.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace accelsched {
@@ -75,6 +77,35 @@ void EventHub::Watcher::End(absl::Status status, bool* notify) {
   armed_ = false;
 }
 
+namespace {
+enum KeyKind { kAny = 0, kRequest = 1, kTenant = 2, kNode = 3 };
+}  // namespace
+
+EventHub::Key EventHub::IndexKey(const EventFilter& filter) {
+  if (!filter.request_id.empty()) return {kRequest, filter.request_id};
+  if (!filter.tenant.empty()) return {kTenant, filter.tenant};
+  if (!filter.node.empty()) return {kNode, filter.node};
+  return {kAny, ""};
+}
+
+std::vector<EventHub::Key> EventHub::KeysOf(const Event& event) {
+  std::vector<Key> keys = {{kAny, ""}};
+  if (event.allocation.id.empty()) {
+    keys.push_back({kNode, event.node});
+    return keys;
+  }
+  const Allocation& a = event.allocation;
+  keys.push_back({kRequest, a.request_id});
+  keys.push_back({kTenant, a.tenant});
+  for (const AllocatedDevice& d : a.devices) {
+    Key node{kNode, d.node};
+    if (std::find(keys.begin(), keys.end(), node) == keys.end()) {
+      keys.push_back(std::move(node));
+    }
+  }
+  return keys;
+}
+
 void EventHub::AddListener(Listener listener) {
   absl::MutexLock lock(&mu_);
   listeners_.push_back(std::move(listener));
@@ -99,14 +130,20 @@ std::shared_ptr<EventHub::Watcher> EventHub::Subscribe(EventFilter filter,
     bool unused = false;
     w->End(Closed(), &unused);
   } else {
-    watchers_.push_back(w);
+    watchers_[w->index_key_].push_back(w);
+    ++count_;
   }
   return w;
 }
 
 void EventHub::Unsubscribe(const std::shared_ptr<Watcher>& watcher) {
   absl::MutexLock lock(&mu_);
-  watchers_.remove(watcher);
+  auto it = watchers_.find(watcher->index_key_);
+  if (it == watchers_.end()) return;
+  const size_t before = it->second.size();
+  it->second.remove(watcher);
+  count_ -= before - it->second.size();
+  if (it->second.empty()) watchers_.erase(it);
 }
 
 void EventHub::Publish(std::vector<Event> events) {
@@ -114,18 +151,27 @@ void EventHub::Publish(std::vector<Event> events) {
   std::vector<std::shared_ptr<Watcher>> ready;
   for (Event& e : events) {
     for (const Listener& listener : listeners_) listener(e);
+    if (count_ == 0) continue;
     const auto shared = std::make_shared<const Event>(std::move(e));
-    for (auto it = watchers_.begin(); it != watchers_.end();) {
-      bool notify = false;
-      const bool kept = (*it)->Offer(shared, &notify);
-      // At most once per watcher and batch: it reads until it finds nothing.
-      if (notify) ready.push_back(*it);
-      if (kept) {
-        ++it;
-      } else {
-        ++dropped_;
-        it = watchers_.erase(it);
+    for (const Key& key : KeysOf(*shared)) {
+      auto filed = watchers_.find(key);
+      if (filed == watchers_.end()) continue;
+      std::list<std::shared_ptr<Watcher>>& list = filed->second;
+      for (auto it = list.begin(); it != list.end();) {
+        bool notify = false;
+        const bool kept = (*it)->Offer(shared, &notify);
+        // At most once per watcher and batch: it reads until it finds
+        // nothing.
+        if (notify) ready.push_back(*it);
+        if (kept) {
+          ++it;
+        } else {
+          ++dropped_;
+          --count_;
+          it = list.erase(it);
+        }
       }
+      if (list.empty()) watchers_.erase(filed);
     }
   }
   // Under the hub's lock (see ReadyCallback); a dropped watcher is told too.
@@ -137,17 +183,20 @@ void EventHub::Publish(std::vector<Event> events) {
 void EventHub::Close() {
   absl::MutexLock lock(&mu_);
   closed_ = true;
-  for (const std::shared_ptr<Watcher>& w : watchers_) {
-    bool notify = false;
-    w->End(Closed(), &notify);
-    if (notify && w->on_ready_) w->on_ready_();
+  for (const auto& [key, list] : watchers_) {
+    for (const std::shared_ptr<Watcher>& w : list) {
+      bool notify = false;
+      w->End(Closed(), &notify);
+      if (notify && w->on_ready_) w->on_ready_();
+    }
   }
   watchers_.clear();
+  count_ = 0;
 }
 
 size_t EventHub::watchers() const {
   absl::MutexLock lock(&mu_);
-  return watchers_.size();
+  return count_;
 }
 
 uint64_t EventHub::dropped() const {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -49,6 +50,7 @@ class EventHub {
     Watcher(size_t capacity, EventFilter filter, ReadyCallback on_ready)
         : capacity_(capacity),
           filter_(std::move(filter)),
+          index_key_(IndexKey(filter_)),
           on_ready_(std::move(on_ready)) {}
     // The next event; nullopt when none came within `timeout`; the error that
     // ended the watcher otherwise (see TryNext).
@@ -70,6 +72,8 @@ class EventHub {
 
     const size_t capacity_;
     const EventFilter filter_;
+    // Where the hub files it (EventHub::IndexKey).
+    const std::pair<int, std::string> index_key_;
     ReadyCallback on_ready_;  // called by the hub under its lock only
     absl::Mutex mu_;
     std::deque<std::shared_ptr<const Event>> queue_ ABSL_GUARDED_BY(mu_);
@@ -110,9 +114,20 @@ class EventHub {
   uint64_t dropped() const;
 
  private:
+  // Watchers are filed under the most selective field their filter sets
+  // (request id, then tenant, then node; {0, ""} for none), so that a
+  // publish visits only the watchers that may match, not every one: a
+  // thousand watches of one task each cost a thousand lookups less per event.
+  using Key = std::pair<int, std::string>;
+  static Key IndexKey(const EventFilter& filter);
+  // Where a watcher that may want `event` is filed.
+  static std::vector<Key> KeysOf(const Event& event);
+
   const size_t buffer_;
   mutable absl::Mutex mu_;
-  std::list<std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<Key, std::list<std::shared_ptr<Watcher>>> watchers_
+      ABSL_GUARDED_BY(mu_);
+  size_t count_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<Listener> listeners_ ABSL_GUARDED_BY(mu_);
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

@@ -10,6 +10,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "services/server.h"
 
@@ -73,6 +74,11 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "accelsched: schedules a cluster's GPUs, MIG slices and TPUs");
   absl::ParseCommandLine(argc, argv);
+  // Debian builds abseil without NDEBUG, which leaves absl::Mutex's deadlock
+  // detection on: a global lock-order graph updated on every lock, and on
+  // every mutex's creation and destruction (one per queued write). It cost 5%
+  // of the server's CPU under load (bench/README.md). The tests keep it on.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // Block the signals handled here in every thread (gRPC's included) and take
   // them in this one: SIGINT and SIGTERM stop, SIGHUP re-reads

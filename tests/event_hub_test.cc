@@ -105,5 +105,109 @@ TEST(EventHubTest, ConcurrentPublishReadAndSubscribe) {
   EXPECT_EQ(hub.watchers(), readers.size());
 }
 
+Event AllocationEvent(const std::string& id, const std::string& tenant,
+                      const std::vector<std::string>& nodes,
+                      uint64_t sequence) {
+  Event e{Event::Type::kAllocated,
+          absl::UnixEpoch(),
+          {},
+          nodes.front(),
+          "",
+          sequence};
+  e.allocation.id = id;
+  e.allocation.request_id = "req-" + id;
+  e.allocation.tenant = tenant;
+  for (const std::string& n : nodes) {
+    e.allocation.devices.push_back(AllocatedDevice{n, "GPU-" + n, "", ""});
+  }
+  return e;
+}
+
+// The sequence numbers a watcher has waiting.
+std::vector<uint64_t> Sequences(EventHub::Watcher& w) {
+  std::vector<uint64_t> out;
+  for (;;) {
+    absl::StatusOr<std::shared_ptr<const Event>> e = w.TryNext();
+    EXPECT_OK(e);
+    if (!e.ok() || *e == nullptr) return out;
+    out.push_back((*e)->sequence);
+  }
+}
+
+// Each filter field narrows what a watcher gets; catalog events carry no
+// tenant or request; a node filter sees every host of a multi-host allocation.
+TEST(EventHubTest, FiltersSelectEvents) {
+  EventHub hub(64);
+  auto all = hub.Subscribe();
+  auto tenant_a = hub.Subscribe({.tenant = "a"});
+  auto request = hub.Subscribe({.request_id = "req-x2"});
+  auto node_n2 = hub.Subscribe({.node = "n2"});
+  auto tenant_a_on_n1 = hub.Subscribe({.tenant = "a", .node = "n1"});
+  auto nobody = hub.Subscribe({.tenant = "b", .request_id = "req-x1"});
+  hub.Publish({AllocationEvent("x1", "a", {"n1"}, 1),
+               AllocationEvent("x2", "b", {"n1", "n2"}, 2), NodeEvent("n2", 3),
+               NodeEvent("n1", 4), AllocationEvent("x3", "a", {"n2"}, 5)});
+  EXPECT_THAT(Sequences(*all), testing::ElementsAre(1, 2, 3, 4, 5));
+  EXPECT_THAT(Sequences(*tenant_a), testing::ElementsAre(1, 5));
+  EXPECT_THAT(Sequences(*request), testing::ElementsAre(2));
+  EXPECT_THAT(Sequences(*node_n2), testing::ElementsAre(2, 3, 5));
+  EXPECT_THAT(Sequences(*tenant_a_on_n1), testing::ElementsAre(1));
+  EXPECT_THAT(Sequences(*nobody), testing::IsEmpty());
+  EXPECT_EQ(hub.watchers(), 6u);
+  for (const auto& w :
+       {all, tenant_a, request, node_n2, tenant_a_on_n1, nobody}) {
+    hub.Unsubscribe(w);
+  }
+  EXPECT_EQ(hub.watchers(), 0u);
+}
+
+// A watcher read without a thread: quiet until its first TryNext, then called
+// back once when something arrives after it found nothing, never after
+// Unsubscribe.
+TEST(EventHubTest, ReadyCallbackAfterTryNextFindsNothing) {
+  EventHub hub(64);
+  int calls = 0;
+  auto w = hub.Subscribe({}, [&] { ++calls; });
+  hub.Publish({NodeEvent("a", 1)});
+  EXPECT_EQ(calls, 0) << "no callback before the first TryNext";
+  EXPECT_THAT(Sequences(*w), testing::ElementsAre(1));  // armed at the end
+  hub.Publish({NodeEvent("b", 2), NodeEvent("c", 3)});
+  hub.Publish({NodeEvent("d", 4)});
+  EXPECT_EQ(calls, 1) << "once until the reader finds nothing again";
+  EXPECT_THAT(Sequences(*w), testing::ElementsAre(2, 3, 4));
+  hub.Publish({NodeEvent("e", 5)});
+  EXPECT_EQ(calls, 2);
+  hub.Unsubscribe(w);
+  EXPECT_THAT(Sequences(*w), testing::ElementsAre(5));
+  hub.Publish({NodeEvent("f", 6)});
+  EXPECT_EQ(calls, 2);
+  EXPECT_THAT(Sequences(*w), testing::IsEmpty());
+}
+
+// A reader that falls behind is told through its callback too; Close ends
+// every watcher, and later ones, with UNAVAILABLE.
+TEST(EventHubTest, FallingBehindAndCloseEndWatchers) {
+  EventHub hub(2);
+  int slow_calls = 0, idle_calls = 0;
+  auto slow = hub.Subscribe({}, [&] { ++slow_calls; });
+  auto idle = hub.Subscribe({.tenant = "quiet"}, [&] { ++idle_calls; });
+  EXPECT_THAT(Sequences(*slow), testing::IsEmpty());
+  EXPECT_THAT(Sequences(*idle), testing::IsEmpty());
+  hub.Publish({NodeEvent("a", 1), NodeEvent("b", 2), NodeEvent("c", 3)});
+  EXPECT_EQ(slow_calls, 1);
+  EXPECT_THAT(slow->TryNext(), StatusIs(absl::StatusCode::kResourceExhausted,
+                                        HasSubstr("watcher fell behind")));
+  EXPECT_EQ(hub.dropped(), 1u);
+  EXPECT_EQ(hub.watchers(), 1u);
+  hub.Close();
+  EXPECT_EQ(idle_calls, 1);
+  EXPECT_THAT(idle->TryNext(), StatusIs(absl::StatusCode::kUnavailable,
+                                        HasSubstr("server is stopping")));
+  EXPECT_EQ(hub.watchers(), 0u);
+  auto late = hub.Subscribe();
+  EXPECT_THAT(late->TryNext(), StatusIs(absl::StatusCode::kUnavailable,
+                                        HasSubstr("server is stopping")));
+}
+
 }  // namespace
 }  // namespace accelsched
