@@ -20,17 +20,38 @@
 namespace accelsched {
 
 SchedulerService::Done::Done(Done&& other) noexcept
-    : reactor_(std::exchange(other.reactor_, nullptr)),
-      metrics_(other.metrics_),
+    : service_(other.service_),
+      reactor_(std::exchange(other.reactor_, nullptr)),
       method_(other.method_),
       start_(other.start_) {}
 
 void SchedulerService::Done::operator()(const absl::Status& status) && {
   if (reactor_ == nullptr) return;
   const absl::Duration latency = absl::Now() - start_;
-  metrics_->RecordRpc(method_, status.code(), latency);
-  if (method_ == "Allocate") metrics_->RecordAllocate(status.code(), latency);
+  service_->metrics_->RecordRpc(method_, status.code(), latency);
+  if (method_ == "Allocate") {
+    service_->metrics_->RecordAllocate(status.code(), latency);
+  }
   std::exchange(reactor_, nullptr)->Finish(ToGrpcStatus(status));
+  service_->CallFinished();
+}
+
+void SchedulerService::CallStarted() {
+  absl::MutexLock lock(&in_flight_mu_);
+  ++in_flight_;
+}
+
+void SchedulerService::CallFinished() {
+  absl::MutexLock lock(&in_flight_mu_);
+  --in_flight_;
+}
+
+bool SchedulerService::AwaitIdle(absl::Time deadline) {
+  absl::MutexLock lock(&in_flight_mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu_) {
+    return in_flight_ == 0;
+  };
+  return in_flight_mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
 }
 
 Scheduler::Callback<Allocation> SchedulerService::Reply(v1::Allocation* resp,
@@ -58,7 +79,7 @@ grpc::ServerUnaryReactor* SchedulerService::Answer(
     grpc::CallbackServerContext* ctx, absl::string_view method,
     absl::FunctionRef<absl::Status()> body) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  Done done(reactor, metrics_, method);
+  Done done(this, reactor, method);
   absl::Status status = CheckCredential(*ctx, method);
   if (status.ok()) status = body();
   std::move(done)(status);
@@ -69,7 +90,7 @@ grpc::ServerUnaryReactor* SchedulerService::Begin(
     grpc::CallbackServerContext* ctx, absl::string_view method,
     absl::FunctionRef<absl::Status(Done& done)> start) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  Done done(reactor, metrics_, method);
+  Done done(this, reactor, method);
   absl::Status status = CheckCredential(*ctx, method);
   if (status.ok()) status = start(done);
   // On error `done` is still here; on success the scheduler has it.
@@ -337,10 +358,12 @@ grpc::ServerWriteReactor<v1::Event>* SchedulerService::WatchEvents(
     return new Refused(status);
   }
   const absl::Time start = absl::Now();
+  CallStarted();
   return EventStream::Start(
       &scheduler_->events(), std::move(filter), placement_,
-      [metrics = metrics_, start](const absl::Status& ended) {
-        metrics->RecordRpc("WatchEvents", ended.code(), absl::Now() - start);
+      [this, start](const absl::Status& ended) {
+        metrics_->RecordRpc("WatchEvents", ended.code(), absl::Now() - start);
+        CallFinished();
       });
 }
 

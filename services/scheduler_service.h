@@ -9,6 +9,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
@@ -80,26 +81,34 @@ class SchedulerService final
       const v1::ListAcceleratorTypesRequest* req,
       v1::ListAcceleratorTypesResponse* resp) override;
 
+  // Blocks until no call of this service is in flight (every one started has
+  // been finished: a write's once its commit is done, a stream once ended) or
+  // `deadline` passes; false on the deadline. For shutdown, once no new call
+  // can start.
+  bool AwaitIdle(absl::Time deadline);
+
  private:
   // Finishes one unary call, once: converts its status (the one place), and
   // records the call's metrics. Movable; whoever holds it last finishes.
   class Done {
    public:
-    Done(grpc::ServerUnaryReactor* reactor, Metrics* metrics,
+    Done(SchedulerService* service, grpc::ServerUnaryReactor* reactor,
          absl::string_view method)
-        : reactor_(reactor),
-          metrics_(metrics),
+        : service_(service),
+          reactor_(reactor),
           method_(method),
-          start_(absl::Now()) {}
+          start_(absl::Now()) {
+      service_->CallStarted();
+    }
     Done(Done&& other) noexcept;
     Done(const Done&) = delete;
     Done& operator=(const Done&) = delete;
     void operator()(const absl::Status& status) &&;
 
    private:
+    SchedulerService* service_;
     grpc::ServerUnaryReactor* reactor_;  // null once finished or moved from
-    Metrics* metrics_;
-    absl::string_view method_;  // a string literal
+    absl::string_view method_;           // a string literal
     absl::Time start_;
   };
 
@@ -120,8 +129,13 @@ class SchedulerService final
   absl::Status CheckCredential(const grpc::CallbackServerContext& ctx,
                                absl::string_view method) const;
 
+  void CallStarted();
+  void CallFinished();
+
   Scheduler* const scheduler_;
   Metrics* const metrics_;
+  absl::Mutex in_flight_mu_;
+  int64_t in_flight_ ABSL_GUARDED_BY(in_flight_mu_) = 0;
   const AdminAuth* const auth_;
   const PlacementOptions placement_;
   DeviceStatsTable* const stats_;

@@ -1,5 +1,6 @@
 #include "services/server.h"
 
+#include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -221,13 +222,38 @@ absl::Status Server::StartGrpc(const Options& options) {
 }
 
 void Server::Shutdown(absl::Duration grace) {
+  // The metrics endpoint (civetweb) takes about a second to stop, waiting out
+  // its poll: let it do so while gRPC stops. Its collectors read the
+  // scheduler, which goes after it.
+  std::thread stop_metrics([this] { exposer_.reset(); });
   if (grpc_server_ != nullptr) {
     grpc_server_->GetHealthCheckService()->SetServingStatus(false);
     // Watch streams would otherwise run to the grace deadline.
     scheduler_->events().Close();
-    grpc_server_->Shutdown(std::chrono::system_clock::now() +
-                           absl::ToChronoNanoseconds(grace));
+    const absl::Time deadline = absl::Now() + grace;
+    // grpc::Server::Shutdown refuses new calls and lets those in flight
+    // finish, but then also waits for every client's connection to close, up
+    // to the deadline, and a connected client that is not reading (a
+    // synchronous one between calls) keeps its connection open. So: start
+    // the shutdown in gRPC's core (idempotent: the C++ server's own call
+    // later is notified at once), wait for our calls in flight, then cancel
+    // what is left, which closes those connections.
+    grpc_server* core = grpc_server_->c_server();
+    grpc_completion_queue* notified =
+        grpc_completion_queue_create_for_pluck(nullptr);
+    int tag = 0;
+    grpc_server_shutdown_and_notify(core, notified, &tag);
+    service_->AwaitIdle(deadline);
+    grpc_server_cancel_all_calls(core);
+    grpc_server_->Shutdown(absl::ToChronoTime(deadline));
     grpc_server_->Wait();
+    // Shut down: our tag is there, then the queue's end.
+    grpc_completion_queue_pluck(notified, &tag,
+                                gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+    grpc_completion_queue_shutdown(notified);
+    grpc_completion_queue_pluck(notified, nullptr,
+                                gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+    grpc_completion_queue_destroy(notified);
     grpc_server_.reset();
   }
   if (sweeper_.joinable()) {
@@ -236,7 +262,7 @@ void Server::Shutdown(absl::Duration grace) {
   }
   // No scrape may read the scheduler once it is gone, and destroying it drains
   // its commit queue, whose commits still report to metrics: metrics go last.
-  exposer_.reset();
+  stop_metrics.join();
   scheduler_.reset();
   metrics_.reset();
 }
