@@ -489,8 +489,8 @@ void MeasureWatchers(ServerProcess& server, int watchers, int callers,
       }
     }
   }
-  std::printf("%d callers with %d WatchEvents streams open (%s):\n", callers,
-              watchers,
+  std::printf("%d caller%s with %d WatchEvents streams open (%s):\n", callers,
+              callers == 1 ? "" : "s", watchers,
               deliver ? "watcher i on tenant i: each caller's events reach one"
                       : "on tenants nobody uses: no event reaches them");
   Print("Allocate+Release (latency: Alloc.)", m.work);
@@ -605,40 +605,43 @@ int Main() {
   Result fsync = FsyncFloor(dir, absl::GetFlag(FLAGS_fsync_commits));
   std::printf("one fsync'd SQLite commit (the store, one write):\n");
   Print("commit", fsync);
+  auto vs_fsync = [&](Measured& m) {
+    std::printf("  Allocate p50 %.2fx one fsync'd commit's p50\n",
+                m.work.quantile(0.5) / std::max(1.0, fsync.quantile(0.5)));
+  };
+  // The committer thread's server runs beside the first, and is measured
+  // right after it at the narrowest and the widest load.
+  std::unique_ptr<ServerProcess> threaded;
+  if (server != nullptr && absl::GetFlag(FLAGS_compare_committers)) {
+    threaded = StartServer(dir + "/loadgen-thread.db", {"--commit_thread"});
+    RegisterNodes(threaded->grpc_address(), 64);
+  }
   for (int n : callers) {
     Measured m =
         Measure(target, metrics_port, n, seconds, absl::StrCat("c", n));
     PrintLoad(n, m);
-    if (n == 1) {
-      std::printf("  Allocate p50 %.2fx one fsync'd commit's p50\n",
-                  m.work.quantile(0.5) / std::max(1.0, fsync.quantile(0.5)));
+    if (n == 1) vs_fsync(m);
+    if (threaded != nullptr && (n == callers.front() || n == callers.back())) {
+      Measured t = Measure(threaded->grpc_address(), threaded->metrics_port(),
+                           n, seconds, absl::StrCat("thread", n));
+      std::printf("  the same with a committer thread (--commit_thread):\n  ");
+      PrintLoad(n, t);
+      if (n == 1) vs_fsync(t);
     }
   }
+  if (threaded != nullptr) threaded->Stop(SIGTERM);
   const int n = callers.back();
   if (server == nullptr) return 0;
   if (const int watchers = absl::GetFlag(FLAGS_watchers); watchers > 0) {
     for (bool deliver : {false, true}) {
       MeasureWatchers(*server, watchers, n, seconds, deliver);
     }
+    // Delivery latency without queueing behind a saturated machine.
+    if (callers.front() < n) {
+      MeasureWatchers(*server, watchers, callers.front(), seconds, true);
+    }
   }
   server->Stop(SIGTERM);
-  if (absl::GetFlag(FLAGS_compare_committers)) {
-    auto threaded =
-        StartServer(dir + "/loadgen-thread.db", {"--commit_thread"});
-    RegisterNodes(threaded->grpc_address(), 64);
-    std::printf("committer thread (--commit_thread):\n");
-    for (int c : {callers.front(), n}) {
-      Measured m = Measure(threaded->grpc_address(), threaded->metrics_port(),
-                           c, seconds, absl::StrCat("thread", c));
-      PrintLoad(c, m);
-      if (c == 1) {
-        std::printf("  Allocate p50 %.2fx one fsync'd commit's p50\n",
-                    m.work.quantile(0.5) / std::max(1.0, fsync.quantile(0.5)));
-      }
-      if (callers.size() == 1) break;
-    }
-    threaded->Stop(SIGTERM);
-  }
   if (absl::GetFlag(FLAGS_compare_batching)) {
     auto baseline =
         StartServer(dir + "/loadgen-nobatch.db", {"--max_commit_batch=1"});

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "core/allocation_model.h"
 #include "core/device_stats.h"
@@ -340,6 +342,16 @@ struct Metrics::Families {
   prometheus::Counter& lease_expirations;
   prometheus::Family<prometheus::Counter>& grpc_requests;
   prometheus::Family<prometheus::Histogram>& grpc_duration;
+  // The series of each (method, code) seen, found again without building
+  // label maps and bucket lists on every call (prometheus-cpp keeps a
+  // metric where it created it).
+  struct RpcSeries {
+    prometheus::Counter* requests;
+    prometheus::Histogram* duration;
+  };
+  absl::Mutex rpc_mu;
+  absl::flat_hash_map<std::pair<std::string, int>, RpcSeries> rpc
+      ABSL_GUARDED_BY(rpc_mu);
   prometheus::Histogram& commit_duration;
   prometheus::Histogram& commit_batch;
 };
@@ -388,12 +400,22 @@ std::shared_ptr<prometheus::Collectable> Metrics::device_stats_collector()
 
 void Metrics::RecordRpc(absl::string_view method, absl::StatusCode code,
                         absl::Duration latency) {
-  const std::string m(method);
-  f_->grpc_requests
-      .Add({{"method", m}, {"code", absl::StatusCodeToString(code)}})
-      .Increment();
-  f_->grpc_duration.Add({{"method", m}}, LatencyBuckets())
-      .Observe(absl::ToDoubleSeconds(latency));
+  Families::RpcSeries series;
+  {
+    absl::MutexLock lock(&f_->rpc_mu);
+    auto [it, inserted] =
+        f_->rpc.try_emplace({std::string(method), static_cast<int>(code)});
+    if (inserted) {
+      const std::string m(method);
+      it->second = {
+          &f_->grpc_requests.Add(
+              {{"method", m}, {"code", absl::StatusCodeToString(code)}}),
+          &f_->grpc_duration.Add({{"method", m}}, LatencyBuckets())};
+    }
+    series = it->second;
+  }
+  series.requests->Increment();
+  series.duration->Observe(absl::ToDoubleSeconds(latency));
 }
 
 void Metrics::RecordAllocate(absl::StatusCode code, absl::Duration latency) {
