@@ -8,11 +8,6 @@
 
 namespace accelsched {
 
-bool GroupCommitter::Ticket::done() const {
-  absl::MutexLock lock(&mu_);
-  return done_;
-}
-
 GroupCommitter::GroupCommitter(Store* store, EventHub* hub,
                                FailureHandler on_failure, Options options)
     : store_(store),
@@ -32,13 +27,20 @@ GroupCommitter::~GroupCommitter() {
     return;
   }
   // kLeader: let a leader at work finish, then lead whatever is left.
-  {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !committing_;
+      };
+      mu_.Await(absl::Condition(&idle));
+      if (queue_.empty()) return;
+      committing_ = true;  // taken under the same lock: no other leader
+    }
+    CommitOneBatch();
     absl::MutexLock lock(&mu_);
-    auto idle = [this]()
-                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !committing_; };
-    mu_.Await(absl::Condition(&idle));
+    committing_ = false;
   }
-  Flush();
 }
 
 void GroupCommitter::set_observer(CommitObserver observer) {

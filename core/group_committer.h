@@ -1,15 +1,16 @@
 // Group commit: writers enqueue their mutations and go on; whatever is queued
 // is committed in one durable transaction, and each write's completion runs
-// once its transaction committed or failed. Nobody has to wait: a gRPC
-// handler queues its write, returns its thread, and the committing thread
-// finishes the call (the callback API needs exactly that).
+// once its transaction committed or failed. No writer waits for a commit that
+// another thread does: a gRPC handler queues its write and returns its thread,
+// and the committing thread finishes the call (the callback API needs exactly
+// that).
 //
 // Who commits is the Mode:
 // - kLeader (leveldb's DBImpl::Write pattern): the writer that queues into an
-//   idle committer leads, on its own thread, and commits batch after batch
-//   until the queue is empty. The serial commit path never waits for another
-//   thread to be scheduled; at one caller the commit runs on the caller's
-//   thread.
+//   idle committer leads, on its own thread (for the server, a gRPC callback
+//   thread, fsync included), and commits batch after batch until the queue is
+//   empty. The serial commit path never waits for another thread to be
+//   scheduled; at one caller the commit runs on the caller's thread.
 // - kThread: a dedicated committer thread commits while anything is queued.
 // bench/loadgen measures both (README).
 //
@@ -46,10 +47,6 @@ class GroupCommitter {
   using Completion = absl::AnyInvocable<void(const absl::Status&) &&>;
   // One queued write's outcome and the completions waiting for it.
   class Ticket {
-   public:
-    // True once its transaction committed or failed.
-    bool done() const;
-
    private:
     friend class GroupCommitter;
     mutable absl::Mutex mu_;
@@ -104,7 +101,9 @@ class GroupCommitter {
   void Flush();
   // Runs `completion` with the ticket's outcome: now, on this thread, when
   // it is done; otherwise on the committing thread once it is. Completions
-  // run outside every lock of this class and may enqueue and flush.
+  // run outside every lock of this class and may enqueue, flush and register
+  // completions, but must not Wait: the commit they would wait for may be
+  // queued behind them on their own thread.
   void OnDone(const std::shared_ptr<Ticket>& ticket, Completion completion);
   // Flushes, then blocks until the ticket's transaction committed or failed.
   absl::Status Wait(const std::shared_ptr<Ticket>& ticket);

@@ -8,10 +8,13 @@
 // Every call that writes comes in two forms: one that blocks until its change
 // is durable, and one that returns at once and reports through a callback
 // (the gRPC handlers, which must not hold a thread per commit). A callback
-// runs exactly once: on the calling thread when the call fails before it
-// queues a write or its result is already durable, otherwise on the thread
-// that completes the commit, outside the scheduler's lock (it may call the
-// scheduler; keep it short: it delays the writes committed after it).
+// runs exactly once: on the calling thread when the call fails or its result
+// is already durable (an expiry the call queued on the way may still be
+// committing: it is not the call's result), otherwise on the thread that
+// completes the commit, outside the scheduler's lock. It may call the
+// scheduler's reads and callback forms, never a blocking write (the commit
+// it would wait for may be queued behind it on its own thread); keep it
+// short: it delays the writes committed after it.
 #ifndef ACCELSCHED_CORE_SCHEDULER_H_
 #define ACCELSCHED_CORE_SCHEDULER_H_
 

@@ -434,6 +434,9 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueRemoveNode(
     write.events.push_back(
         Event{Event::Type::kNodeRemoved, now, {}, node_name, "", 0});
     ticket = Commit(std::move(write));
+    // What the allocations now show is durable with this write only.
+    for (const std::string& id : live)
+      allocations_.find(id)->second.ticket = ticket;
   }
   return Queued<bool>{true, std::move(ticket)};
 }

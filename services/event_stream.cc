@@ -8,9 +8,10 @@
 namespace accelsched {
 
 EventStream* EventStream::Start(EventHub* hub, EventFilter filter,
-                                PlacementOptions placement,
-                                OnFinish on_finish) {
-  auto* stream = new EventStream(hub, placement, std::move(on_finish));
+                                PlacementOptions placement, OnFinish on_finish,
+                                OnDoneCallback on_done) {
+  auto* stream =
+      new EventStream(hub, placement, std::move(on_finish), std::move(on_done));
   // The watcher starts quiet: events published before the first WriteNext
   // wait for it rather than call back.
   stream->watcher_ =
@@ -20,8 +21,11 @@ EventStream* EventStream::Start(EventHub* hub, EventFilter filter,
 }
 
 EventStream::EventStream(EventHub* hub, PlacementOptions placement,
-                         OnFinish on_finish)
-    : hub_(hub), placement_(placement), on_finish_(std::move(on_finish)) {}
+                         OnFinish on_finish, OnDoneCallback on_done)
+    : hub_(hub),
+      placement_(placement),
+      on_finish_(std::move(on_finish)),
+      on_done_(std::move(on_done)) {}
 
 void EventStream::WriteNext() {
   absl::MutexLock lock(&mu_);
@@ -61,6 +65,7 @@ void EventStream::End(const absl::Status& status) {
 void EventStream::OnDone() {
   // After this no ready callback runs, so the stream can go.
   hub_->Unsubscribe(watcher_);
+  std::move(on_done_)();
   delete this;
 }
 

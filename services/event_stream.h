@@ -23,20 +23,27 @@ namespace accelsched {
 
 class EventStream final : public grpc::ServerWriteReactor<v1::Event> {
  public:
-  // Runs once, with the status the stream ends with (metrics).
+  // Runs once, with the status the stream ends with, as it finishes.
   using OnFinish = absl::AnyInvocable<void(const absl::Status&) &&>;
+  // Runs once, after OnFinish, when gRPC is done with the stream (its status
+  // sent, or the call cancelled).
+  using OnDoneCallback = absl::AnyInvocable<void() &&>;
 
   // Subscribes to `hub` (which must outlive the stream) and starts streaming.
-  // The stream deletes itself when gRPC is done with it.
+  // The stream deletes itself when gRPC is done with it. A stream whose write
+  // is held by a client that does not read ends when the client reads again
+  // or the call is cancelled.
   static EventStream* Start(EventHub* hub, EventFilter filter,
-                            PlacementOptions placement, OnFinish on_finish);
+                            PlacementOptions placement, OnFinish on_finish,
+                            OnDoneCallback on_done);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
   void OnDone() override;
 
  private:
-  EventStream(EventHub* hub, PlacementOptions placement, OnFinish on_finish);
+  EventStream(EventHub* hub, PlacementOptions placement, OnFinish on_finish,
+              OnDoneCallback on_done);
   // Writes the next event, or ends the stream with the watcher's error, or
   // (nothing waiting) leaves it to the hub's ready callback.
   void WriteNext() ABSL_LOCKS_EXCLUDED(mu_);
@@ -50,6 +57,7 @@ class EventStream final : public grpc::ServerWriteReactor<v1::Event> {
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   OnFinish on_finish_ ABSL_GUARDED_BY(mu_);
+  OnDoneCallback on_done_;                  // run by OnDone only
   v1::Event message_ ABSL_GUARDED_BY(mu_);  // the write in flight
 };
 

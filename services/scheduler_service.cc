@@ -33,7 +33,6 @@ void SchedulerService::Done::operator()(const absl::Status& status) && {
     service_->metrics_->RecordAllocate(status.code(), latency);
   }
   std::exchange(reactor_, nullptr)->Finish(ToGrpcStatus(status));
-  service_->CallFinished();
 }
 
 void SchedulerService::CallStarted() {
@@ -78,7 +77,7 @@ absl::Status SchedulerService::CheckCredential(
 grpc::ServerUnaryReactor* SchedulerService::Answer(
     grpc::CallbackServerContext* ctx, absl::string_view method,
     absl::FunctionRef<absl::Status()> body) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new UnaryCall(this);
   Done done(this, reactor, method);
   absl::Status status = CheckCredential(*ctx, method);
   if (status.ok()) status = body();
@@ -89,7 +88,7 @@ grpc::ServerUnaryReactor* SchedulerService::Answer(
 grpc::ServerUnaryReactor* SchedulerService::Begin(
     grpc::CallbackServerContext* ctx, absl::string_view method,
     absl::FunctionRef<absl::Status(Done& done)> start) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new UnaryCall(this);
   Done done(this, reactor, method);
   absl::Status status = CheckCredential(*ctx, method);
   if (status.ok()) status = start(done);
@@ -358,13 +357,13 @@ grpc::ServerWriteReactor<v1::Event>* SchedulerService::WatchEvents(
     return new Refused(status);
   }
   const absl::Time start = absl::Now();
-  CallStarted();
   return EventStream::Start(
       &scheduler_->events(), std::move(filter), placement_,
       [this, start](const absl::Status& ended) {
         metrics_->RecordRpc("WatchEvents", ended.code(), absl::Now() - start);
-        CallFinished();
-      });
+        CallStarted();  // its status is on its way: Shutdown waits for it
+      },
+      [this] { CallFinished(); });
 }
 
 }  // namespace accelsched

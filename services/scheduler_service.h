@@ -1,8 +1,10 @@
 // The accelsched.v1.AcceleratorScheduler gRPC service on gRPC's callback API:
 // validates each request, translates it into a core call, and converts the
-// result. No handler blocks: a call that writes returns its thread at once and
-// is finished by whichever thread completes its commit. Thread-safe; holds
-// non-owning pointers.
+// result. No handler waits for a commit made on another thread: a call that
+// writes queues its change and returns its thread, and is finished by
+// whichever thread completes its commit (the handler that finds the committer
+// idle commits, core/group_committer.h). Thread-safe; holds non-owning
+// pointers.
 #ifndef ACCELSCHED_SERVICES_SCHEDULER_SERVICE_H_
 #define ACCELSCHED_SERVICES_SCHEDULER_SERVICE_H_
 
@@ -81,13 +83,29 @@ class SchedulerService final
       const v1::ListAcceleratorTypesRequest* req,
       v1::ListAcceleratorTypesResponse* resp) override;
 
-  // Blocks until no call of this service is in flight (every one started has
-  // been finished: a write's once its commit is done, a stream once ended) or
-  // `deadline` passes; false on the deadline. For shutdown, once no new call
-  // can start.
+  // Blocks until no unary call of this service, and no stream that has
+  // begun to finish, is in flight (gRPC is done with each: a write's reply is
+  // sent once its commit is done) or `deadline` passes; false on the
+  // deadline. For shutdown, once no new call can start. A stream still open,
+  // or held by a client that does not read, is not waited for.
   bool AwaitIdle(absl::Time deadline);
 
  private:
+  // One unary call's reactor: counted in flight until gRPC is done with it.
+  class UnaryCall final : public grpc::ServerUnaryReactor {
+   public:
+    explicit UnaryCall(SchedulerService* service) : service_(service) {
+      service_->CallStarted();
+    }
+    void OnDone() override {
+      service_->CallFinished();
+      delete this;
+    }
+
+   private:
+    SchedulerService* const service_;
+  };
+
   // Finishes one unary call, once: converts its status (the one place), and
   // records the call's metrics. Movable; whoever holds it last finishes.
   class Done {
@@ -97,9 +115,7 @@ class SchedulerService final
         : service_(service),
           reactor_(reactor),
           method_(method),
-          start_(absl::Now()) {
-      service_->CallStarted();
-    }
+          start_(absl::Now()) {}
     Done(Done&& other) noexcept;
     Done(const Done&) = delete;
     Done& operator=(const Done&) = delete;

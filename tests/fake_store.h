@@ -87,10 +87,13 @@ class FakeStore final : public Store {
     absl::Duration delay;
     {
       absl::MutexLock lock(&mu_);
-      if (!fail_writes_.ok()) return fail_writes_;
       delay = commit_delay_;
     }
-    absl::SleepFor(delay);  // as an fsync would, outside the lock
+    absl::SleepFor(delay);  // as an fsync would, outside the lock, fail or not
+    {
+      absl::MutexLock lock(&mu_);
+      if (!fail_writes_.ok()) return fail_writes_;
+    }
     absl::MutexLock lock(&disk_->mu_);
     Disk::State state = disk_->state_;
     for (const Mutation& m : mutations) {
@@ -103,7 +106,8 @@ class FakeStore final : public Store {
     return absl::OkStatus();
   }
 
-  // Each Apply takes this long, like a disk's fsync.
+  // Each Apply takes this long, like a disk's fsync, and fails (FailWrites)
+  // only then.
   void set_commit_delay(absl::Duration d) {
     absl::MutexLock lock(&mu_);
     commit_delay_ = d;

@@ -1,6 +1,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "core/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -100,6 +101,49 @@ TEST_F(SchedulerNodesTest, FailedStoreWriteLeavesMemoryUnchanged) {
   store_.FailWrites(absl::OkStatus());
   // GPU-z was never taken.
   EXPECT_OK(scheduler_.RegisterNode(MakeNode("n3", {Gpu("GPU-z", "L4", 0)})));
+}
+
+// The allocations a forced removal ends read as RELEASED only once that
+// removal is durable; when its commit fails they are ACTIVE again, and a read
+// made meanwhile is told the write failed rather than shown the release.
+// Callback forms on a committer thread, so that the read is made while the
+// removal's commit is still running.
+TEST(SchedulerForcedRemovalTest, EndedAllocationsAreShownOnlyOnceDurable) {
+  FakeStore store;
+  FakeClock clock{absl::FromUnixSeconds(1'700'000'000)};
+  Scheduler::Options options;
+  options.commit_mode = GroupCommitter::Mode::kThread;
+  Scheduler s(&store, &clock, BuiltinAcceleratorRegistry(), options);
+  ASSERT_OK(s.Load());
+  ASSERT_OK(s.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)})));
+  absl::StatusOr<Allocation> allocated = s.Allocate(Want("r1", "T4"));
+  ASSERT_OK(allocated);
+  const Allocation a = *allocated;
+  store.set_commit_delay(absl::Milliseconds(100));
+  store.FailWrites(absl::UnavailableError("disk gone"));
+  absl::Notification removed, read;
+  absl::Status removal;
+  absl::StatusOr<Allocation> seen;
+  s.RemoveNode("n1", true, [&](absl::Status st) {
+    removal = st;
+    removed.Notify();
+  });
+  s.GetAllocation({a.id, ""}, [&](absl::StatusOr<Allocation> got) {
+    seen = std::move(got);
+    read.Notify();
+  });
+  removed.WaitForNotification();
+  read.WaitForNotification();
+  EXPECT_THAT(removal,
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("disk gone")));
+  EXPECT_THAT(seen, StatusIs(absl::StatusCode::kUnavailable,
+                             HasSubstr("was not written")));
+  store.FailWrites(absl::OkStatus());
+  store.set_commit_delay(absl::ZeroDuration());
+  absl::StatusOr<Allocation> after = s.GetAllocation({a.id, ""});
+  ASSERT_OK(after);
+  EXPECT_EQ(after->state, AllocationState::kActive);
+  EXPECT_OK(s.GetNode("n1"));
 }
 
 TEST_F(SchedulerNodesTest, ListNodesPagesInNameOrderAndFilters) {
