@@ -49,7 +49,7 @@ class GroupCommitter {
   class Ticket {
    private:
     friend class GroupCommitter;
-    mutable absl::Mutex mu_;
+    absl::Mutex mu_;
     bool done_ ABSL_GUARDED_BY(mu_) = false;
     absl::Status status_ ABSL_GUARDED_BY(mu_);
     std::vector<Completion> completions_ ABSL_GUARDED_BY(mu_);

@@ -228,7 +228,8 @@ class Scheduler {
   void Complete(absl::StatusOr<Queued<T>> queued, Callback<T> done) const;
   void Complete(absl::StatusOr<Queued<bool>> queued, StatusCallback done) const;
 
-  // The write calls up to their commit (they run under mu_ and release it).
+  // The write calls up to their commit: each takes mu_, changes memory,
+  // queues its write and releases mu_ before it returns.
   absl::StatusOr<Queued<Node>> QueueRegisterNode(Node node);
   absl::StatusOr<Queued<bool>> QueueRemoveNode(absl::string_view name,
                                                bool force);
