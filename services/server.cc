@@ -222,8 +222,8 @@ absl::Status Server::StartGrpc(const Options& options) {
 }
 
 void Server::Shutdown(absl::Duration grace) {
-  // The metrics endpoint (civetweb) takes about a second to stop, waiting out
-  // its poll: let it do so while gRPC stops. Its collectors read the
+  // The metrics endpoint (civetweb) takes one to two seconds to stop, waiting
+  // out its polls: let it do so while gRPC stops. Its collectors read the
   // scheduler, which goes after it.
   std::thread stop_metrics([this] { exposer_.reset(); });
   if (grpc_server_ != nullptr) {
