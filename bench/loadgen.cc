@@ -211,11 +211,11 @@ Result Workload(std::vector<std::unique_ptr<Stub>>& stubs, int callers,
     const absl::Time start = absl::Now();
     grpc::Status s = stubs[t]->Allocate(&ctx, req, &a);
     const absl::Time acked = absl::Now();
-    lat.push_back(absl::ToDoubleMicroseconds(acked - start));
     if (!s.ok()) {
       std::fprintf(stderr, "allocate: %s\n", s.error_message().c_str());
       return 0;
     }
+    lat.push_back(absl::ToDoubleMicroseconds(acked - start));
     m->acks[t].emplace_back(a.id(), acked);
     v1::ReleaseRequest rel;
     rel.set_allocation_id(a.id());
@@ -422,6 +422,40 @@ Footprint FootprintOf(pid_t pid) {
   return {ProcStatus(pid, "Threads"), ResidentKiB(pid)};
 }
 
+// What `watchers` idle streams cost the server, on a heap no load has grown
+// yet (freed memory that a load left behind would hide it): threads and
+// resident memory before, with them open, and after they ended.
+void MeasureWatcherFootprint(ServerProcess& server, int watchers) {
+  const pid_t pid = server.pid();
+  auto channels = Channels(server.grpc_address(), 10);
+  std::vector<std::unique_ptr<Stub>> stubs;
+  for (auto& c : channels) {
+    stubs.push_back(v1::AcceleratorScheduler::NewStub(c));
+  }
+  const Footprint before = FootprintOf(pid);
+  std::vector<std::unique_ptr<WatchClient>> clients;
+  for (int i = 0; i < watchers; ++i) {
+    clients.push_back(std::make_unique<WatchClient>(
+        stubs[i % stubs.size()].get(), absl::StrCat("idle-", i)));
+  }
+  const bool counted = AwaitWatchers(server.metrics_port(), watchers);
+  const Footprint open = FootprintOf(pid);
+  for (auto& c : clients) c->Stop();
+  const bool freed = AwaitWatchers(server.metrics_port(), 0);
+  const Footprint after = FootprintOf(pid);
+  std::printf(
+      "%d WatchEvents streams on a fresh server (%s): threads %lld before, "
+      "%lld with them, %lld after; resident memory %.1f MiB before, %.1f MiB "
+      "with them: %.1f KiB per watcher; %.1f MiB after they ended (%s)\n",
+      watchers, counted ? "all subscribed" : "NOT all subscribed",
+      static_cast<long long>(before.threads),
+      static_cast<long long>(open.threads),
+      static_cast<long long>(after.threads), before.rss_kib / 1024.0,
+      open.rss_kib / 1024.0,
+      static_cast<double>(open.rss_kib - before.rss_kib) / watchers,
+      after.rss_kib / 1024.0, freed ? "all freed" : "NOT all freed");
+}
+
 // The widest load without watchers, then with --watchers streams open: with
 // `deliver`, watcher i watches tenant i, and the callers' tenants are the
 // first ones, so each of their events reaches one watcher and the others wait
@@ -441,8 +475,9 @@ void MeasureWatchers(ServerProcess& server, int watchers, int callers,
   plain.acks.assign(callers, {});
   m.acks.assign(callers, {});
   Result without;
-  Footprint before{}, idle{}, loaded{}, after{};
+  Footprint before{}, idle{}, loaded{};
   bool freed = true;
+  int ended_otherwise = 0;
   std::vector<std::unique_ptr<WatchClient>> clients;
   const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
   for (int round = 0; round < rounds; ++round) {
@@ -463,9 +498,17 @@ void MeasureWatchers(ServerProcess& server, int watchers, int callers,
     Merge(m.work, Workload(work_stubs, callers, seconds / rounds,
                            "watched-" + tag, &m));
     if (round == 0) loaded = FootprintOf(pid);
-    for (size_t c = first; c < clients.size(); ++c) clients[c]->Stop();
+    for (size_t c = first; c < clients.size(); ++c) {
+      // Cancelled here; any other end (a watcher dropped for falling
+      // behind) would leave receipts out of the latencies: say so.
+      grpc::Status ended = clients[c]->Stop();
+      if (ended.error_code() != grpc::StatusCode::CANCELLED) {
+        ++ended_otherwise;
+        std::fprintf(stderr, "a watch stream ended: %s\n",
+                     ended.error_message().c_str());
+      }
+    }
     freed = AwaitWatchers(server.metrics_port(), 0) && freed;
-    if (round == 0) after = FootprintOf(pid);
   }
 
   // Commit to receipt: from the event's time (stamped before its commit, so
@@ -504,12 +547,9 @@ void MeasureWatchers(ServerProcess& server, int watchers, int callers,
       static_cast<long long>(idle.threads),
       static_cast<long long>(loaded.threads));
   std::printf(
-      "  resident memory: %.1f MiB before, %.1f MiB with them idle: %.1f KiB "
-      "per watcher; %.1f MiB after they ended (%s)\n",
-      before.rss_kib / 1024.0, idle.rss_kib / 1024.0,
-      static_cast<double>(idle.rss_kib - before.rss_kib) / watchers,
-      after.rss_kib / 1024.0,
-      freed ? "the server counts 0 watchers" : "NOT all freed");
+      "  once cancelled, the server counts 0 watchers: %s; streams that ended "
+      "otherwise: %d\n",
+      freed ? "yes" : "NO", ended_otherwise);
   std::printf(
       "  %lld events delivered; ALLOCATED event to its watcher: p50 %.0f us, "
       "p99 %.0f us after the event's time (its commit included); p50 %.0f us, "
@@ -602,6 +642,9 @@ int Main() {
   std::printf(
       "accelschedd at %s, SQLite synchronous=FULL, %.1f s per measurement\n",
       target.c_str(), seconds);
+  if (server != nullptr && absl::GetFlag(FLAGS_watchers) > 0) {
+    MeasureWatcherFootprint(*server, absl::GetFlag(FLAGS_watchers));
+  }
   Result fsync = FsyncFloor(dir, absl::GetFlag(FLAGS_fsync_commits));
   std::printf("one fsync'd SQLite commit (the store, one write):\n");
   Print("commit", fsync);

@@ -15,10 +15,12 @@
 // bench/loadgen measures both (README).
 //
 // Only one batch commits at a time, so Store::Apply calls are serialised, and
-// batches commit in queue order: a write's completion runs after those of every
-// write queued before it. Events are numbered in the transaction that records
-// their sequence (so numbering continues after a restart) and published only
-// after it commits. Thread-safe.
+// batches commit in queue order: a completion handed over before its batch
+// commits runs after those of every write queued before it (one handed over
+// later runs at once). Events are numbered in the transaction that records
+// their sequence (so numbering continues after a restart) and published once
+// it committed, before its completions run (a caller told of a write can find
+// its event published). Thread-safe.
 #ifndef ACCELSCHED_CORE_GROUP_COMMITTER_H_
 #define ACCELSCHED_CORE_GROUP_COMMITTER_H_
 

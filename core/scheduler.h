@@ -138,8 +138,8 @@ class Scheduler {
   // is not the node's, and then nothing changes. Once the heartbeat is
   // accepted, `accepted` runs under the scheduler's lock (so that it is
   // ordered with the node's registration and removal: keep it short, and
-  // call nothing of the scheduler's from it); then the call waits for the
-  // commit.
+  // call nothing of the scheduler's from it); then the blocking form waits
+  // for the commit, and the callback form reports once it is done.
   absl::Status Heartbeat(
       absl::string_view name,
       const std::vector<std::string>& unhealthy_device_ids,

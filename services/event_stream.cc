@@ -7,11 +7,27 @@
 
 namespace accelsched {
 
+std::shared_ptr<const v1::Event> EventMessages::Get(const Event& event) {
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = by_sequence_.try_emplace(event.sequence);
+  if (inserted) {
+    auto message = std::make_shared<v1::Event>();
+    EventToProto(event, placement_, message.get());
+    it->second = std::move(message);
+    order_.push_back(event.sequence);
+    if (order_.size() > kKept) {
+      by_sequence_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+  return it->second;
+}
+
 EventStream* EventStream::Start(EventHub* hub, EventFilter filter,
-                                PlacementOptions placement, OnFinish on_finish,
+                                EventMessages* messages, OnFinish on_finish,
                                 OnDoneCallback on_done) {
   auto* stream =
-      new EventStream(hub, placement, std::move(on_finish), std::move(on_done));
+      new EventStream(hub, messages, std::move(on_finish), std::move(on_done));
   // The watcher starts quiet: events published before the first WriteNext
   // wait for it rather than call back.
   stream->watcher_ =
@@ -20,10 +36,10 @@ EventStream* EventStream::Start(EventHub* hub, EventFilter filter,
   return stream;
 }
 
-EventStream::EventStream(EventHub* hub, PlacementOptions placement,
+EventStream::EventStream(EventHub* hub, EventMessages* messages,
                          OnFinish on_finish, OnDoneCallback on_done)
     : hub_(hub),
-      placement_(placement),
+      messages_(messages),
       on_finish_(std::move(on_finish)),
       on_done_(std::move(on_done)) {}
 
@@ -34,9 +50,8 @@ void EventStream::WriteNext() {
   if (!next.ok()) {
     End(next.status());
   } else if (*next != nullptr) {
-    message_.Clear();
-    EventToProto(**next, placement_, &message_);
-    StartWrite(&message_);
+    writing_ = messages_->Get(**next);
+    StartWrite(writing_.get());
   }
 }
 

@@ -10,8 +10,11 @@
 
 #include <grpcpp/support/server_callback.h>
 
+#include <cstdint>
+#include <deque>
 #include <memory>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -20,6 +23,25 @@
 #include "core/placement.h"
 
 namespace accelsched {
+
+// The gRPC message of each recent event, converted once for all the streams
+// that write it (placement JSON included), and kept while any of them still
+// writes it. Thread-safe.
+class EventMessages {
+ public:
+  explicit EventMessages(PlacementOptions placement) : placement_(placement) {}
+  // `event` as a message; converted on the first call for its sequence
+  // number, then shared while it is among the last kKept events asked for.
+  std::shared_ptr<const v1::Event> Get(const Event& event);
+
+ private:
+  static constexpr size_t kKept = 256;
+  const PlacementOptions placement_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<const v1::Event>> by_sequence_
+      ABSL_GUARDED_BY(mu_);
+  std::deque<uint64_t> order_ ABSL_GUARDED_BY(mu_);  // oldest first
+};
 
 class EventStream final : public grpc::ServerWriteReactor<v1::Event> {
  public:
@@ -33,8 +55,9 @@ class EventStream final : public grpc::ServerWriteReactor<v1::Event> {
   // The stream deletes itself when gRPC is done with it. A stream whose write
   // is held by a client that does not read ends when the client reads again
   // or the call is cancelled.
+  // `messages` must outlive the stream too.
   static EventStream* Start(EventHub* hub, EventFilter filter,
-                            PlacementOptions placement, OnFinish on_finish,
+                            EventMessages* messages, OnFinish on_finish,
                             OnDoneCallback on_done);
 
   void OnWriteDone(bool ok) override;
@@ -42,7 +65,7 @@ class EventStream final : public grpc::ServerWriteReactor<v1::Event> {
   void OnDone() override;
 
  private:
-  EventStream(EventHub* hub, PlacementOptions placement, OnFinish on_finish,
+  EventStream(EventHub* hub, EventMessages* messages, OnFinish on_finish,
               OnDoneCallback on_done);
   // Writes the next event, or ends the stream with the watcher's error, or
   // (nothing waiting) leaves it to the hub's ready callback.
@@ -50,15 +73,16 @@ class EventStream final : public grpc::ServerWriteReactor<v1::Event> {
   void End(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   EventHub* const hub_;
-  const PlacementOptions placement_;
+  EventMessages* const messages_;
   std::shared_ptr<EventHub::Watcher> watcher_;
   // Orders the hub's ready callback against gRPC's reactions: never a write
   // after Finish.
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   OnFinish on_finish_ ABSL_GUARDED_BY(mu_);
-  OnDoneCallback on_done_;                  // run by OnDone only
-  v1::Event message_ ABSL_GUARDED_BY(mu_);  // the write in flight
+  OnDoneCallback on_done_;  // run by OnDone only
+  // The message of the write in flight, kept until it is done.
+  std::shared_ptr<const v1::Event> writing_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace accelsched

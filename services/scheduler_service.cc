@@ -358,7 +358,7 @@ grpc::ServerWriteReactor<v1::Event>* SchedulerService::WatchEvents(
   }
   const absl::Time start = absl::Now();
   return EventStream::Start(
-      &scheduler_->events(), std::move(filter), placement_,
+      &scheduler_->events(), std::move(filter), &event_messages_,
       [this, start](const absl::Status& ended) {
         metrics_->RecordRpc("WatchEvents", ended.code(), absl::Now() - start);
         CallStarted();  // its status is on its way: Shutdown waits for it

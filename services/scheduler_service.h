@@ -19,6 +19,7 @@
 #include "core/placement.h"
 #include "core/scheduler.h"
 #include "services/admin_auth.h"
+#include "services/event_stream.h"
 #include "services/metrics.h"
 
 namespace accelsched {
@@ -34,7 +35,8 @@ class SchedulerService final
         metrics_(metrics),
         auth_(auth),
         placement_(placement),
-        stats_(stats) {}
+        stats_(stats),
+        event_messages_(placement) {}
 
   grpc::ServerUnaryReactor* RegisterNode(grpc::CallbackServerContext* ctx,
                                          const v1::RegisterNodeRequest* req,
@@ -136,7 +138,8 @@ class SchedulerService final
   // A call that writes: checks the credential and runs `start`, which either
   // returns an error (the call finishes with it) or returns OK having handed
   // `done` to the scheduler, which finishes the call once the write is
-  // durable, on the committing thread.
+  // durable: on the committing thread, or at once when the result already
+  // was (a retry, a release of an ended allocation).
   grpc::ServerUnaryReactor* Begin(
       grpc::CallbackServerContext* ctx, absl::string_view method,
       absl::FunctionRef<absl::Status(Done& done)> start);
@@ -155,6 +158,7 @@ class SchedulerService final
   const AdminAuth* const auth_;
   const PlacementOptions placement_;
   DeviceStatsTable* const stats_;
+  EventMessages event_messages_;
 };
 
 }  // namespace accelsched

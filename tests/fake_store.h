@@ -87,6 +87,8 @@ class FakeStore final : public Store {
     absl::Duration delay;
     {
       absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](bool* held) { return !*held; }, &commits_held_));
       delay = commit_delay_;
     }
     absl::SleepFor(delay);  // as an fsync would, outside the lock, fail or not
@@ -111,6 +113,13 @@ class FakeStore final : public Store {
   void set_commit_delay(absl::Duration d) {
     absl::MutexLock lock(&mu_);
     commit_delay_ = d;
+  }
+  // While held, every Apply waits, before its delay and its failure, like a
+  // disk that has not answered yet: a test can queue writes behind one that
+  // is being committed without racing it.
+  void HoldCommits(bool hold) {
+    absl::MutexLock lock(&mu_);
+    commits_held_ = hold;
   }
   // Every later write fails with `s` (OK restores writes).
   void FailWrites(absl::Status s) {
@@ -306,6 +315,7 @@ class FakeStore final : public Store {
   mutable absl::Mutex mu_;
   absl::Status fail_writes_ ABSL_GUARDED_BY(mu_);
   absl::Duration commit_delay_ ABSL_GUARDED_BY(mu_);
+  bool commits_held_ ABSL_GUARDED_BY(mu_) = false;
   int transactions_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -171,16 +171,15 @@ TEST_P(GroupCommitterTest, WritesWithoutEventsLeaveTheSequence) {
   EXPECT_EQ(store_.nodes().size(), 1u);
 }
 
-// Writers that do not wait: each queues, hands a completion over and goes on
-// (as the gRPC handlers do). Every completion runs once, in queue order, with
-// its write committed.
-TEST_P(GroupCommitterTest, CompletionsRunInQueueOrderWithoutWaiters) {
+// Writers that do not wait: each queues, hands a completion over, flushes and
+// goes on (as the gRPC handlers do). Every completion runs once, with its
+// write committed.
+TEST_P(GroupCommitterTest, CompletionsRunOnceWithoutWaiters) {
   constexpr int kThreads = 4;
   constexpr int kWrites = 200;
   store_.set_commit_delay(absl::Microseconds(300));
   absl::Mutex mu;
-  std::vector<std::string> queued;     // in Enqueue order
-  std::vector<std::string> completed;  // in completion order
+  std::vector<std::string> queued, completed;
   absl::Notification all_done;
   std::vector<std::thread> writers;
   for (int t = 0; t < kThreads; ++t) {
@@ -209,8 +208,48 @@ TEST_P(GroupCommitterTest, CompletionsRunInQueueOrderWithoutWaiters) {
   for (std::thread& w : writers) w.join();
   all_done.WaitForNotification();
   absl::MutexLock lock(&mu);
-  EXPECT_EQ(completed, queued);
+  EXPECT_THAT(completed, testing::UnorderedElementsAreArray(queued));
   EXPECT_LT(committer_->stats().commits, uint64_t{kThreads * kWrites});
+}
+
+// Completions handed over before their batch commits run in queue order. The
+// store holds every commit until all are queued and handed over.
+TEST_P(GroupCommitterTest, CompletionsRunInQueueOrder) {
+  constexpr int kThreads = 4;
+  constexpr int kWrites = 50;
+  store_.HoldCommits(true);
+  absl::Mutex mu;
+  std::vector<std::string> queued, completed;
+  absl::BlockingCounter done(kThreads * kWrites);
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < kWrites; ++i) {
+        const std::string name = absl::StrCat("w", t, "-", i);
+        auto [mutations, events] = NodeWrite(name);
+        std::shared_ptr<GroupCommitter::Ticket> ticket;
+        {
+          absl::MutexLock lock(&mu);
+          ticket = committer_->Enqueue(std::move(mutations), std::move(events));
+          queued.push_back(name);
+        }
+        committer_->OnDone(ticket, [&, name](const absl::Status& s) {
+          EXPECT_OK(s);
+          {
+            absl::MutexLock lock(&mu);
+            completed.push_back(name);
+          }
+          done.DecrementCount();
+        });
+      }
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  store_.HoldCommits(false);
+  committer_->Flush();
+  done.Wait();
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(completed, queued);
 }
 
 // A completion may queue another write and flush: it is committed too, and
@@ -245,8 +284,8 @@ TEST_P(GroupCommitterTest, CompletionMayQueueAnotherWrite) {
 // though the store would take them by then: they were built on the failed
 // one (the owner restores its state from the store before anyone is told).
 TEST_P(GroupCommitterTest, WritesQueuedBehindAFailureFailWithIt) {
-  store_.set_commit_delay(
-      absl::Milliseconds(50));  // the others queue meanwhile
+  // The first commit waits at the store until all are queued behind it.
+  store_.HoldCommits(true);
   store_.FailWrites(absl::DataLossError("disk gone"));
   committer_ = std::make_unique<GroupCommitter>(
       &store_, &hub_,
@@ -268,6 +307,7 @@ TEST_P(GroupCommitterTest, WritesQueuedBehindAFailureFailWithIt) {
           completed.DecrementCount();
         });
   }
+  store_.HoldCommits(false);
   committer_->Flush();
   completed.Wait();
   for (const absl::Status& s : outcome) {

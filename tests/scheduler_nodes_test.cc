@@ -107,7 +107,7 @@ TEST_F(SchedulerNodesTest, FailedStoreWriteLeavesMemoryUnchanged) {
 // removal is durable; when its commit fails they are ACTIVE again, and a read
 // made meanwhile is told the write failed rather than shown the release.
 // Callback forms on a committer thread, so that the read is made while the
-// removal's commit is still running.
+// removal's commit is still running (the store holds it).
 TEST(SchedulerForcedRemovalTest, EndedAllocationsAreShownOnlyOnceDurable) {
   FakeStore store;
   FakeClock clock{absl::FromUnixSeconds(1'700'000'000)};
@@ -119,7 +119,8 @@ TEST(SchedulerForcedRemovalTest, EndedAllocationsAreShownOnlyOnceDurable) {
   absl::StatusOr<Allocation> allocated = s.Allocate(Want("r1", "T4"));
   ASSERT_OK(allocated);
   const Allocation a = *allocated;
-  store.set_commit_delay(absl::Milliseconds(100));
+  // The removal's commit waits at the store until the read is made.
+  store.HoldCommits(true);
   store.FailWrites(absl::UnavailableError("disk gone"));
   absl::Notification removed, read;
   absl::Status removal;
@@ -132,6 +133,7 @@ TEST(SchedulerForcedRemovalTest, EndedAllocationsAreShownOnlyOnceDurable) {
     seen = std::move(got);
     read.Notify();
   });
+  store.HoldCommits(false);
   removed.WaitForNotification();
   read.WaitForNotification();
   EXPECT_THAT(removal,
@@ -139,7 +141,6 @@ TEST(SchedulerForcedRemovalTest, EndedAllocationsAreShownOnlyOnceDurable) {
   EXPECT_THAT(seen, StatusIs(absl::StatusCode::kUnavailable,
                              HasSubstr("was not written")));
   store.FailWrites(absl::OkStatus());
-  store.set_commit_delay(absl::ZeroDuration());
   absl::StatusOr<Allocation> after = s.GetAllocation({a.id, ""});
   ASSERT_OK(after);
   EXPECT_EQ(after->state, AllocationState::kActive);
