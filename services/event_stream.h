@@ -25,8 +25,9 @@
 namespace accelsched {
 
 // The gRPC message of each recent event, converted once for all the streams
-// that write it (placement JSON included), and kept while any of them still
-// writes it. Thread-safe.
+// that write it (placement JSON included): a stream holds the message it is
+// writing, and this keeps the last kKept for the streams still behind.
+// Thread-safe.
 class EventMessages {
  public:
   explicit EventMessages(PlacementOptions placement) : placement_(placement) {}
