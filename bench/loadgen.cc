@@ -225,11 +225,14 @@ Result Workload(std::vector<std::unique_ptr<Stub>>& stubs, int callers,
   });
 }
 
-std::vector<std::unique_ptr<Stub>> Stubs(const std::string& target,
-                                         int callers) {
-  auto channels = Channels(target, std::min(callers, 8));
+// `count` stubs over `connections` channels (default: one per stub, at most
+// 8).
+std::vector<std::unique_ptr<Stub>> Stubs(const std::string& target, int count,
+                                         int connections = 0) {
+  auto channels =
+      Channels(target, connections > 0 ? connections : std::min(count, 8));
   std::vector<std::unique_ptr<Stub>> stubs;
-  for (int t = 0; t < callers; ++t) {
+  for (int t = 0; t < count; ++t) {
     stubs.push_back(
         v1::AcceleratorScheduler::NewStub(channels[t % channels.size()]));
   }
@@ -422,25 +425,46 @@ Footprint FootprintOf(pid_t pid) {
   return {ProcStatus(pid, "Threads"), ResidentKiB(pid)};
 }
 
+// `n` streams on `stubs` in turn: watcher i on tenant i with `deliver` (the
+// callers' tenants), else on a tenant nobody uses.
+void OpenWatchers(std::vector<std::unique_ptr<Stub>>& stubs, int n,
+                  bool deliver,
+                  std::vector<std::unique_ptr<WatchClient>>& clients) {
+  for (int i = 0; i < n; ++i) {
+    clients.push_back(std::make_unique<WatchClient>(
+        stubs[i % stubs.size()].get(),
+        deliver ? Tenant(i) : absl::StrCat("idle-", i)));
+  }
+}
+
+// Cancels clients[first...]; returns how many ended otherwise (a watcher
+// dropped for falling behind would leave receipts out), and says so.
+int StopWatchers(std::vector<std::unique_ptr<WatchClient>>& clients,
+                 size_t first) {
+  int ended_otherwise = 0;
+  for (size_t c = first; c < clients.size(); ++c) {
+    grpc::Status ended = clients[c]->Stop();
+    if (ended.error_code() != grpc::StatusCode::CANCELLED) {
+      ++ended_otherwise;
+      std::fprintf(stderr, "a watch stream ended: %s\n",
+                   ended.error_message().c_str());
+    }
+  }
+  return ended_otherwise;
+}
+
 // What `watchers` idle streams cost the server, on a heap no load has grown
 // yet (freed memory that a load left behind would hide it): threads and
 // resident memory before, with them open, and after they ended.
 void MeasureWatcherFootprint(ServerProcess& server, int watchers) {
   const pid_t pid = server.pid();
-  auto channels = Channels(server.grpc_address(), 10);
-  std::vector<std::unique_ptr<Stub>> stubs;
-  for (auto& c : channels) {
-    stubs.push_back(v1::AcceleratorScheduler::NewStub(c));
-  }
+  auto stubs = Stubs(server.grpc_address(), 10, 10);
   const Footprint before = FootprintOf(pid);
   std::vector<std::unique_ptr<WatchClient>> clients;
-  for (int i = 0; i < watchers; ++i) {
-    clients.push_back(std::make_unique<WatchClient>(
-        stubs[i % stubs.size()].get(), absl::StrCat("idle-", i)));
-  }
+  OpenWatchers(stubs, watchers, /*deliver=*/false, clients);
   const bool counted = AwaitWatchers(server.metrics_port(), watchers);
   const Footprint open = FootprintOf(pid);
-  for (auto& c : clients) c->Stop();
+  StopWatchers(clients, 0);
   const bool freed = AwaitWatchers(server.metrics_port(), 0);
   const Footprint after = FootprintOf(pid);
   std::printf(
@@ -463,11 +487,7 @@ void MeasureWatcherFootprint(ServerProcess& server, int watchers) {
 void MeasureWatchers(ServerProcess& server, int watchers, int callers,
                      double seconds, bool deliver) {
   const pid_t pid = server.pid();
-  auto channels = Channels(server.grpc_address(), 10);
-  std::vector<std::unique_ptr<Stub>> stubs;
-  for (auto& c : channels) {
-    stubs.push_back(v1::AcceleratorScheduler::NewStub(c));
-  }
+  auto stubs = Stubs(server.grpc_address(), 10, 10);
   auto work_stubs = Stubs(server.grpc_address(), callers);
   // The load without and with the watchers take turns (--rounds), the
   // watchers opened and ended each time; the footprint is the first round's.
@@ -486,11 +506,7 @@ void MeasureWatchers(ServerProcess& server, int watchers, int callers,
                             "unwatched-" + tag, &plain));
     if (round == 0) before = FootprintOf(pid);
     const size_t first = clients.size();
-    for (int i = 0; i < watchers; ++i) {
-      clients.push_back(std::make_unique<WatchClient>(
-          stubs[i % stubs.size()].get(),
-          deliver ? Tenant(i) : absl::StrCat("idle-", i)));
-    }
+    OpenWatchers(stubs, watchers, deliver, clients);
     if (!AwaitWatchers(server.metrics_port(), watchers)) {
       std::fprintf(stderr, "the server never counted %d watchers\n", watchers);
     }
@@ -498,16 +514,7 @@ void MeasureWatchers(ServerProcess& server, int watchers, int callers,
     Merge(m.work, Workload(work_stubs, callers, seconds / rounds,
                            "watched-" + tag, &m));
     if (round == 0) loaded = FootprintOf(pid);
-    for (size_t c = first; c < clients.size(); ++c) {
-      // Cancelled here; any other end (a watcher dropped for falling
-      // behind) would leave receipts out of the latencies: say so.
-      grpc::Status ended = clients[c]->Stop();
-      if (ended.error_code() != grpc::StatusCode::CANCELLED) {
-        ++ended_otherwise;
-        std::fprintf(stderr, "a watch stream ended: %s\n",
-                     ended.error_message().c_str());
-      }
-    }
+    ended_otherwise += StopWatchers(clients, first);
     freed = AwaitWatchers(server.metrics_port(), 0) && freed;
   }
 

@@ -77,12 +77,11 @@ absl::Status SchedulerService::CheckCredential(
 grpc::ServerUnaryReactor* SchedulerService::Answer(
     grpc::CallbackServerContext* ctx, absl::string_view method,
     absl::FunctionRef<absl::Status()> body) {
-  grpc::ServerUnaryReactor* reactor = new UnaryCall(this);
-  Done done(this, reactor, method);
-  absl::Status status = CheckCredential(*ctx, method);
-  if (status.ok()) status = body();
-  std::move(done)(status);
-  return reactor;
+  return Begin(ctx, method, [&](Done& done) -> absl::Status {
+    RETURN_IF_ERROR(body());
+    std::move(done)(absl::OkStatus());
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* SchedulerService::Begin(

@@ -66,6 +66,17 @@ class GroupCommitterTest : public testing::TestWithParam<GroupCommitter::Mode> {
         GroupCommitter::Options{GetParam(), max_batch});
   }
 
+  // Queues the write of node `name` under `mu`, the owner's lock, which
+  // orders queueing as the scheduler's does, and notes `name` in `queued`.
+  std::shared_ptr<GroupCommitter::Ticket> QueueUnder(
+      absl::Mutex& mu, std::vector<std::string>& queued,
+      const std::string& name) {
+    auto [mutations, events] = NodeWrite(name);
+    absl::MutexLock lock(&mu);
+    queued.push_back(name);
+    return committer_->Enqueue(std::move(mutations), std::move(events));
+  }
+
   FakeStore store_;
   EventHub hub_{1 << 20};
   std::atomic<int> failures_{0};
@@ -186,14 +197,8 @@ TEST_P(GroupCommitterTest, CompletionsRunOnceWithoutWaiters) {
     writers.emplace_back([&, t] {
       for (int i = 0; i < kWrites; ++i) {
         const std::string name = absl::StrCat("w", t, "-", i);
-        auto [mutations, events] = NodeWrite(name);
-        std::shared_ptr<GroupCommitter::Ticket> ticket;
-        {
-          // The owner's lock orders queueing, as the scheduler's does.
-          absl::MutexLock lock(&mu);
-          ticket = committer_->Enqueue(std::move(mutations), std::move(events));
-          queued.push_back(name);
-        }
+        std::shared_ptr<GroupCommitter::Ticket> ticket =
+            QueueUnder(mu, queued, name);
         committer_->OnDone(ticket, [&, name](const absl::Status& s) {
           EXPECT_OK(s);
           EXPECT_TRUE(store_.nodes().contains(name)) << name;
@@ -226,13 +231,8 @@ TEST_P(GroupCommitterTest, CompletionsRunInQueueOrder) {
     writers.emplace_back([&, t] {
       for (int i = 0; i < kWrites; ++i) {
         const std::string name = absl::StrCat("w", t, "-", i);
-        auto [mutations, events] = NodeWrite(name);
-        std::shared_ptr<GroupCommitter::Ticket> ticket;
-        {
-          absl::MutexLock lock(&mu);
-          ticket = committer_->Enqueue(std::move(mutations), std::move(events));
-          queued.push_back(name);
-        }
+        std::shared_ptr<GroupCommitter::Ticket> ticket =
+            QueueUnder(mu, queued, name);
         committer_->OnDone(ticket, [&, name](const absl::Status& s) {
           EXPECT_OK(s);
           {
