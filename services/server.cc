@@ -247,12 +247,18 @@ void Server::Shutdown(absl::Duration grace) {
     grpc_server_cancel_all_calls(core);
     grpc_server_->Shutdown(absl::ToChronoTime(deadline));
     grpc_server_->Wait();
-    // Shut down: our tag is there, then the queue's end.
-    grpc_completion_queue_pluck(notified, &tag,
-                                gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+    // Shut down: our tag is there, then the queue's end. Neither wait can
+    // time out; anything else would be gRPC's bug, worth a line in the log.
+    const grpc_event shut = grpc_completion_queue_pluck(
+        notified, &tag, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
     grpc_completion_queue_shutdown(notified);
-    grpc_completion_queue_pluck(notified, nullptr,
-                                gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+    const grpc_event end = grpc_completion_queue_pluck(
+        notified, nullptr, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+    if (shut.type != GRPC_OP_COMPLETE || end.type != GRPC_QUEUE_SHUTDOWN) {
+      std::fprintf(stderr,
+                   "accelschedd: unexpected gRPC shutdown events %d, %d\n",
+                   static_cast<int>(shut.type), static_cast<int>(end.type));
+    }
     grpc_completion_queue_destroy(notified);
     grpc_server_.reset();
   }
