@@ -75,57 +75,9 @@ absl::Status Scheduler::LoadLocked() {
   ASSIGN_OR_RETURN(std::vector<Node> nodes, store_->LoadNodes());
   ASSIGN_OR_RETURN(std::vector<StoredAllocation> allocations,
                    store_->LoadAllocations());
-  nodes_.clear();
-  owner_.clear();
-  tpu_slices_.clear();
-  index_ = CapacityIndex();
-  allocations_.clear();
-  unit_owner_.clear();
-  by_request_.clear();
-  expiry_.clear();
-  ended_.clear();
-  for (StoredAllocation& stored : allocations) {
-    Allocation& a = stored.allocation;
-    if (a.live()) {
-      for (const std::string& unit : stored.units) unit_owner_[unit] = a.id;
-      expiry_.insert({a.expires_at, a.id});
-    } else {
-      ended_.insert({a.ended_at, a.id});
-    }
-    // Ids sort by creation, so the last one seen per request is its newest.
-    auto [it, inserted] = by_request_.try_emplace(a.request_id, a.id);
-    if (!inserted && a.id > it->second) it->second = a.id;
-    std::string id = a.id;
-    allocations_.emplace(
-        std::move(id), Record{std::move(a), std::move(stored.units), nullptr});
-  }
-  const std::shared_ptr<const AcceleratorRegistry> registry = this->registry();
-  for (Node& node : nodes) {
-    for (Device& d : node.devices) {
-      const AcceleratorType* model = registry->Find(d.model);
-      if (model == nullptr) {
-        return absl::DataLossError(absl::StrCat(
-            "stored device \"", d.id, "\" has model \"", d.model,
-            "\", which the accelerator-type registry does not know (add it "
-            "with --accelerator_types)"));
-      }
-      d.canonical_model = model->canonical_model;
-      d.device_class = model->device_class;
-      // As ReplaceRegistry refuses a registry that no longer fits a device,
-      // start-up refuses one too.
-      if (absl::Status fits = ValidateDeviceGeometry(*model, d, "device");
-          !fits.ok()) {
-        return absl::DataLossError(absl::StrCat(
-            "stored device \"", d.id, "\" of node \"", node.name,
-            "\" does not fit the accelerator-type registry: ", fits.message()));
-      }
-    }
-    IndexNode(node);
-    std::string name = node.name;
-    nodes_.emplace(std::move(name), std::move(node));
-  }
-  for (const auto& [name, node] : nodes_) RefreshUnits(name, {});
-  return absl::OkStatus();
+  // The book first: the catalog asks it who holds each unit.
+  book_.Load(std::move(allocations));
+  return catalog_.Load(std::move(nodes), *registry());
 }
 
 void Scheduler::OnCommitFailure(const absl::Status& status) {
@@ -159,41 +111,12 @@ EligibilityRules Scheduler::RulesAt(absl::Time now) const {
   return EligibilityRules{now, options_.heartbeat_timeout};
 }
 
-std::string Scheduler::NewAllocationId(absl::Time now) {
-  // Time first, so ids sort by creation; a counter and random bits keep them
-  // unique across restarts and within one microsecond. absl::BitGen is not
-  // thread-safe, and schedulers in one process (tests) share no lock.
-  thread_local absl::BitGen id_bits;
-  return absl::StrFormat("a-%013x-%04x%04x", absl::ToUnixMicros(now),
-                         ++id_counter_ & 0xffff,
-                         absl::Uniform<uint32_t>(id_bits) & 0xffff);
-}
-
-const Scheduler::Record* Scheduler::FindRecord(const AllocationKey& key) const {
-  std::string id = key.allocation_id;
-  if (id.empty()) {
-    auto it = by_request_.find(key.request_id);
-    if (it == by_request_.end()) return nullptr;
-    id = it->second;
-  }
-  auto it = allocations_.find(id);
-  return it == allocations_.end() ? nullptr : &it->second;
-}
-
 void Scheduler::EndLocked(Record& record, AllocationState state,
                           absl::string_view reason, absl::Time now,
                           Write& write) {
-  Allocation& a = record.allocation;
-  expiry_.erase({a.expires_at, a.id});
-  a.state = state;
-  a.end_reason = std::string(reason);
-  a.ended_at = now;
-  ended_.insert({now, a.id});
+  book_.End(record, state, reason, now);
+  const Allocation& a = record.allocation;
   std::set<std::string> nodes;
-  for (const std::string& unit : record.units) {
-    unit_owner_.erase(unit);
-    index_.SetAllocation(unit, "");
-  }
   for (const AllocatedDevice& d : a.devices) nodes.insert(d.node);
   write.mutations.push_back(PutAllocationMutation{a, record.units});
   for (const std::string& node : nodes) DropReleasedRemovedDevices(node, write);
@@ -206,11 +129,9 @@ void Scheduler::EndLocked(Record& record, AllocationState state,
 std::shared_ptr<GroupCommitter::Ticket> Scheduler::ExpireDueLocked(
     absl::Time now, int* expired) {
   Write write;
-  std::vector<Record*> ended;
-  while (!expiry_.empty() && expiry_.begin()->first <= now) {
-    Record& record = allocations_.find(expiry_.begin()->second)->second;
-    EndLocked(record, AllocationState::kExpired, kReasonExpired, now, write);
-    ended.push_back(&record);
+  std::vector<Record*> ended = book_.Due(now);
+  for (Record* record : ended) {
+    EndLocked(*record, AllocationState::kExpired, kReasonExpired, now, write);
   }
   if (expired != nullptr) *expired = static_cast<int>(ended.size());
   if (ended.empty()) return nullptr;
@@ -246,7 +167,8 @@ Allocation Scheduler::Draft(const AllocationRequest& request,
     a.resource_name = type.resource_name;
   }
   for (const std::string& host : hosts) {
-    a.targets.push_back(PlacementTargetOf(nodes_.find(host)->second, type));
+    a.targets.push_back(
+        PlacementTargetOf(catalog_.nodes().find(host)->second, type));
   }
   return a;
 }
@@ -274,7 +196,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
     ExpireDueLocked(now, nullptr);
-    if (const Record* existing = FindRecord({"", request.request_id});
+    if (const Record* existing = book_.Find({"", request.request_id});
         existing != nullptr && existing->allocation.live()) {
       const Allocation& e = existing->allocation;
       // The resolved request: the same models in any spelling and order are
@@ -295,36 +217,30 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       a = e;
       ticket = existing->ticket;
     } else {
-      RETURN_IF_ERROR(CheckSatisfiable(index_, spec));
+      const CapacityIndex& index = catalog_.index();
+      RETURN_IF_ERROR(CheckSatisfiable(index, spec));
       std::optional<std::vector<const Unit*>> units =
-          Match(index_, nodes_, spec, RulesAt(now));
+          Match(index, catalog_.nodes(), spec, RulesAt(now));
       if (!units.has_value()) {
         return absl::ResourceExhaustedError(
-            accelsched::Explain(index_, nodes_, spec, RulesAt(now)).summary);
+            accelsched::Explain(index, catalog_.nodes(), spec, RulesAt(now))
+                .summary);
       }
       a = Draft(request, spec, *units);
-      a.id = NewAllocationId(now);
+      a.id = book_.NewId(now);
       a.state = AllocationState::kActive;
       a.created_at = now;
       a.expires_at =
           now + (request.lease == absl::ZeroDuration() ? options_.default_lease
                                                        : request.lease);
-      Record record;
-      for (const Unit* u : *units) record.units.push_back(u->key);
-      for (const std::string& key : record.units) {
-        unit_owner_[key] = a.id;
-        index_.SetAllocation(key, a.id);
-      }
-      record.allocation = a;
-      expiry_.insert({a.expires_at, a.id});
-      by_request_[a.request_id] = a.id;
+      std::vector<std::string> keys;
+      for (const Unit* u : *units) keys.push_back(u->key);
       Write write;
-      write.mutations.push_back(PutAllocationMutation{a, record.units, true});
+      write.mutations.push_back(PutAllocationMutation{a, keys, true});
       write.events.push_back(
           Event{Event::Type::kAllocated, now, a, a.node, "", 0});
       ticket = Commit(std::move(write));
-      record.ticket = ticket;
-      allocations_.emplace(a.id, std::move(record));
+      book_.Add(Record{a, std::move(keys), ticket});
     }
   }
   return Queued<Allocation>{std::move(a), std::move(ticket)};
@@ -346,9 +262,9 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRelease(
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
     ExpireDueLocked(now, nullptr);
-    const Record* found = FindRecord(key);
+    const Record* found = book_.Find(key);
     if (found == nullptr) return AllocationNotFound(key);
-    Record& record = allocations_.find(found->allocation.id)->second;
+    Record& record = *book_.FindMutable(found->allocation.id);
     if (record.allocation.live()) {
       Write write;
       EndLocked(record, AllocationState::kReleased, kReasonReleased, now,
@@ -384,11 +300,11 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRenewLease(
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
     ExpireDueLocked(now, nullptr);
-    auto it = allocations_.find(allocation_id);
-    if (it == allocations_.end()) {
+    Record* found = book_.FindMutable(allocation_id);
+    if (found == nullptr) {
       return AllocationNotFound({std::string(allocation_id), ""});
     }
-    Record& record = it->second;
+    Record& record = *found;
     if (!record.allocation.live()) {
       return absl::FailedPreconditionError(
           absl::StrCat("allocation ", allocation_id, " is ",
@@ -396,10 +312,9 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRenewLease(
                        "; only an ACTIVE lease "
                        "can be renewed"));
     }
-    expiry_.erase({record.allocation.expires_at, record.allocation.id});
-    record.allocation.expires_at =
-        now + (lease == absl::ZeroDuration() ? options_.default_lease : lease);
-    expiry_.insert({record.allocation.expires_at, record.allocation.id});
+    book_.SetExpiry(
+        record,
+        now + (lease == absl::ZeroDuration() ? options_.default_lease : lease));
     Write write;
     write.mutations.push_back(
         PutAllocationMutation{record.allocation, record.units});
@@ -413,7 +328,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRenewLease(
 absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::FindDurable(
     const AllocationKey& key) const {
   absl::ReaderMutexLock lock(&mu_);
-  const Record* record = FindRecord(key);
+  const Record* record = book_.Find(key);
   if (record == nullptr) return AllocationNotFound(key);
   return Queued<Allocation>{record->allocation, record->ticket};
 }
@@ -448,27 +363,8 @@ absl::StatusOr<AllocationPage> Scheduler::ListAllocations(
     absl::string_view page_token) const {
   ASSIGN_OR_RETURN(const PageRequest request,
                    ParsePageRequest(page_size, page_token));
-  const std::string& after = request.after;
-  page_size = request.size;
-  AllocationPage page;
   absl::ReaderMutexLock lock(&mu_);
-  auto it =
-      after.empty() ? allocations_.begin() : allocations_.upper_bound(after);
-  for (; it != allocations_.end(); ++it) {
-    const Allocation& a = it->second.allocation;
-    if (filter.state != AllocationState::kUnspecified &&
-        a.state != filter.state) {
-      continue;
-    }
-    if (!filter.tenant.empty() && a.tenant != filter.tenant) continue;
-    if (!filter.node.empty() && !a.touches(filter.node)) continue;
-    if (static_cast<int>(page.allocations.size()) == page_size) {
-      page.next_page_token = EncodePageToken(page.allocations.back().id);
-      break;
-    }
-    page.allocations.push_back(a);
-  }
-  return page;
+  return book_.List(filter, request.size, request.after);
 }
 
 absl::StatusOr<ExplainResult> Scheduler::Explain(
@@ -479,14 +375,16 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   ExplainResult result;
   absl::ReaderMutexLock lock(&mu_);
   const EligibilityRules rules = RulesAt(clock_->Now());
-  result.explanation = accelsched::Explain(index_, nodes_, spec, rules);
-  absl::Status satisfiable = CheckSatisfiable(index_, spec);
+  const CapacityIndex& index = catalog_.index();
+  result.explanation =
+      accelsched::Explain(index, catalog_.nodes(), spec, rules);
+  absl::Status satisfiable = CheckSatisfiable(index, spec);
   if (!satisfiable.ok()) {
     absl::StrAppend(&result.explanation.summary, "; ", satisfiable.message());
     return result;
   }
   std::optional<std::vector<const Unit*>> units =
-      Match(index_, nodes_, spec, rules);
+      Match(index, catalog_.nodes(), spec, rules);
   if (!units.has_value()) return result;
   result.feasible = true;
   result.would_allocate = Draft(request, spec, *units);
@@ -502,15 +400,8 @@ absl::StatusOr<int> Scheduler::Sweep() {
     if (auto t = ExpireDueLocked(now, &expired))
       tickets.push_back(std::move(t));
     Write write;
-    while (!ended_.empty() &&
-           ended_.begin()->first + options_.retention < now) {
-      const std::string id = ended_.begin()->second;
-      ended_.erase(ended_.begin());
-      auto it = allocations_.find(id);
-      auto req = by_request_.find(it->second.allocation.request_id);
-      if (req != by_request_.end() && req->second == id) by_request_.erase(req);
-      allocations_.erase(it);
-      write.mutations.push_back(DeleteAllocationMutation{id});
+    for (std::string& id : book_.Forget(now - options_.retention)) {
+      write.mutations.push_back(DeleteAllocationMutation{std::move(id)});
     }
     if (!write.mutations.empty()) tickets.push_back(Commit(std::move(write)));
   }
@@ -520,11 +411,7 @@ absl::StatusOr<int> Scheduler::Sweep() {
 
 std::map<std::string, int64_t> Scheduler::ActiveByTenant() const {
   absl::ReaderMutexLock lock(&mu_);
-  std::map<std::string, int64_t> out;
-  for (const auto& [time, id] : expiry_) {
-    ++out[allocations_.find(id)->second.allocation.tenant];
-  }
-  return out;
+  return book_.ActiveByTenant();
 }
 
 }  // namespace accelsched

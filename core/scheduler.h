@@ -1,6 +1,9 @@
-// The scheduler: the cluster catalog, the capacity index, and every allocation,
-// held in memory and written through a group committer to a Store before any
-// change is acknowledged. Thread-safe (provides internal synchronization):
+// The scheduler: the cluster catalog (core/catalog.h) and the allocation book
+// (core/allocation_book.h), held in memory under one lock and written through
+// a group committer to a Store before any change is acknowledged. It keeps
+// the lock and the commit order; the state and its rules live in those
+// classes, which rely on its lock. Thread-safe (provides internal
+// synchronization):
 // changes are applied in memory under one lock in the order they are queued for
 // commit; the commit happens without the lock, so readers and other writers
 // proceed.
@@ -34,8 +37,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/accelerator_registry.h"
+#include "core/allocation_book.h"
 #include "core/allocation_model.h"
 #include "core/capacity_index.h"
+#include "core/catalog.h"
 #include "core/catalog_model.h"
 #include "core/clock.h"
 #include "core/event_hub.h"
@@ -46,28 +51,6 @@
 #include "core/store.h"
 
 namespace accelsched {
-
-struct NodePage {
-  std::vector<Node> nodes;
-  std::string next_page_token;  // empty on the last page
-};
-
-struct AllocationFilter {
-  AllocationState state = AllocationState::kUnspecified;  // unspecified: any
-  std::string node;                                       // empty: any
-  std::string tenant;                                     // empty: any
-};
-
-struct AllocationPage {
-  std::vector<Allocation> allocations;
-  std::string next_page_token;
-};
-
-// An allocation named by its id or by its request id (exactly one set).
-struct AllocationKey {
-  std::string allocation_id;
-  std::string request_id;
-};
 
 struct ExplainResult {
   bool feasible = false;
@@ -195,17 +178,7 @@ class Scheduler {
   std::pair<int64_t, int64_t> NodeCounts() const;
 
  private:
-  struct Record {
-    Allocation allocation;
-    std::vector<std::string> units;
-    std::shared_ptr<GroupCommitter::Ticket> ticket;  // the last write of it
-  };
-  // Chips each node holds of one TPU slice.
-  struct TpuSliceState {
-    std::string canonical_model;
-    std::string topology;
-    std::map<std::string, int> chips_by_node;
-  };
+  using Record = AllocationBook::Record;
   // Mutations and events of one acknowledged call, queued together.
   struct Write {
     std::vector<Mutation> mutations;
@@ -255,33 +228,11 @@ class Scheduler {
   std::shared_ptr<GroupCommitter::Ticket> Commit(Write write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Catalog helpers (scheduler_nodes.cc).
-  absl::Status CheckOwnership(const Node& node) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::Status CheckTpuSlices(const AcceleratorRegistry& registry,
-                              const Node& node) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::Status KeepAllocatedDevices(const Node& old_node, Node& node) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  void IndexNode(const Node& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UnindexNode(const Node& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Re-derives the units of `node` (and of TPU slices it holds or held) from
-  // the catalog.
-  void RefreshUnits(const std::string& node,
-                    const std::set<std::string>& old_slices)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PutTpuSliceUnit(const std::string& slice_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<Node*> FindMutableNode(absl::string_view name)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops kept (removed) devices of `node_name` that no live allocation holds
   // any more.
   void DropReleasedRemovedDevices(const std::string& node_name, Write& write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   // Allocation helpers (scheduler.cc).
-  const Record* FindRecord(const AllocationKey& key) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Ends a live allocation: frees its units and records why.
   void EndLocked(Record& record, AllocationState state,
                  absl::string_view reason, absl::Time now, Write& write)
@@ -299,8 +250,6 @@ class Scheduler {
                    const std::vector<const Unit*>& units) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   EligibilityRules RulesAt(absl::Time now) const;
-  std::string NewAllocationId(absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   const Clock* const clock_;
@@ -313,23 +262,9 @@ class Scheduler {
   mutable absl::Mutex registry_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::shared_ptr<const AcceleratorRegistry> registry_
       ABSL_GUARDED_BY(registry_mu_);
-  NodeMap nodes_ ABSL_GUARDED_BY(mu_);
-  // Device and MIG slice id -> owning node.
-  absl::flat_hash_map<std::string, std::string> owner_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, TpuSliceState> tpu_slices_
-      ABSL_GUARDED_BY(mu_);
-  CapacityIndex index_ ABSL_GUARDED_BY(mu_);
-  // Every allocation kept, by id (ids sort by creation time).
-  std::map<std::string, Record, std::less<>> allocations_ ABSL_GUARDED_BY(mu_);
-  // Unit key -> the live allocation holding it: the truth the index mirrors.
-  absl::flat_hash_map<std::string, std::string> unit_owner_
-      ABSL_GUARDED_BY(mu_);
-  // request id -> its newest allocation.
-  absl::flat_hash_map<std::string, std::string> by_request_
-      ABSL_GUARDED_BY(mu_);
-  std::set<std::pair<absl::Time, std::string>> expiry_ ABSL_GUARDED_BY(mu_);
-  std::set<std::pair<absl::Time, std::string>> ended_ ABSL_GUARDED_BY(mu_);
-  uint64_t id_counter_ ABSL_GUARDED_BY(mu_) = 0;
+  // Each relies on mu_; the book marks units held in the catalog's index.
+  Catalog catalog_ ABSL_GUARDED_BY(mu_){&book_};
+  AllocationBook book_ ABSL_GUARDED_BY(mu_){&catalog_.mutable_index()};
 
   // Last, so that it is destroyed first: draining its queue calls back into
   // the members above (the failure handler reloads them).

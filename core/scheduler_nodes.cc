@@ -1,311 +1,20 @@
-// The scheduler's catalog half: node registration, removal, cordon, heartbeats,
-// and the derivation of allocatable units from the inventory.
-#include <algorithm>
-
-#include "absl/container/flat_hash_set.h"
-#include "absl/strings/escaping.h"
+// The scheduler's catalog calls: node registration, removal, cordon,
+// heartbeats and registry replacement, ordered and committed around Catalog.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/node_validation.h"
 #include "core/page_token.h"
 #include "core/scheduler.h"
 #include "core/status_macros.h"
-#include "core/tpu_topology.h"
 
 namespace accelsched {
-namespace {
-
-absl::Status NodeNotFound(absl::string_view name) {
-  return absl::NotFoundError(absl::StrCat("node \"", name, "\" not found"));
-}
-
-std::set<std::string> TpuSlicesOf(const Node& node) {
-  std::set<std::string> slices;
-  for (const Device& d : node.devices) {
-    if (!d.tpu_slice_id.empty()) slices.insert(d.tpu_slice_id);
-  }
-  return slices;
-}
-
-const Device* FindDevice(const Node& node, absl::string_view id) {
-  for (const Device& d : node.devices) {
-    if (d.id == id) return &d;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-absl::Status Scheduler::CheckOwnership(const Node& node) const {
-  auto check = [&](absl::string_view id, absl::string_view field)
-                   ABSL_SHARED_LOCKS_REQUIRED(mu_) -> absl::Status {
-    auto it = owner_.find(id);
-    if (it != owner_.end() && it->second != node.name) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, " \"", id, "\" is already registered on node \"",
-                       it->second, "\""));
-    }
-    return absl::OkStatus();
-  };
-  for (size_t i = 0; i < node.devices.size(); ++i) {
-    const Device& d = node.devices[i];
-    RETURN_IF_ERROR(check(d.id, absl::StrCat("node.devices[", i, "].id")));
-    for (size_t j = 0; j < d.mig_slices.size(); ++j) {
-      RETURN_IF_ERROR(
-          check(d.mig_slices[j].id,
-                absl::StrCat("node.devices[", i, "].mig_slices[", j, "].id")));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Scheduler::CheckTpuSlices(const AcceleratorRegistry& registry,
-                                       const Node& node) const {
-  // Chips per slice that this registration brings.
-  std::map<std::string, std::pair<const Device*, int>> mine;
-  for (const Device& d : node.devices) {
-    if (d.tpu_slice_id.empty()) continue;
-    auto& [first, chips] = mine[d.tpu_slice_id];
-    if (first == nullptr) first = &d;
-    ++chips;
-  }
-  for (const auto& [slice_id, entry] : mine) {
-    const Device& d = *entry.first;
-    auto it = tpu_slices_.find(slice_id);
-    if (it == tpu_slices_.end()) continue;
-    const TpuSliceState& state = it->second;
-    int chips = entry.second;
-    int hosts = 1;
-    for (const auto& [other, n] : state.chips_by_node) {
-      if (other == node.name) continue;
-      chips += n;
-      ++hosts;
-    }
-    if (hosts == 1)
-      continue;  // only this node held it: its own chips were checked
-    const std::string field =
-        absl::StrCat("node.devices (TPU slice \"", slice_id, "\")");
-    if (state.canonical_model != d.canonical_model ||
-        state.topology != d.tpu_topology) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, " is ", d.canonical_model, " ", d.tpu_topology, " here but ",
-          state.canonical_model, " ", state.topology, " on other nodes"));
-    }
-    // Node validation found the model and its topology.
-    const TpuTopology topology =
-        *registry.Find(d.model)->FindTopology(d.tpu_topology);
-    if (chips > topology.chips || hosts > topology.hosts) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, " would have ", chips, " chips on ", hosts,
-                       " hosts; a ", d.tpu_topology, " slice has ",
-                       topology.chips, " chips on ", topology.hosts));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Scheduler::KeepAllocatedDevices(const Node& old_node,
-                                             Node& node) const {
-  for (const std::string& key : index_.UnitsOnNode(old_node.name)) {
-    const Unit* unit = index_.Find(key);
-    if (unit->allocation.empty()) continue;
-    for (const AllocatedDevice& held : unit->devices) {
-      if (held.node != old_node.name) continue;
-      const Device* was = FindDevice(old_node, held.device_id);
-      const Device* now = FindDevice(node, held.device_id);
-      if (now == nullptr) {
-        if (was != nullptr) {
-          Device kept = *was;
-          kept.removed = true;
-          kept.healthy = false;
-          node.devices.push_back(std::move(kept));
-        }
-        continue;
-      }
-      // Present again: it must still offer the unit it is allocated as.
-      bool same = now->canonical_model == was->canonical_model &&
-                  now->mig_enabled == was->mig_enabled &&
-                  now->tpu_slice_id == was->tpu_slice_id &&
-                  now->tpu_topology == was->tpu_topology;
-      if (same && !held.mig_slice_id.empty()) {
-        same = std::any_of(now->mig_slices.begin(), now->mig_slices.end(),
-                           [&](const MigSlice& s) {
-                             return s.id == held.mig_slice_id &&
-                                    s.profile == held.profile;
-                           });
-      }
-      if (!same) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "node.devices: device \"", held.device_id,
-            "\" is in live allocation ", unit->allocation,
-            " and cannot change its model, MIG layout or TPU slice "
-            "until that is released"));
-      }
-    }
-  }
-  // A kept device's MIG slices must not reappear elsewhere in the new
-  // inventory.
-  absl::flat_hash_set<std::string> ids;
-  for (const Device& d : node.devices) {
-    if (!d.removed) {
-      ids.insert(d.id);
-      for (const MigSlice& s : d.mig_slices) ids.insert(s.id);
-    }
-  }
-  for (const Device& d : node.devices) {
-    if (!d.removed) continue;
-    for (const MigSlice& s : d.mig_slices) {
-      if (ids.contains(s.id)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "node.devices: MIG slice \"", s.id, "\" of removed device \"", d.id,
-            "\" is still allocated"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-void Scheduler::IndexNode(const Node& node) {
-  for (const Device& d : node.devices) {
-    owner_[d.id] = node.name;
-    for (const MigSlice& s : d.mig_slices) owner_[s.id] = node.name;
-    if (!d.tpu_slice_id.empty()) {
-      TpuSliceState& state = tpu_slices_[d.tpu_slice_id];
-      state.canonical_model = d.canonical_model;
-      state.topology = d.tpu_topology;
-      ++state.chips_by_node[node.name];
-    }
-  }
-}
-
-void Scheduler::UnindexNode(const Node& node) {
-  for (const Device& d : node.devices) {
-    owner_.erase(d.id);
-    for (const MigSlice& s : d.mig_slices) owner_.erase(s.id);
-    if (!d.tpu_slice_id.empty()) {
-      auto it = tpu_slices_.find(d.tpu_slice_id);
-      if (it == tpu_slices_.end()) continue;
-      it->second.chips_by_node.erase(node.name);
-      if (it->second.chips_by_node.empty()) tpu_slices_.erase(it);
-    }
-  }
-}
-
-void Scheduler::PutTpuSliceUnit(const std::string& slice_id) {
-  const std::string key = TpuUnitKey(slice_id);
-  auto it = tpu_slices_.find(slice_id);
-  if (it == tpu_slices_.end()) {
-    index_.Remove(key);
-    return;
-  }
-  const TpuSliceState& state = it->second;
-  Unit u;
-  u.key = key;
-  u.pool =
-      PoolKey{DeviceClass::kGoogleTpu, state.canonical_model, state.topology};
-  int chips = 0;
-  bool healthy = true;
-  for (const auto& [host, n] : state.chips_by_node) {
-    u.hosts.push_back(host);
-    const Node& node = nodes_.find(host)->second;
-    std::vector<const Device*> mine;
-    for (const Device& d : node.devices) {
-      if (d.tpu_slice_id == slice_id) mine.push_back(&d);
-    }
-    std::sort(mine.begin(), mine.end(), [](const Device* a, const Device* b) {
-      return a->index < b->index;
-    });
-    for (const Device* d : mine) {
-      u.devices.push_back(AllocatedDevice{host, d->id, "", ""});
-      healthy = healthy && d->healthy && !d->removed;
-      ++chips;
-    }
-  }
-  u.home = u.hosts.front();
-  u.healthy = healthy && chips == TopologyChips(state.topology);
-  if (auto owner = unit_owner_.find(key); owner != unit_owner_.end()) {
-    u.allocation = owner->second;
-  }
-  index_.Put(std::move(u));
-}
-
-void Scheduler::RefreshUnits(const std::string& node_name,
-                             const std::set<std::string>& old_slices) {
-  for (const std::string& key : index_.UnitsOnNode(node_name)) {
-    const Unit* u = index_.Find(key);
-    if (u->hosts.size() == 1) index_.Remove(key);
-  }
-  std::set<std::string> slices = old_slices;
-  auto it = nodes_.find(node_name);
-  if (it != nodes_.end()) {
-    const Node& node = it->second;
-    auto put = [&](Unit u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      if (auto owner = unit_owner_.find(u.key); owner != unit_owner_.end()) {
-        u.allocation = owner->second;
-      }
-      index_.Put(std::move(u));
-    };
-    for (const Device& d : node.devices) {
-      const bool healthy = d.healthy && !d.removed;
-      if (!d.tpu_slice_id.empty()) {
-        slices.insert(d.tpu_slice_id);
-      } else if (d.mig_enabled) {
-        for (const MigSlice& s : d.mig_slices) {
-          put(Unit{s.id,
-                   PoolKey{d.device_class, d.canonical_model, s.profile},
-                   node_name,
-                   {node_name},
-                   {AllocatedDevice{node_name, d.id, s.id, s.profile}},
-                   d.id,
-                   d.index * 8 + s.start,
-                   healthy,
-                   ""});
-        }
-      } else {
-        put(Unit{d.id,
-                 PoolKey{d.device_class, d.canonical_model, ""},
-                 node_name,
-                 {node_name},
-                 {AllocatedDevice{node_name, d.id, "", ""}},
-                 "",
-                 d.index,
-                 healthy,
-                 ""});
-      }
-    }
-  }
-  for (const std::string& slice : slices) PutTpuSliceUnit(slice);
-}
-
-absl::StatusOr<Node*> Scheduler::FindMutableNode(absl::string_view name) {
-  auto it = nodes_.find(name);
-  if (it == nodes_.end()) return NodeNotFound(name);
-  return &it->second;
-}
 
 void Scheduler::DropReleasedRemovedDevices(const std::string& node_name,
                                            Write& write) {
-  auto it = nodes_.find(node_name);
-  if (it == nodes_.end()) return;
-  Node& node = it->second;
-  auto held = [&](const Device& d) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    if (unit_owner_.contains(d.id)) return true;
-    for (const MigSlice& s : d.mig_slices) {
-      if (unit_owner_.contains(s.id)) return true;
-    }
-    return !d.tpu_slice_id.empty() &&
-           unit_owner_.contains(TpuUnitKey(d.tpu_slice_id));
-  };
-  auto droppable = [&](const Device& d) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return d.removed && !held(d);
-  };
-  if (std::none_of(node.devices.begin(), node.devices.end(), droppable)) return;
-  const std::set<std::string> old_slices = TpuSlicesOf(node);
-  UnindexNode(node);
-  std::erase_if(node.devices, droppable);
-  IndexNode(node);
-  RefreshUnits(node_name, old_slices);
-  write.mutations.push_back(PutNodeMutation{node});
+  std::optional<Node> changed = catalog_.DropReleasedRemovedDevices(node_name);
+  if (changed.has_value()) {
+    write.mutations.push_back(PutNodeMutation{*std::move(changed)});
+  }
 }
 
 absl::StatusOr<Node> Scheduler::RegisterNode(Node node) {
@@ -334,24 +43,8 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
       node = incoming;
       RETURN_IF_ERROR(NormalizeAndValidateNode(*registry, node));
     }
-    RETURN_IF_ERROR(CheckOwnership(node));
-    RETURN_IF_ERROR(CheckTpuSlices(*registry, node));
-    auto existing = nodes_.find(node.name);
-    std::set<std::string> old_slices;
-    node.schedulable = true;
-    if (existing != nodes_.end()) {
-      RETURN_IF_ERROR(KeepAllocatedDevices(existing->second, node));
-      node.schedulable = existing->second.schedulable;
-      old_slices = TpuSlicesOf(existing->second);
-      UnindexNode(existing->second);
-      existing->second = node;
-    } else {
-      nodes_.emplace(node.name, node);
-    }
-    node.last_heartbeat = clock_->Now();
-    nodes_.find(node.name)->second.last_heartbeat = node.last_heartbeat;
-    IndexNode(node);
-    RefreshUnits(node.name, old_slices);
+    ASSIGN_OR_RETURN(node,
+                     catalog_.Put(*registry, std::move(node), clock_->Now()));
     Write write;
     write.mutations.push_back(PutNodeMutation{node});
     write.events.push_back(Event{Event::Type::kNodeRegistered,
@@ -367,9 +60,8 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
 
 absl::StatusOr<Node> Scheduler::GetNode(absl::string_view name) const {
   absl::ReaderMutexLock lock(&mu_);
-  auto it = nodes_.find(name);
-  if (it == nodes_.end()) return NodeNotFound(name);
-  return it->second;
+  ASSIGN_OR_RETURN(const Node* node, catalog_.FindNode(name));
+  return *node;
 }
 
 absl::StatusOr<NodePage> Scheduler::ListNodes(
@@ -377,20 +69,8 @@ absl::StatusOr<NodePage> Scheduler::ListNodes(
     absl::string_view page_token) const {
   ASSIGN_OR_RETURN(const PageRequest request,
                    ParsePageRequest(page_size, page_token));
-  const std::string& after = request.after;
-  page_size = request.size;
-  NodePage page;
   absl::ReaderMutexLock lock(&mu_);
-  auto it = after.empty() ? nodes_.begin() : nodes_.upper_bound(after);
-  for (; it != nodes_.end(); ++it) {
-    if (!selector.Matches(it->second.labels)) continue;
-    if (static_cast<int>(page.nodes.size()) == page_size) {
-      page.next_page_token = EncodePageToken(page.nodes.back().name);
-      break;
-    }
-    page.nodes.push_back(it->second);
-  }
-  return page;
+  return catalog_.ListNodes(selector, request.size, request.after);
 }
 
 absl::Status Scheduler::RemoveNode(absl::string_view name, bool force) {
@@ -407,12 +87,8 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueRemoveNode(
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   {
     absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(Node * node, FindMutableNode(name));
-    std::set<std::string> live;
-    for (const std::string& key : index_.UnitsOnNode(name)) {
-      const Unit* u = index_.Find(key);
-      if (!u->allocation.empty()) live.insert(u->allocation);
-    }
+    RETURN_IF_ERROR(catalog_.FindNode(name).status());
+    const std::set<std::string> live = catalog_.HoldersOn(name);
     if (!live.empty() && !force) {
       return absl::FailedPreconditionError(absl::StrCat(
           "node \"", name, "\" holds ", live.size(), " live allocation",
@@ -422,21 +98,17 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueRemoveNode(
     const absl::Time now = clock_->Now();
     Write write;
     for (const std::string& id : live) {
-      EndLocked(allocations_.find(id)->second, AllocationState::kReleased,
+      EndLocked(*book_.FindMutable(id), AllocationState::kReleased,
                 kReasonNodeRemoved, now, write);
     }
     const std::string node_name(name);
-    const std::set<std::string> old_slices = TpuSlicesOf(*node);
-    UnindexNode(*node);
-    nodes_.erase(nodes_.find(name));
-    RefreshUnits(node_name, old_slices);
+    RETURN_IF_ERROR(catalog_.Remove(node_name));  // found above
     write.mutations.push_back(DeleteNodeMutation{node_name});
     write.events.push_back(
         Event{Event::Type::kNodeRemoved, now, {}, node_name, "", 0});
     ticket = Commit(std::move(write));
     // What the allocations now show is durable with this write only.
-    for (const std::string& id : live)
-      allocations_.find(id)->second.ticket = ticket;
+    for (const std::string& id : live) book_.FindMutable(id)->ticket = ticket;
   }
   return Queued<bool>{true, std::move(ticket)};
 }
@@ -457,9 +129,7 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueSetNodeSchedulable(
   Node updated;
   {
     absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(Node * node, FindMutableNode(name));
-    node->schedulable = schedulable;
-    updated = *node;
+    ASSIGN_OR_RETURN(updated, catalog_.SetSchedulable(name, schedulable));
     Write write;
     write.mutations.push_back(PutNodeStatusMutation{updated});
     write.events.push_back(Event{Event::Type::kNodeSchedulableChanged,
@@ -505,44 +175,23 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueHeartbeat(
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   {
     absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(Node * node, FindMutableNode(name));
-    absl::flat_hash_set<absl::string_view> unhealthy;
-    for (size_t i = 0; i < unhealthy_device_ids.size(); ++i) {
-      const std::string& id = unhealthy_device_ids[i];
-      if (FindDevice(*node, id) == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unhealthy_device_ids[", i, "] \"", id,
-                         "\" is not a device of node \"", name, "\""));
-      }
-      unhealthy.insert(id);
-    }
-    for (const std::string& id : reported_ids) {
-      auto owner = owner_.find(id);
-      if (owner == owner_.end() || owner->second != name) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "device_stats[\"", absl::CHexEscape(id),
-            "\"] is not a device or MIG slice of node \"", name, "\""));
-      }
-    }
     const absl::Time now = clock_->Now();
+    ASSIGN_OR_RETURN(
+        const std::vector<HealthChange> changes,
+        catalog_.Heartbeat(name, unhealthy_device_ids, reported_ids, now));
     Write write;
-    node->last_heartbeat = now;
-    bool changed = false;
-    for (Device& d : node->devices) {
-      const bool healthy = !d.removed && !unhealthy.contains(d.id);
-      if (healthy == d.healthy) continue;
-      d.healthy = healthy;
-      changed = true;
+    for (const HealthChange& change : changes) {
       write.events.push_back(
           Event{Event::Type::kDeviceHealthChanged,
                 now,
                 {},
-                node->name,
-                absl::StrCat(d.id, healthy ? " healthy" : " unhealthy"),
+                std::string(name),
+                absl::StrCat(change.device_id,
+                             change.healthy ? " healthy" : " unhealthy"),
                 0});
     }
-    if (changed) RefreshUnits(node->name, TpuSlicesOf(*node));
-    write.mutations.push_back(PutNodeStatusMutation{*node});
+    write.mutations.push_back(
+        PutNodeStatusMutation{**catalog_.FindNode(name)});  // found above
     ticket = Commit(std::move(write));
     accepted();
   }
@@ -551,7 +200,7 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueHeartbeat(
 
 std::vector<CapacityEntry> Scheduler::GetCapacity() const {
   absl::ReaderMutexLock lock(&mu_);
-  return index_.Capacity();
+  return catalog_.index().Capacity();
 }
 
 std::shared_ptr<const AcceleratorRegistry> Scheduler::registry() const {
@@ -559,56 +208,11 @@ std::shared_ptr<const AcceleratorRegistry> Scheduler::registry() const {
   return registry_;
 }
 
-namespace {
-
-// Why `next` cannot describe `d`, a device the catalog holds as `current`
-// describes it; OK when it can.
-absl::Status TypeStillFits(const AcceleratorRegistry& current,
-                           const AcceleratorRegistry& next, const Device& d) {
-  const AcceleratorType* t = next.Find(d.model);
-  if (t == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model \"", d.model, "\" would no longer be known"));
-  }
-  if (t->canonical_model != d.canonical_model ||
-      t->device_class != d.device_class) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "model \"", d.model, "\" would become ", t->canonical_model, " (",
-        DeviceClassName(t->device_class), ") instead of ", d.canonical_model));
-  }
-  if (absl::Status s = ValidateDeviceGeometry(*t, d, "device"); !s.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("it would not fit: ", s.message()));
-  }
-  if (!d.tpu_topology.empty()) {
-    const std::optional<TpuTopology> was =
-        current.Find(d.model)->FindTopology(d.tpu_topology);
-    const std::optional<TpuTopology> will = t->FindTopology(d.tpu_topology);
-    if (!will || !was || will->chips != was->chips ||
-        will->hosts != was->hosts) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("TPU topology ", d.tpu_topology, " of ",
-                       t->canonical_model, " would be gone or changed"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::Status Scheduler::ReplaceRegistry(
     std::shared_ptr<const AcceleratorRegistry> next) {
   absl::MutexLock lock(&mu_);
   const std::shared_ptr<const AcceleratorRegistry> current = registry();
-  for (const auto& [name, node] : nodes_) {
-    for (const Device& d : node.devices) {
-      absl::Status fits = TypeStillFits(*current, *next, d);
-      if (!fits.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "node \"", name, "\" device \"", d.id, "\": ", fits.message()));
-      }
-    }
-  }
+  RETURN_IF_ERROR(catalog_.CheckRegistry(*current, *next));
   absl::MutexLock registry_lock(&registry_mu_);
   registry_ = std::move(next);
   return absl::OkStatus();
@@ -616,10 +220,7 @@ absl::Status Scheduler::ReplaceRegistry(
 
 std::pair<int64_t, int64_t> Scheduler::NodeCounts() const {
   absl::ReaderMutexLock lock(&mu_);
-  int64_t schedulable = 0;
-  for (const auto& [name, node] : nodes_)
-    schedulable += node.schedulable ? 1 : 0;
-  return {schedulable, static_cast<int64_t>(nodes_.size()) - schedulable};
+  return catalog_.NodeCounts();
 }
 
 }  // namespace accelsched

@@ -1,0 +1,113 @@
+// The allocation book: every allocation kept (live, pending and ended until
+// retention forgets it), which live allocation holds each unit, request ids,
+// and the lease and retention timelines. Not thread-safe: it relies on its
+// owner's lock, as the catalog does.
+//
+// Unit ownership is kept here only. The capacity index carries a copy of it
+// for matching; the book is that copy's only writer, and the catalog reads
+// the truth (UnitOwners) when it re-derives units.
+#ifndef ACCELSCHED_CORE_ALLOCATION_BOOK_H_
+#define ACCELSCHED_CORE_ALLOCATION_BOOK_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/allocation_model.h"
+#include "core/capacity_index.h"
+#include "core/catalog.h"
+#include "core/group_committer.h"
+#include "core/store.h"
+
+namespace accelsched {
+
+// An allocation named by its id or by its request id (exactly one set).
+struct AllocationKey {
+  std::string allocation_id;
+  std::string request_id;
+};
+
+struct AllocationFilter {
+  AllocationState state = AllocationState::kUnspecified;  // unspecified: any
+  std::string node;                                       // empty: any
+  std::string tenant;                                     // empty: any
+};
+
+struct AllocationPage {
+  std::vector<Allocation> allocations;
+  std::string next_page_token;
+};
+
+class AllocationBook : public UnitOwners {
+ public:
+  struct Record {
+    Allocation allocation;
+    std::vector<std::string> units;  // held while ACTIVE
+    // The last write of it; null once durable at load.
+    std::shared_ptr<GroupCommitter::Ticket> ticket;
+  };
+
+  // `index` is not owned and must outlive the book; the book marks in it the
+  // units it holds and frees.
+  explicit AllocationBook(CapacityIndex* index) : index_(index) {}
+  AllocationBook(const AllocationBook&) = delete;
+  AllocationBook& operator=(const AllocationBook&) = delete;
+
+  // Replaces everything with `allocations` as the store returned them. Marks
+  // nothing in the index: the catalog, loaded after, asks OwnerOf.
+  void Load(std::vector<StoredAllocation> allocations);
+
+  // nullptr when unknown; by request id, the newest allocation of it.
+  const Record* Find(const AllocationKey& key) const;
+  Record* FindMutable(absl::string_view id);
+  // A new id: time first, so that ids sort by creation.
+  std::string NewId(absl::Time now);
+
+  // Enters a new live `record` as the newest of its request id; it holds its
+  // units from now on.
+  Record& Add(Record record);
+  // Ends a live allocation: frees its units, records `state`, `reason` and
+  // `now`.
+  void End(Record& record, AllocationState state, absl::string_view reason,
+           absl::Time now);
+  void SetExpiry(Record& record, absl::Time expires_at);
+
+  // The live allocations whose leases end at or before `now`, in
+  // expiry order.
+  std::vector<Record*> Due(absl::Time now);
+  // Forgets ended allocations that ended before `cutoff`; returns their ids.
+  std::vector<std::string> Forget(absl::Time cutoff);
+
+  absl::string_view OwnerOf(absl::string_view key) const override;
+  // `page_size` and `after` as ParsePageRequest gives them; id order.
+  AllocationPage List(const AllocationFilter& filter, int page_size,
+                      absl::string_view after) const;
+  // ACTIVE allocations per tenant.
+  std::map<std::string, int64_t> ActiveByTenant() const;
+
+ private:
+  void Hold(const Record& record);
+
+  CapacityIndex* const index_;
+  // Every allocation kept, by id (ids sort by creation time).
+  std::map<std::string, Record, std::less<>> allocations_;
+  // Unit key -> the live allocation holding it.
+  absl::flat_hash_map<std::string, std::string> unit_owner_;
+  // request id -> its newest allocation.
+  absl::flat_hash_map<std::string, std::string> by_request_;
+  // Live allocations by lease end; ended ones by end.
+  std::set<std::pair<absl::Time, std::string>> expiry_;
+  std::set<std::pair<absl::Time, std::string>> ended_;
+  uint64_t id_counter_ = 0;
+};
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_ALLOCATION_BOOK_H_
