@@ -123,8 +123,12 @@ const MatchSpec kSpecs[] = {
     MatchSpec::ForPool(kMig3g, 1, LabelSelector::FromMap({{"pool", "p1"}})),
 };
 
-const EligibilityRules kRules{absl::FromUnixSeconds(1'700'000'000),
-                              absl::Minutes(5)};
+const EligibilityRules kRules = [] {
+  EligibilityRules rules;
+  rules.now = absl::FromUnixSeconds(1'700'000'000);
+  rules.heartbeat_timeout = absl::Minutes(5);
+  return rules;
+}();
 
 // One match per iteration, allocating nothing.
 void BM_Match(benchmark::State& state) {

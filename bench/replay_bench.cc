@@ -238,7 +238,8 @@ Outcome ReplayMatcher(const std::vector<SimNode>& sim,
     }
     total += n.size;
   }
-  const EligibilityRules rules{absl::UnixEpoch(), absl::ZeroDuration()};
+  EligibilityRules rules;
+  rules.now = absl::UnixEpoch();
   Outcome out;
   for (size_t k = 0; k < stream.size(); ++k) {
     MatchSpec spec;

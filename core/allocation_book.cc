@@ -1,5 +1,7 @@
 #include "core/allocation_book.h"
 
+#include <algorithm>
+
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
 #include "core/page_token.h"
@@ -12,10 +14,12 @@ void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
   by_request_.clear();
   expiry_.clear();
   ended_.clear();
+  usage_.clear();
+  victims_.clear();
+  active_priorities_.clear();
   for (StoredAllocation& stored : allocations) {
     Allocation& a = stored.allocation;
-    if (a.live()) {
-      for (const std::string& unit : stored.units) unit_owner_[unit] = a.id;
+    if (a.live() || a.pending()) {
       expiry_.insert({a.expires_at, a.id});
     } else {
       ended_.insert({a.ended_at, a.id});
@@ -24,8 +28,13 @@ void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
     auto [it, inserted] = by_request_.try_emplace(a.request_id, a.id);
     if (!inserted && a.id > it->second) it->second = a.id;
     std::string id = a.id;
-    allocations_.emplace(
-        std::move(id), Record{std::move(a), std::move(stored.units), nullptr});
+    const Record& record =
+        allocations_
+            .emplace(std::move(id),
+                     Record{std::move(a), std::move(stored.units), nullptr})
+            .first->second;
+    // The index is the catalog's to fill, after: it asks OwnerOf.
+    if (record.allocation.live()) Hold(record, /*mark_index=*/false);
   }
 }
 
@@ -56,10 +65,47 @@ std::string AllocationBook::NewId(absl::Time now) {
                          absl::Uniform<uint32_t>(id_bits) & 0xffff);
 }
 
-void AllocationBook::Hold(const Record& record) {
+PoolKey PoolOf(const Allocation& a) {
+  return PoolKey{a.device_class, a.model, a.partition};
+}
+
+void AllocationBook::Hold(const Record& record, bool mark_index) {
+  const Allocation& a = record.allocation;
   for (const std::string& key : record.units) {
-    unit_owner_[key] = record.allocation.id;
-    index_->SetAllocation(key, record.allocation.id);
+    unit_owner_[key] = a.id;
+    if (mark_index) index_->SetAllocation(key, a.id);
+  }
+  usage_[a.tenant][PoolOf(a)] += static_cast<int64_t>(record.units.size());
+  if (a.state == AllocationState::kPreempted) {
+    victims_[a.preempted_by].insert(a.id);
+  } else {
+    active_priorities_[PoolOf(a)].insert(a.priority);
+  }
+}
+
+void AllocationBook::ForgetPriority(const Allocation& a) {
+  auto pool = active_priorities_.find(PoolOf(a));
+  pool->second.erase(pool->second.find(a.priority));
+  if (pool->second.empty()) active_priorities_.erase(pool);
+}
+
+void AllocationBook::Free(const Record& record) {
+  const Allocation& a = record.allocation;
+  for (const std::string& key : record.units) {
+    unit_owner_.erase(key);
+    index_->SetAllocation(key, "");
+  }
+  auto tenant = usage_.find(a.tenant);
+  auto pool = tenant->second.find(PoolOf(a));
+  pool->second -= static_cast<int64_t>(record.units.size());
+  if (pool->second == 0) tenant->second.erase(pool);
+  if (tenant->second.empty()) usage_.erase(tenant);
+  if (a.state == AllocationState::kPreempted) {
+    auto victims = victims_.find(a.preempted_by);
+    victims->second.erase(a.id);
+    if (victims->second.empty()) victims_.erase(victims);
+  } else {
+    ForgetPriority(a);
   }
 }
 
@@ -67,23 +113,39 @@ AllocationBook::Record& AllocationBook::Add(Record record) {
   const Allocation& a = record.allocation;
   expiry_.insert({a.expires_at, a.id});
   by_request_[a.request_id] = a.id;
-  Hold(record);
+  if (a.live()) Hold(record, /*mark_index=*/true);
   std::string id = a.id;
   return allocations_.emplace(std::move(id), std::move(record)).first->second;
+}
+
+void AllocationBook::Admit(Record& record, Allocation admitted,
+                           std::vector<std::string> units) {
+  expiry_.erase({record.allocation.expires_at, record.allocation.id});
+  record.allocation = std::move(admitted);
+  record.units = std::move(units);
+  expiry_.insert({record.allocation.expires_at, record.allocation.id});
+  Hold(record, /*mark_index=*/true);
+}
+
+void AllocationBook::Preempt(Record& record, const std::string& preemptor,
+                             absl::Time grace_end) {
+  Allocation& a = record.allocation;
+  ForgetPriority(a);
+  a.state = AllocationState::kPreempted;
+  a.preempted_by = preemptor;
+  victims_[preemptor].insert(a.id);
+  SetExpiry(record, grace_end);
 }
 
 void AllocationBook::End(Record& record, AllocationState state,
                          absl::string_view reason, absl::Time now) {
   Allocation& a = record.allocation;
+  if (a.live()) Free(record);
   expiry_.erase({a.expires_at, a.id});
   a.state = state;
   a.end_reason = std::string(reason);
   a.ended_at = now;
   ended_.insert({now, a.id});
-  for (const std::string& unit : record.units) {
-    unit_owner_.erase(unit);
-    index_->SetAllocation(unit, "");
-  }
 }
 
 void AllocationBook::SetExpiry(Record& record, absl::Time expires_at) {
@@ -100,6 +162,36 @@ std::vector<AllocationBook::Record*> AllocationBook::Due(absl::Time now) {
     due.push_back(&allocations_.find(it->second)->second);
   }
   return due;
+}
+
+void AllocationBook::ForEachLiveByExpiry(
+    absl::FunctionRef<bool(const Record& record)> visit) const {
+  for (const auto& [time, id] : expiry_) {
+    const Record& record = allocations_.find(id)->second;
+    if (record.allocation.live() && !visit(record)) return;
+  }
+}
+
+const std::set<std::string>& AllocationBook::VictimsOf(
+    absl::string_view preemptor) const {
+  static const std::set<std::string>* const kNone = new std::set<std::string>();
+  auto it = victims_.find(preemptor);
+  return it == victims_.end() ? *kNone : it->second;
+}
+
+std::optional<int> AllocationBook::LowestActivePriority(
+    const PoolKey& pool) const {
+  auto it = active_priorities_.find(pool);
+  if (it == active_priorities_.end()) return std::nullopt;
+  return *it->second.begin();
+}
+
+int64_t AllocationBook::Usage(absl::string_view tenant,
+                              const PoolKey& pool) const {
+  auto t = usage_.find(tenant);
+  if (t == usage_.end()) return 0;
+  auto p = t->second.find(pool);
+  return p == t->second.end() ? 0 : p->second;
 }
 
 std::vector<std::string> AllocationBook::Forget(absl::Time cutoff) {
@@ -147,8 +239,21 @@ AllocationPage AllocationBook::List(const AllocationFilter& filter,
 std::map<std::string, int64_t> AllocationBook::ActiveByTenant() const {
   std::map<std::string, int64_t> out;
   for (const auto& entry : expiry_) {
-    ++out[allocations_.find(entry.second)->second.allocation.tenant];
+    const Allocation& a = allocations_.find(entry.second)->second.allocation;
+    if (a.state == AllocationState::kActive) ++out[a.tenant];
   }
+  return out;
+}
+
+std::vector<const AllocationBook::Record*> AllocationBook::Pending() const {
+  std::vector<const Record*> out;
+  for (const auto& entry : expiry_) {
+    const Record& r = allocations_.find(entry.second)->second;
+    if (r.allocation.pending()) out.push_back(&r);
+  }
+  std::sort(out.begin(), out.end(), [](const Record* a, const Record* b) {
+    return a->allocation.id < b->allocation.id;
+  });
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The allocation book: every allocation kept (live, pending and ended until
-// retention forgets it), which live allocation holds each unit, request ids,
-// and the lease and retention timelines. Not thread-safe: it relies on its
+// retention forgets it), which live allocation holds each unit, the units
+// each tenant holds per pool, request ids, preemptions in their grace, and
+// the lease and retention timelines. Not thread-safe: it relies on its
 // owner's lock, as the catalog does.
 //
 // Unit ownership is kept here only. The capacity index carries a copy of it
@@ -12,12 +13,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/allocation_model.h"
@@ -45,6 +48,9 @@ struct AllocationPage {
   std::string next_page_token;
 };
 
+// The pool an allocation's units are of.
+PoolKey PoolOf(const Allocation& a);
+
 class AllocationBook : public UnitOwners {
  public:
   struct Record {
@@ -66,22 +72,50 @@ class AllocationBook : public UnitOwners {
 
   // nullptr when unknown; by request id, the newest allocation of it.
   const Record* Find(const AllocationKey& key) const;
+  Record* Find(const AllocationKey& key) {
+    return const_cast<Record*>(std::as_const(*this).Find(key));
+  }
   Record* FindMutable(absl::string_view id);
   // A new id: time first, so that ids sort by creation.
   std::string NewId(absl::Time now);
 
-  // Enters a new live `record` as the newest of its request id; it holds its
-  // units from now on.
+  // Enters a new live or pending `record` as the newest of its request id; a
+  // live one holds its units from now on.
   Record& Add(Record record);
-  // Ends a live allocation: frees its units, records `state`, `reason` and
-  // `now`.
+  // Makes a pending allocation `admitted` (ACTIVE, with devices), holding
+  // `units`.
+  void Admit(Record& record, Allocation admitted,
+             std::vector<std::string> units);
+  // Marks a live allocation PREEMPTED for `preemptor`: it keeps its units
+  // until `grace_end` (its new expiry) or until it ends.
+  void Preempt(Record& record, const std::string& preemptor,
+               absl::Time grace_end);
+  // Ends a live or pending allocation: frees its units, records `state`,
+  // `reason` and `now`.
   void End(Record& record, AllocationState state, absl::string_view reason,
            absl::Time now);
   void SetExpiry(Record& record, absl::Time expires_at);
 
-  // The live allocations whose leases end at or before `now`, in
-  // expiry order.
+  // The live and pending allocations whose leases (for PREEMPTED ones, their
+  // grace) end at or before `now`, in expiry order.
   std::vector<Record*> Due(absl::Time now);
+  // Visits live allocations in the order their units come free (lease end;
+  // a PREEMPTED one's grace end) until `visit` returns false.
+  void ForEachLiveByExpiry(
+      absl::FunctionRef<bool(const Record& record)> visit) const;
+  // Ids of the PREEMPTED allocations still in their grace that made way for
+  // `preemptor`.
+  const std::set<std::string>& VictimsOf(absl::string_view preemptor) const;
+  // The lowest priority among ACTIVE allocations holding units of `pool`;
+  // nullopt when there are none.
+  std::optional<int> LowestActivePriority(const PoolKey& pool) const;
+  // Units of `pool` held by `tenant`'s live allocations.
+  int64_t Usage(absl::string_view tenant, const PoolKey& pool) const;
+  // Every tenant's units per pool (tenants holding none left out).
+  const std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage()
+      const {
+    return usage_;
+  }
   // Forgets ended allocations that ended before `cutoff`; returns their ids.
   std::vector<std::string> Forget(absl::Time cutoff);
 
@@ -91,9 +125,14 @@ class AllocationBook : public UnitOwners {
                       absl::string_view after) const;
   // ACTIVE allocations per tenant.
   std::map<std::string, int64_t> ActiveByTenant() const;
+  // Every PENDING allocation, in id order.
+  std::vector<const Record*> Pending() const;
 
  private:
-  void Hold(const Record& record);
+  // `mark_index`: also mark the units held in the index (not at load).
+  void Hold(const Record& record, bool mark_index);
+  void Free(const Record& record);
+  void ForgetPriority(const Allocation& active);
 
   CapacityIndex* const index_;
   // Every allocation kept, by id (ids sort by creation time).
@@ -102,8 +141,13 @@ class AllocationBook : public UnitOwners {
   absl::flat_hash_map<std::string, std::string> unit_owner_;
   // request id -> its newest allocation.
   absl::flat_hash_map<std::string, std::string> by_request_;
-  // Live allocations by lease end; ended ones by end.
+  // Live and pending allocations by lease end; ended ones by end.
   std::set<std::pair<absl::Time, std::string>> expiry_;
+  std::map<std::string, std::map<PoolKey, int64_t>, std::less<>> usage_;
+  // preemptor id -> its victims still in their grace.
+  absl::flat_hash_map<std::string, std::set<std::string>> victims_;
+  // Priorities of the ACTIVE allocations per pool.
+  std::map<PoolKey, std::multiset<int>> active_priorities_;
   std::set<std::pair<absl::Time, std::string>> ended_;
   uint64_t id_counter_ = 0;
 };

@@ -20,6 +20,7 @@ enum class AllocationState {
   kReleased = 2,
   kExpired = 3,
   kPending = 4,
+  kPreempted = 5,
 };
 
 // Why an allocation ended; also the `reason` label of
@@ -27,6 +28,11 @@ enum class AllocationState {
 inline constexpr char kReasonReleased[] = "released";
 inline constexpr char kReasonExpired[] = "expired";
 inline constexpr char kReasonNodeRemoved[] = "node_removed";
+inline constexpr char kReasonPreempted[] = "preempted";
+// A pending request withdrawn by Release.
+inline constexpr char kReasonWithdrawn[] = "withdrawn";
+// A pending request whose pending lease ran out.
+inline constexpr char kReasonPendingExpired[] = "pending_expired";
 
 // What the partition fields of a request asked for.
 enum class PartitionKind {
@@ -52,6 +58,13 @@ struct AllocationRequest {
   std::string container_name;
   int priority = 0;
   absl::Duration lease = absl::ZeroDuration();  // 0 means the server default
+  // Wait as PENDING when it cannot be admitted now.
+  bool queue = false;
+  // A gang: `replicas` groups of `count` units, each group on its own node,
+  // all admitted together; 0 means 1.
+  int replicas = 0;
+  // With replicas: every group on nodes sharing one value of this label.
+  std::string topology_key;
 };
 
 struct AllocatedDevice {
@@ -87,9 +100,14 @@ struct Allocation {
   std::string tenant;
   int priority = 0;
   absl::Time created_at = absl::UnixEpoch();
+  // When it became ACTIVE: created_at unless it waited as PENDING.
+  absl::Time admitted_at = absl::UnixEpoch();
   absl::Time expires_at = absl::UnixEpoch();
   absl::Time ended_at = absl::UnixEpoch();  // when it stopped being ACTIVE
-  std::string end_reason;                   // kReason*; empty while ACTIVE
+  std::string end_reason;  // kReason*; empty while ACTIVE, PENDING, or
+                           // PREEMPTED within its grace
+  // PREEMPTED: the pending allocation it made way for.
+  std::string preempted_by;
 
   // What was asked for, normalised (the idempotency fingerprint and the
   // placement's input), and the model chosen.
@@ -99,7 +117,13 @@ struct Allocation {
   std::vector<std::string> requested_models;
   std::string model;      // canonical: the model of the allocated devices
   std::string partition;  // "" whole device; MIG profile; TPU topology
-  int count = 1;
+  int count = 1;          // units per group (per node)
+  int replicas = 1;       // groups, each on its own node
+  std::string topology_key;
+  // As the request gave them: a PENDING allocation is matched with them when
+  // it is admitted.
+  Labels node_selector;
+  absl::Duration lease = absl::ZeroDuration();  // 0: the server default
   // The request set accelerator.unpartitioned: the same devices as no
   // partition value, but propeller then keeps the pod off partitioned nodes.
   bool unpartitioned = false;
@@ -111,7 +135,17 @@ struct Allocation {
   std::string resource_name;
   std::string container_name;
 
-  bool live() const { return state == AllocationState::kActive; }
+  // Output only, never stored: where a PENDING allocation stands in the
+  // queue (1-based) and what keeps it waiting.
+  int queue_position = 0;
+  std::string pending_reason;
+
+  // Holds its devices: ACTIVE, or PREEMPTED within its grace.
+  bool live() const {
+    return state == AllocationState::kActive ||
+           (state == AllocationState::kPreempted && end_reason.empty());
+  }
+  bool pending() const { return state == AllocationState::kPending; }
   // Whether any of its devices is on `node_name`.
   bool touches(const std::string& node_name) const {
     for (const AllocatedDevice& d : devices) {
@@ -131,6 +165,8 @@ struct Event {
     kNodeRemoved = 5,
     kNodeSchedulableChanged = 6,
     kDeviceHealthChanged = 7,
+    kPreempted = 8,
+    kAdmitted = 9,  // a PENDING allocation became ACTIVE
   };
   Type type;
   absl::Time time;

@@ -206,6 +206,18 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
                      "\" is not a Kubernetes container name (a lower-case "
                      "RFC 1123 label of at most 63 characters)"));
   }
+  if (req.replicas < 0 || req.replicas > kMaxReplicas) {
+    return InvalidField(
+        "replicas",
+        absl::StrCat(req.replicas, " is out of range [0, ", kMaxReplicas, "]"));
+  }
+  spec.replicas = req.replicas == 0 ? 1 : req.replicas;
+  if (!req.topology_key.empty() && !IsLabelKey(req.topology_key)) {
+    return InvalidField("topology_key",
+                        absl::StrCat("\"", absl::CHexEscape(req.topology_key),
+                                     "\" is not a Kubernetes label key"));
+  }
+  spec.topology_key = req.topology_key;
   if (req.lease < absl::ZeroDuration() || req.lease > max_lease) {
     return InvalidField(
         "lease",

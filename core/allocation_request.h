@@ -13,6 +13,7 @@
 namespace accelsched {
 
 inline constexpr int kMaxCount = 1024;
+inline constexpr int kMaxReplicas = 1024;
 inline constexpr size_t kMaxTenantLength = 128;
 inline constexpr size_t kMaxSelectorTerms = 64;
 inline constexpr size_t kMaxAlternatives = 32;
@@ -28,7 +29,8 @@ inline constexpr size_t kMaxAlternatives = 32;
 // partition_size that is not a MIG profile (or TPU topology) of every model, a
 // partition_size or a GOOGLE_TPU class without any model, a negative or huge
 // count, more than one TPU slice, a malformed node_selector, tenant or
-// container_name, a negative lease or one longer than `max_lease`.
+// container_name, a negative or huge replicas, a topology_key that is not a
+// label key, a negative lease or one longer than `max_lease`.
 // INVALID_ARGUMENT naming `field` unless `tenant` is printable ASCII of at most
 // kMaxTenantLength characters (empty is allowed).
 absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field);

@@ -14,19 +14,6 @@ constexpr char kSelectorMismatch[] = "node_selector mismatch";
 constexpr char kCordoned[] = "cordoned";
 constexpr char kStale[] = "stale heartbeat";
 
-// Why `node` cannot take part, or nullptr when it can.
-const char* Ineligible(const Node* node, const MatchSpec& spec,
-                       const EligibilityRules& rules) {
-  if (node == nullptr) return kStale;  // a host that has not registered yet
-  if (!spec.selector.Matches(node->labels)) return kSelectorMismatch;
-  if (!node->schedulable) return kCordoned;
-  if (rules.heartbeat_timeout > absl::ZeroDuration() &&
-      rules.now - node->last_heartbeat > rules.heartbeat_timeout) {
-    return kStale;
-  }
-  return nullptr;
-}
-
 const Node* FindNode(const NodeMap& nodes, absl::string_view name) {
   auto it = nodes.find(name);
   return it == nodes.end() ? nullptr : &it->second;
@@ -87,17 +74,30 @@ std::vector<Candidate> Candidates(const CapacityIndex& index,
   return out;
 }
 
+// Whether a reservation keeps `home`'s units of `pool` from this request.
+bool Reserved(const PoolKey& pool, const std::string& home,
+              const EligibilityRules& rules) {
+  if (rules.reservations == nullptr) return false;
+  auto p = rules.reservations->find(pool);
+  if (p == rules.reservations->end()) return false;
+  auto r = p->second.find(home);
+  return r != p->second.end() && r->second.holder != rules.requester &&
+         rules.ends_at > r->second.start;
+}
+
 // `count` eligible free units of `home` in best-fit order, or nullopt.
 std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
                                                 const NodeMap& nodes,
-                                                const CapacityIndex::Pool& pool,
+                                                const Candidate& c,
                                                 const std::string& home,
                                                 const MatchSpec& spec,
                                                 const EligibilityRules& rules) {
   // Every unit spans its home, so an ineligible home rules them all out.
-  if (Ineligible(FindNode(nodes, home), spec, rules) != nullptr) {
+  if (Ineligible(FindNode(nodes, home), spec, rules) != nullptr ||
+      Reserved(*c.key, home, rules)) {
     return std::nullopt;
   }
+  const CapacityIndex::Pool& pool = *c.pool;
   std::vector<const Unit*> chosen;
   for (const Unit* u : FreeUnitsBestFit(index, pool.homes.find(home)->second)) {
     if (static_cast<int>(chosen.size()) == spec.count) break;
@@ -122,13 +122,27 @@ std::string SpecUnitName(const MatchSpec& spec) {
 
 }  // namespace
 
+const char* Ineligible(const Node* node, const MatchSpec& spec,
+                       const EligibilityRules& rules) {
+  if (node == nullptr) return kStale;  // a host that has not registered yet
+  if (!spec.selector.Matches(node->labels)) return kSelectorMismatch;
+  if (!node->schedulable) return kCordoned;
+  if (rules.heartbeat_timeout > absl::ZeroDuration() &&
+      rules.now - node->last_heartbeat > rules.heartbeat_timeout) {
+    return kStale;
+  }
+  return nullptr;
+}
+
 MatchSpec MatchSpec::ForPool(const PoolKey& pool, int count,
                              LabelSelector selector) {
-  return MatchSpec{pool.device_class,
-                   {pool.model},
-                   pool.partition,
-                   count,
-                   std::move(selector)};
+  MatchSpec spec;
+  spec.device_class = pool.device_class;
+  spec.models = {pool.model};
+  spec.partition = pool.partition;
+  spec.count = count;
+  spec.selector = std::move(selector);
+  return spec;
 }
 
 std::string UnitName(const PoolKey& pool) {
@@ -171,6 +185,20 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
         "count ", spec.count, " is more than any node holds: at most ", most,
         " ", SpecUnitName(spec), most == 1 ? "" : "s", " on one node"));
   }
+  if (spec.replicas > 1) {
+    int64_t nodes = 0;  // in the pool with the most that could hold a group
+    for (const Candidate& c : candidates) {
+      const auto& sizes = c.pool->home_sizes;
+      nodes = std::max<int64_t>(
+          nodes, std::distance(sizes.lower_bound(spec.count), sizes.end()));
+    }
+    if (nodes < spec.replicas) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "replicas ", spec.replicas, " is more than the cluster holds: ",
+          nodes, " node", nodes == 1 ? "" : "s", " could ever hold ",
+          spec.count, " ", SpecUnitName(spec), spec.count == 1 ? "" : "s"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -195,14 +223,62 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
       if (c.pool->HomesWithFree(f) == 0) continue;
       for (auto it = c.pool->by_free.lower_bound({f, std::string()});
            it != c.pool->by_free.end() && it->first == f; ++it) {
-        if (auto units =
-                UnitsIn(index, nodes, *c.pool, it->second, spec, rules)) {
+        if (auto units = UnitsIn(index, nodes, c, it->second, spec, rules)) {
           return units;
         }
       }
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
+    const CapacityIndex& index, const NodeMap& nodes, const MatchSpec& spec,
+    const EligibilityRules& rules) {
+  std::vector<Candidate> candidates = Candidates(index, spec);
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     return a.pool->free() > b.pool->free();
+                   });
+  struct Fit {
+    int free;  // of the node, before the gang
+    std::vector<const Unit*> units;
+  };
+  std::optional<std::vector<std::vector<const Unit*>>> best;
+  int64_t best_left = 0;
+  for (const Candidate& c : candidates) {
+    // domain -> the nodes that can take a group, fewest free first (by_free's
+    // order).
+    std::map<std::string, std::vector<Fit>> domains;
+    for (auto it = c.pool->by_free.lower_bound({spec.count, std::string()});
+         it != c.pool->by_free.end(); ++it) {
+      const std::string& home = it->second;
+      std::string domain;
+      if (!spec.topology_key.empty()) {
+        const Node* node = FindNode(nodes, home);
+        if (node == nullptr) continue;
+        auto label = node->labels.find(spec.topology_key);
+        if (label == node->labels.end()) continue;
+        domain = label->second;
+      }
+      if (auto units = UnitsIn(index, nodes, c, home, spec, rules)) {
+        domains[domain].push_back(Fit{it->first, *std::move(units)});
+      }
+    }
+    for (auto& [domain, fits] : domains) {
+      if (static_cast<int>(fits.size()) < spec.replicas) continue;
+      int64_t left = 0;
+      for (const Fit& f : fits) left += f.free;
+      left -= static_cast<int64_t>(spec.replicas) * spec.count;
+      if (best.has_value() && left >= best_left) continue;
+      best_left = left;
+      best.emplace();
+      for (int i = 0; i < spec.replicas; ++i) {
+        best->push_back(std::move(fits[i].units));
+      }
+    }
+  }
+  return best;
 }
 
 Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "core/capacity_index.h"
@@ -33,23 +34,50 @@ struct MatchSpec {
   // of `device_class` (whole devices only: `partition` is then "").
   std::vector<std::string> models;
   std::string partition;  // "" whole device; MIG profile; TPU topology
-  int count = 1;
+  int count = 1;          // units per group, all on one node
   LabelSelector selector;
+  // A gang: this many groups, each on its own node (MatchGang).
+  int replicas = 1;
+  // With replicas: every group on nodes sharing one value of this label.
+  std::string topology_key;
 
   // A request for exactly one pool's units.
   static MatchSpec ForPool(const PoolKey& pool, int count,
                            LabelSelector selector = LabelSelector());
 };
 
+// A node held for a queued request (conservative backfill): from `start`,
+// its units of one pool go to `holder` or to a request whose lease ends by
+// then, so that nothing admitted ahead of the holder delays it.
+struct Reservation {
+  absl::Time start;
+  std::string holder;  // allocation id
+};
+// pool -> node -> reservation.
+using Reservations =
+    std::map<PoolKey, absl::flat_hash_map<std::string, Reservation>>;
+
 // What makes a node eligible beyond its free units.
 struct EligibilityRules {
   absl::Time now;
   // Nodes whose last heartbeat is older get nothing; zero disables the check.
   absl::Duration heartbeat_timeout = absl::ZeroDuration();
+  // Reserved nodes are left out unless the request is their holder or its
+  // lease ends (at `ends_at`) by the reservation's start.
+  const Reservations* reservations = nullptr;
+  absl::string_view requester;  // the request's allocation id, if it has one
+  absl::Time ends_at = absl::InfiniteFuture();
 };
 
+// Why `node` cannot take part in a match for `spec` ("node_selector
+// mismatch", "cordoned", "stale heartbeat"; a node not registered is stale),
+// or nullptr when it can. Reservations are not considered.
+const char* Ineligible(const Node* node, const MatchSpec& spec,
+                       const EligibilityRules& rules);
+
 // FAILED_PRECONDITION when no node could ever hold `spec.count` units of one
-// of the request's pools (it is not a matter of waiting for releases).
+// of the request's pools, or fewer than `spec.replicas` nodes of one pool
+// could (it is not a matter of waiting for releases).
 absl::Status CheckSatisfiable(const CapacityIndex& index,
                               const MatchSpec& spec);
 
@@ -63,6 +91,19 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
                                               const NodeMap& nodes,
                                               const MatchSpec& spec,
                                               const EligibilityRules& rules);
+
+// For a gang (spec.replicas groups of spec.count units, each group on a
+// distinct node, all of one pool; with spec.topology_key all on nodes that
+// share one value of that label): the groups, or nullopt when the whole gang
+// does not fit now. Within a pool, the domain whose free units left over
+// would be fewest wins (least stranded capacity), then its name; within the
+// domain, the nodes with the fewest free units that fit. Pools are tried as
+// Match orders them, and the fewest left over across them wins ("left
+// over": free units on the domain's nodes that could take a group, after
+// the gang). O(nodes with enough free units) per pool.
+std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
+    const CapacityIndex& index, const NodeMap& nodes, const MatchSpec& spec,
+    const EligibilityRules& rules);
 
 struct NodeVerdict {
   std::string node;

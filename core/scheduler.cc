@@ -26,6 +26,8 @@ absl::string_view StateName(AllocationState s) {
       return "EXPIRED";
     case AllocationState::kPending:
       return "PENDING";
+    case AllocationState::kPreempted:
+      return "PREEMPTED";
     case AllocationState::kUnspecified:
       break;
   }
@@ -77,6 +79,10 @@ absl::Status Scheduler::LoadLocked() {
                    store_->LoadAllocations());
   // The book first: the catalog asks it who holds each unit.
   book_.Load(std::move(allocations));
+  queue_.Clear();
+  for (const Record* r : book_.Pending()) queue_.Add(r->allocation);
+  reservations_.clear();
+  ++generation_;
   return catalog_.Load(std::move(nodes), *registry());
 }
 
@@ -95,6 +101,7 @@ void Scheduler::OnCommitFailure(const absl::Status& status) {
 }
 
 std::shared_ptr<GroupCommitter::Ticket> Scheduler::Commit(Write write) {
+  ++generation_;
   return committer_->Enqueue(std::move(write.mutations),
                              std::move(write.events));
 }
@@ -108,16 +115,23 @@ void Scheduler::Complete(absl::StatusOr<Queued<bool>> queued,
 }
 
 EligibilityRules Scheduler::RulesAt(absl::Time now) const {
-  return EligibilityRules{now, options_.heartbeat_timeout};
+  EligibilityRules rules;
+  rules.now = now;
+  rules.heartbeat_timeout = options_.heartbeat_timeout;
+  return rules;
 }
 
 void Scheduler::EndLocked(Record& record, AllocationState state,
                           absl::string_view reason, absl::Time now,
                           Write& write) {
+  const bool held = record.allocation.live();
+  queue_.Remove(record.allocation.id);
   book_.End(record, state, reason, now);
   const Allocation& a = record.allocation;
   std::set<std::string> nodes;
-  for (const AllocatedDevice& d : a.devices) nodes.insert(d.node);
+  if (held) {
+    for (const AllocatedDevice& d : a.devices) nodes.insert(d.node);
+  }
   write.mutations.push_back(PutAllocationMutation{a, record.units});
   for (const std::string& node : nodes) DropReleasedRemovedDevices(node, write);
   write.events.push_back(Event{state == AllocationState::kExpired
@@ -131,38 +145,78 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::ExpireDueLocked(
   Write write;
   std::vector<Record*> ended = book_.Due(now);
   for (Record* record : ended) {
-    EndLocked(*record, AllocationState::kExpired, kReasonExpired, now, write);
+    // A preempted allocation's grace is over; anything else's lease.
+    if (record->allocation.state == AllocationState::kPreempted) {
+      EndLocked(*record, AllocationState::kPreempted, kReasonPreempted, now,
+                write);
+    } else {
+      EndLocked(
+          *record, AllocationState::kExpired,
+          record->allocation.pending() ? kReasonPendingExpired : kReasonExpired,
+          now, write);
+    }
   }
   if (expired != nullptr) *expired = static_cast<int>(ended.size());
   if (ended.empty()) return nullptr;
   auto ticket = Commit(std::move(write));
   for (Record* record : ended) record->ticket = ticket;
+  if (auto admitted = AdmitLocked(now)) return admitted;
   return ticket;
 }
 
-Allocation Scheduler::Draft(const AllocationRequest& request,
-                            const MatchSpec& spec,
-                            const std::vector<const Unit*>& units) const {
+namespace {
+
+// What a request asks for, as an allocation without devices, id, state or
+// times.
+Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
   Allocation a;
   a.request_id = request.request_id;
-  a.node = units.front()->home;
   a.tenant = request.tenant;
   a.priority = request.priority;
   a.device_class = spec.device_class;
   a.requested_models = spec.models;
-  a.model = units.front()->pool.model;
   a.partition = spec.partition;
   a.count = spec.count;
+  a.replicas = spec.replicas;
+  a.topology_key = spec.topology_key;
+  a.node_selector = request.node_selector;
+  a.lease = request.lease;
   a.unpartitioned = request.partition_kind == PartitionKind::kUnpartitioned;
   a.container_name = request.container_name;
+  return a;
+}
+
+// Whether a retry asks for what `e` was made for: the same models in any
+// spelling and order are the same request. Unpartitioned picks the same
+// devices as no partition value but gives the pod another placement.
+bool SameRequest(const Allocation& e, const Allocation& retry) {
+  return e.device_class == retry.device_class &&
+         e.requested_models == retry.requested_models &&
+         e.partition == retry.partition && e.count == retry.count &&
+         e.unpartitioned == retry.unpartitioned &&
+         e.replicas == retry.replicas && e.topology_key == retry.topology_key;
+}
+
+}  // namespace
+
+void Scheduler::Place(
+    Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const {
   std::set<std::string> hosts;
-  for (const Unit* u : units) {
-    a.devices.insert(a.devices.end(), u->devices.begin(), u->devices.end());
-    for (const AllocatedDevice& d : u->devices) hosts.insert(d.node);
+  a.devices.clear();
+  a.targets.clear();
+  for (const auto& group : groups) {
+    for (const Unit* u : group) {
+      a.devices.insert(a.devices.end(), u->devices.begin(), u->devices.end());
+      for (const AllocatedDevice& d : u->devices) hosts.insert(d.node);
+    }
   }
+  const Unit& first = *groups.front().front();
+  a.node = groups.size() == 1 ? first.home : *hosts.begin();
+  a.model = first.pool.model;
   // Under mu_ the registry knows every model in the catalog (ReplaceRegistry
   // checks that under mu_).
   const AcceleratorType& type = *registry()->Find(a.model);
+  a.resource_name.clear();
   if (type.resource_name != DefaultResourceName(type.device_class)) {
     a.resource_name = type.resource_name;
   }
@@ -170,7 +224,6 @@ Allocation Scheduler::Draft(const AllocationRequest& request,
     a.targets.push_back(
         PlacementTargetOf(catalog_.nodes().find(host)->second, type));
   }
-  return a;
 }
 
 absl::StatusOr<Allocation> Scheduler::Allocate(
@@ -191,56 +244,79 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
   // Expiries queued on the way commit before this call's write (in queue
   // order); the flush after the lock is released sees to them on every path.
   std::shared_ptr<GroupCommitter::Ticket> ticket;
-  Allocation a;
+  Allocation a = Requested(request, spec);
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
     ExpireDueLocked(now, nullptr);
-    if (const Record* existing = book_.Find({"", request.request_id});
-        existing != nullptr && existing->allocation.live()) {
+    if (Record* existing = book_.Find({"", request.request_id});
+        existing != nullptr &&
+        (existing->allocation.live() || existing->allocation.pending())) {
       const Allocation& e = existing->allocation;
-      // The resolved request: the same models in any spelling and order are
-      // the same request. Unpartitioned picks the same devices as no
-      // partition value but gives the pod another placement.
-      const bool unpartitioned =
-          request.partition_kind == PartitionKind::kUnpartitioned;
-      if (e.device_class != spec.device_class ||
-          e.requested_models != spec.models || e.partition != spec.partition ||
-          e.count != spec.count || e.unpartitioned != unpartitioned) {
+      if (!SameRequest(e, a)) {
         return absl::AlreadyExistsError(absl::StrCat(
             "request_id \"", request.request_id, "\" already holds allocation ",
             e.id, " for ", e.count, " x ",
             RequestUnitName(e.device_class, e.requested_models, e.partition),
+            e.replicas > 1 ? absl::StrCat(" x ", e.replicas, " replicas") : "",
             "; a retry must ask for the same accelerator and count"));
       }
-      // A retry: the same allocation, once it is durable.
-      a = e;
+      // A retry: the same allocation, once it is durable. A pending one's
+      // retry keeps its place alive (written when a tenth of the pending
+      // lease has gone by, so that polling is not a write each time).
+      if (e.pending() && now + options_.pending_lease - e.expires_at >
+                             options_.pending_lease / 10) {
+        book_.SetExpiry(*existing, now + options_.pending_lease);
+        Write write;
+        write.mutations.push_back(
+            PutAllocationMutation{existing->allocation, {}});
+        existing->ticket = Commit(std::move(write));
+      }
+      a = WithQueueFields(existing->allocation);
       ticket = existing->ticket;
     } else {
       const CapacityIndex& index = catalog_.index();
       RETURN_IF_ERROR(CheckSatisfiable(index, spec));
-      std::optional<std::vector<const Unit*>> units =
-          Match(index, catalog_.nodes(), spec, RulesAt(now));
-      if (!units.has_value()) {
-        return absl::ResourceExhaustedError(
-            accelsched::Explain(index, catalog_.nodes(), spec, RulesAt(now))
-                .summary);
-      }
-      a = Draft(request, spec, *units);
-      a.id = book_.NewId(now);
-      a.state = AllocationState::kActive;
-      a.created_at = now;
-      a.expires_at =
+      const AdmissionContext ctx = ContextAt(now);
+      std::string quota;
+      const std::optional<MatchSpec> allowed =
+          WithinQuota(ctx, request.tenant, spec, &quota);
+      EligibilityRules rules = RulesAt(now);
+      rules.reservations = &reservations_;
+      rules.ends_at =
           now + (request.lease == absl::ZeroDuration() ? options_.default_lease
                                                        : request.lease);
-      std::vector<std::string> keys;
-      for (const Unit* u : *units) keys.push_back(u->key);
-      Write write;
-      write.mutations.push_back(PutAllocationMutation{a, keys, true});
-      write.events.push_back(
-          Event{Event::Type::kAllocated, now, a, a.node, "", 0});
-      ticket = Commit(std::move(write));
-      book_.Add(Record{a, std::move(keys), ticket});
+      std::optional<std::vector<std::vector<const Unit*>>> groups;
+      if (allowed.has_value()) groups = MatchRequest(ctx, *allowed, rules);
+      a.id = book_.NewId(now);
+      a.created_at = now;
+      if (groups.has_value()) {
+        Place(a, *groups);
+        a.state = AllocationState::kActive;
+        a.admitted_at = now;
+        a.expires_at = rules.ends_at;
+        std::vector<std::string> keys;
+        for (const auto& group : *groups) {
+          for (const Unit* u : group) keys.push_back(u->key);
+        }
+        Write write;
+        write.mutations.push_back(PutAllocationMutation{a, keys, true});
+        write.events.push_back(
+            Event{Event::Type::kAllocated, now, a, a.node, "", 0});
+        ticket = Commit(std::move(write));
+        book_.Add(Record{a, std::move(keys), ticket});
+      } else if (!request.queue) {
+        return absl::ResourceExhaustedError(
+            allowed.has_value() ? accelsched::Explain(index, catalog_.nodes(),
+                                                      spec, RulesAt(now))
+                                      .summary
+                                : quota);
+      } else {
+        ticket = EnqueueLocked(a, now);
+        const Record& queued = *book_.Find({a.id, ""});
+        a = WithQueueFields(queued.allocation);
+        ticket = queued.ticket;
+      }
     }
   }
   return Queued<Allocation>{std::move(a), std::move(ticket)};
@@ -265,11 +341,22 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRelease(
     const Record* found = book_.Find(key);
     if (found == nullptr) return AllocationNotFound(key);
     Record& record = *book_.FindMutable(found->allocation.id);
-    if (record.allocation.live()) {
+    if (record.allocation.live() || record.allocation.pending()) {
       Write write;
-      EndLocked(record, AllocationState::kReleased, kReasonReleased, now,
-                write);
+      // A preempted allocation released in its grace ends as preempted; a
+      // pending one is withdrawn.
+      if (record.allocation.pending()) {
+        EndLocked(record, AllocationState::kReleased, kReasonWithdrawn, now,
+                  write);
+      } else if (record.allocation.state == AllocationState::kPreempted) {
+        EndLocked(record, AllocationState::kPreempted, kReasonPreempted, now,
+                  write);
+      } else {
+        EndLocked(record, AllocationState::kReleased, kReasonReleased, now,
+                  write);
+      }
       record.ticket = Commit(std::move(write));
+      AdmitLocked(now);
     }
     a = record.allocation;
     ticket = record.ticket;
@@ -305,11 +392,22 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRenewLease(
       return AllocationNotFound({std::string(allocation_id), ""});
     }
     Record& record = *found;
-    if (!record.allocation.live()) {
+    if (record.allocation.pending()) {
+      // Keeps its place in the queue.
+      book_.SetExpiry(
+          record, now + (lease == absl::ZeroDuration() ? options_.pending_lease
+                                                       : lease));
+      Write write;
+      write.mutations.push_back(PutAllocationMutation{record.allocation, {}});
+      record.ticket = Commit(std::move(write));
+      return Queued<Allocation>{WithQueueFields(record.allocation),
+                                record.ticket};
+    }
+    if (record.allocation.state != AllocationState::kActive) {
       return absl::FailedPreconditionError(
           absl::StrCat("allocation ", allocation_id, " is ",
                        StateName(record.allocation.state),
-                       "; only an ACTIVE lease "
+                       "; only an ACTIVE or PENDING lease "
                        "can be renewed"));
     }
     book_.SetExpiry(
@@ -330,7 +428,8 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::FindDurable(
   absl::ReaderMutexLock lock(&mu_);
   const Record* record = book_.Find(key);
   if (record == nullptr) return AllocationNotFound(key);
-  return Queued<Allocation>{record->allocation, record->ticket};
+  return Queued<Allocation>{WithQueueFields(record->allocation),
+                            record->ticket};
 }
 
 absl::StatusOr<Allocation> Scheduler::GetAllocation(
@@ -364,7 +463,11 @@ absl::StatusOr<AllocationPage> Scheduler::ListAllocations(
   ASSIGN_OR_RETURN(const PageRequest request,
                    ParsePageRequest(page_size, page_token));
   absl::ReaderMutexLock lock(&mu_);
-  return book_.List(filter, request.size, request.after);
+  AllocationPage page = book_.List(filter, request.size, request.after);
+  for (Allocation& a : page.allocations) {
+    if (a.pending()) a = WithQueueFields(std::move(a));
+  }
+  return page;
 }
 
 absl::StatusOr<ExplainResult> Scheduler::Explain(
@@ -374,7 +477,14 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
       ValidateAllocationRequest(*registry(), request, options_.max_lease));
   ExplainResult result;
   absl::ReaderMutexLock lock(&mu_);
-  const EligibilityRules rules = RulesAt(clock_->Now());
+  const absl::Time now = clock_->Now();
+  if (const Record* r = book_.Find({"", request.request_id});
+      r != nullptr && r->allocation.pending()) {
+    const Allocation a = WithQueueFields(r->allocation);
+    result.queue_position = a.queue_position;
+    result.pending_reason = a.pending_reason;
+  }
+  const EligibilityRules rules = RulesAt(now);
   const CapacityIndex& index = catalog_.index();
   result.explanation =
       accelsched::Explain(index, catalog_.nodes(), spec, rules);
@@ -383,11 +493,25 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
     absl::StrAppend(&result.explanation.summary, "; ", satisfiable.message());
     return result;
   }
-  std::optional<std::vector<const Unit*>> units =
-      Match(index, catalog_.nodes(), spec, rules);
-  if (!units.has_value()) return result;
+  const AdmissionContext ctx = ContextAt(now);
+  std::string quota;
+  const std::optional<MatchSpec> allowed =
+      WithinQuota(ctx, request.tenant, spec, &quota);
+  if (!allowed.has_value()) {
+    absl::StrAppend(&result.explanation.summary, "; ", quota);
+    return result;
+  }
+  EligibilityRules reserved = rules;
+  reserved.reservations = &reservations_;
+  reserved.ends_at =
+      now + (request.lease == absl::ZeroDuration() ? options_.default_lease
+                                                   : request.lease);
+  std::optional<std::vector<std::vector<const Unit*>>> groups =
+      MatchRequest(ctx, *allowed, reserved);
+  if (!groups.has_value()) return result;
   result.feasible = true;
-  result.would_allocate = Draft(request, spec, *units);
+  result.would_allocate = Requested(request, spec);
+  Place(result.would_allocate, *groups);
   return result;
 }
 
@@ -399,9 +523,14 @@ absl::StatusOr<int> Scheduler::Sweep() {
     const absl::Time now = clock_->Now();
     if (auto t = ExpireDueLocked(now, &expired))
       tickets.push_back(std::move(t));
+    // Time alone may let pending requests in (a node's heartbeat, a
+    // reservation's start).
+    if (auto t = AdmitLocked(now)) tickets.push_back(std::move(t));
     Write write;
     for (std::string& id : book_.Forget(now - options_.retention)) {
-      write.mutations.push_back(DeleteAllocationMutation{std::move(id)});
+      // Built in place: gcc 12 warns of a moved-from variant otherwise.
+      write.mutations.emplace_back(std::in_place_type<DeleteAllocationMutation>,
+                                   DeleteAllocationMutation{std::move(id)});
     }
     if (!write.mutations.empty()) tickets.push_back(Commit(std::move(write)));
   }

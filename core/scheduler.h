@@ -37,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/accelerator_registry.h"
+#include "core/admission.h"
 #include "core/allocation_book.h"
 #include "core/allocation_model.h"
 #include "core/capacity_index.h"
@@ -48,7 +49,9 @@
 #include "core/labels.h"
 #include "core/matcher.h"
 #include "core/page_token.h"
+#include "core/queue.h"
 #include "core/store.h"
+#include "core/tenant_policy.h"
 
 namespace accelsched {
 
@@ -57,6 +60,30 @@ struct ExplainResult {
   Allocation
       would_allocate;  // devices and placement input only; no id or state
   Explanation explanation;
+  // When the request's request_id is PENDING.
+  int queue_position = 0;
+  std::string pending_reason;
+};
+
+struct QueuePage {
+  std::vector<Allocation> pending;  // admission order
+  std::string next_page_token;
+};
+
+// A tenant's standing: what it holds per pool against its quota, its share.
+struct TenantStanding {
+  struct Pool {
+    PoolKey pool;
+    int64_t used = 0;
+    int64_t nominal = -1;  // -1: no quota
+    int64_t borrowed = 0;
+  };
+  std::string tenant;
+  double dominant_share = 0;
+  double weight = 1;
+  std::string cohort;
+  std::vector<Pool> pools;
+  int64_t pending = 0;
 };
 
 class Scheduler {
@@ -74,6 +101,13 @@ class Scheduler {
     size_t max_commit_batch = 0;
     // Who commits (core/group_committer.h).
     GroupCommitter::Mode commit_mode = GroupCommitter::Mode::kLeader;
+    // A PENDING allocation expires this long after it was queued or last
+    // kept alive (a retry of its Allocate, or RenewLease).
+    absl::Duration pending_lease = absl::Minutes(10);
+    // Whether pending requests may preempt, and how long a victim keeps its
+    // devices.
+    bool preemption = true;
+    absl::Duration preemption_grace = absl::Seconds(30);
   };
   template <typename T>
   using Callback = absl::AnyInvocable<void(absl::StatusOr<T>) &&>;
@@ -165,10 +199,23 @@ class Scheduler {
       const AllocationFilter& filter, int page_size,
       absl::string_view page_token) const;
   absl::StatusOr<ExplainResult> Explain(const AllocationRequest& request) const;
-  // Expires due leases and forgets ended allocations past retention; returns
-  // how many leases expired. The server calls it periodically; writes also
-  // expire what is due.
+  // Expires due leases, admits what can be admitted and forgets ended
+  // allocations past retention; returns how many leases expired. The server
+  // calls it periodically; writes also expire what is due.
   absl::StatusOr<int> Sweep();
+
+  // --- Queue ---
+  // Pending allocations in admission order, of `tenant` (empty: all);
+  // `page_size` as ListAllocations. INVALID_ARGUMENT for a bad page token.
+  absl::StatusOr<QueuePage> GetQueue(absl::string_view tenant, int page_size,
+                                     absl::string_view page_token) const;
+  // Every tenant that holds units, waits, or is named by the policies.
+  std::vector<TenantStanding> TenantStandings(absl::string_view tenant) const;
+  // Makes `policies` the tenants' weights, quotas and cohorts from now on,
+  // and admits what they let in; blocks until that is durable.
+  absl::Status SetTenantPolicies(std::shared_ptr<const TenantPolicies> next);
+  // Pending allocations per tenant.
+  std::map<std::string, int64_t> PendingByTenant() const;
 
   EventHub& events() { return events_; }
   GroupCommitter& committer() { return *committer_; }
@@ -233,23 +280,41 @@ class Scheduler {
   void DropReleasedRemovedDevices(const std::string& node_name, Write& write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Allocation helpers (scheduler.cc).
-  // Ends a live allocation: frees its units and records why.
+  // Ends a live or pending allocation: frees its units and records why.
   void EndLocked(Record& record, AllocationState state,
                  absl::string_view reason, absl::Time now, Write& write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Expires every live allocation whose lease has passed, queued as its own
-  // write whose ticket it returns (nullptr when none was due); `expired` gets
-  // the count.
+  // Expires every live or pending allocation whose lease (or grace) has
+  // passed, queued as its own write, then admits what that let in; returns
+  // the last ticket (nullptr when nothing was due); `expired` gets the count.
   std::shared_ptr<GroupCommitter::Ticket> ExpireDueLocked(absl::Time now,
                                                           int* expired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What allocating `units` for `request` would give: devices, placement input
-  // (from the nodes and the registry) and the request's fields; no id, state
-  // or times. Shared by Allocate and Explain.
-  Allocation Draft(const AllocationRequest& request, const MatchSpec& spec,
-                   const std::vector<const Unit*>& units) const
+  // Gives `a` (the request's fields) the devices and placement input of
+  // `groups`: node, model, devices, targets, resource name. Shared by
+  // Allocate, admission and Explain.
+  void Place(Allocation& a,
+             const std::vector<std::vector<const Unit*>>& groups) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   EligibilityRules RulesAt(absl::Time now) const;
+
+  // Queueing (scheduler_queue.cc).
+  AdmissionContext ContextAt(absl::Time now) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // One admission pass, queued as its own write; its ticket, or nullptr when
+  // it changed nothing durable.
+  std::shared_ptr<GroupCommitter::Ticket> AdmitLocked(absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Enters a new PENDING allocation for `a` and runs a pass.
+  std::shared_ptr<GroupCommitter::Ticket> EnqueueLocked(Allocation a,
+                                                        absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `a` with its queue position and reason when PENDING.
+  Allocation WithQueueFields(Allocation a) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The pending ids in admission order, computed once per change.
+  std::shared_ptr<const std::vector<std::string>> PendingOrder() const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   const Clock* const clock_;
@@ -265,6 +330,21 @@ class Scheduler {
   // Each relies on mu_; the book marks units held in the catalog's index.
   Catalog catalog_ ABSL_GUARDED_BY(mu_){&book_};
   AllocationBook book_ ABSL_GUARDED_BY(mu_){&catalog_.mutable_index()};
+  Queue queue_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const TenantPolicies> tenants_ ABSL_GUARDED_BY(mu_) =
+      std::make_shared<const TenantPolicies>();
+  // Made by the last admission pass; respected until the next.
+  Reservations reservations_ ABSL_GUARDED_BY(mu_);
+  // Bumped with every write, which may change the queue's order.
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // The order computed for a generation, shared by readers (which hold mu_
+  // shared only).
+  mutable absl::Mutex order_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  mutable uint64_t order_generation_ ABSL_GUARDED_BY(order_mu_) = ~0ull;
+  mutable std::shared_ptr<const std::vector<std::string>> order_
+      ABSL_GUARDED_BY(order_mu_);
+  mutable absl::flat_hash_map<std::string, int> positions_
+      ABSL_GUARDED_BY(order_mu_);
 
   // Last, so that it is destroyed first: draining its queue calls back into
   // the members above (the failure handler reloads them).

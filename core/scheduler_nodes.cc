@@ -54,6 +54,7 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
                                  "",
                                  0});
     ticket = Commit(std::move(write));
+    AdmitLocked(node.last_heartbeat);
   }
   return Queued<Node>{std::move(node), std::move(ticket)};
 }
@@ -107,6 +108,7 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueRemoveNode(
     write.events.push_back(
         Event{Event::Type::kNodeRemoved, now, {}, node_name, "", 0});
     ticket = Commit(std::move(write));
+    if (!live.empty()) AdmitLocked(now);
     // What the allocations now show is durable with this write only.
     for (const std::string& id : live) book_.FindMutable(id)->ticket = ticket;
   }
@@ -139,6 +141,7 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueSetNodeSchedulable(
                                  schedulable ? "schedulable" : "cordoned",
                                  0});
     ticket = Commit(std::move(write));
+    if (schedulable) AdmitLocked(clock_->Now());
   }
   return Queued<Node>{std::move(updated), std::move(ticket)};
 }
@@ -176,6 +179,12 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueHeartbeat(
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
+    // A node heard from again after going stale may take pending requests.
+    bool was_stale = false;
+    if (auto node = catalog_.FindNode(name);
+        node.ok() && options_.heartbeat_timeout > absl::ZeroDuration()) {
+      was_stale = now - (*node)->last_heartbeat > options_.heartbeat_timeout;
+    }
     ASSIGN_OR_RETURN(
         const std::vector<HealthChange> changes,
         catalog_.Heartbeat(name, unhealthy_device_ids, reported_ids, now));
@@ -193,6 +202,7 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueHeartbeat(
     write.mutations.push_back(
         PutNodeStatusMutation{**catalog_.FindNode(name)});  // found above
     ticket = Commit(std::move(write));
+    if (was_stale || !changes.empty()) AdmitLocked(now);
     accepted();
   }
   return Queued<bool>{true, std::move(ticket)};

@@ -41,14 +41,17 @@ struct PutNodeStatusMutation {
 struct DeleteNodeMutation {
   std::string name;
 };
-// `created`: inserts the allocation with its devices and units (ALREADY_EXISTS
-// when the id is stored). Otherwise updates a stored one's state, expires_at,
-// ended_at and end_reason, and its units' liveness (NOT_FOUND when the id is
-// not stored); its other fields never change. Either way ALREADY_EXISTS when a
-// unit would be live in two allocations: the last guard against double booking.
+// `created`: inserts the allocation with its devices, units and node selector
+// (ALREADY_EXISTS when the id is stored). Otherwise updates a stored one's
+// state, expires_at, ended_at, end_reason and preempted_by, and its units'
+// liveness (NOT_FOUND when the id is not stored); its other fields never
+// change (a PENDING allocation admitted is deleted and created again in one
+// batch). Either way ALREADY_EXISTS when a unit would be live in two
+// allocations: the last guard against double booking. Units are live while
+// the allocation is (Allocation::live).
 struct PutAllocationMutation {
   Allocation allocation;
-  // Unit keys; live while the allocation is ACTIVE.
+  // Unit keys.
   std::vector<std::string> units;
   bool created = false;
 };
@@ -84,8 +87,9 @@ class Store {
   // empty). A TPU slice has one topology: every chip of it comes back with the
   // one written last.
   virtual absl::StatusOr<std::vector<Node>> LoadNodes() = 0;
-  // Every allocation kept (live ones and ended ones not yet forgotten), in id
-  // order, with every field.
+  // Every allocation kept (live, pending, and ended ones not yet forgotten),
+  // in id order, with every field but the output-only queue_position and
+  // pending_reason.
   virtual absl::StatusOr<std::vector<StoredAllocation>> LoadAllocations() = 0;
   // The last event sequence number recorded; 0 for a new store.
   virtual absl::StatusOr<uint64_t> LoadEventSequence() = 0;

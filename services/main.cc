@@ -56,6 +56,18 @@ ABSL_FLAG(std::string, accelerator_types, "",
           "profiles and TPU topologies are added to the built-in ones; "
           "SIGHUP re-reads it");
 
+ABSL_FLAG(std::string, tenants, "",
+          "Tenants' fair-share weights, quotas, cohorts and preemption policy "
+          "(an accelsched.v1.TenantsConfig in protobuf text format); SIGHUP "
+          "re-reads it");
+ABSL_FLAG(absl::Duration, pending_lease, absl::Minutes(10),
+          "How long a PENDING request keeps its place without a retry of its "
+          "Allocate or a RenewLease");
+ABSL_FLAG(bool, preemption, true,
+          "Let pending requests of higher priority, or of tenants reclaiming "
+          "their quota, preempt ACTIVE allocations");
+ABSL_FLAG(absl::Duration, preemption_grace, absl::Seconds(30),
+          "How long a preempted allocation keeps its devices");
 ABSL_FLAG(bool, metrics_per_device, false,
           "also export device statistics per device and MIG slice on /metrics "
           "(a series each: mind the cardinality), not only per node and model");
@@ -82,7 +94,7 @@ int main(int argc, char** argv) {
 
   // Block the signals handled here in every thread (gRPC's included) and take
   // them in this one: SIGINT and SIGTERM stop, SIGHUP re-reads
-  // --accelerator_types.
+  // --accelerator_types and --tenants.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -106,6 +118,10 @@ int main(int argc, char** argv) {
   options.admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
   options.max_db_pages = absl::GetFlag(FLAGS_max_db_pages);
   options.accelerator_types = absl::GetFlag(FLAGS_accelerator_types);
+  options.tenants = absl::GetFlag(FLAGS_tenants);
+  options.pending_lease = absl::GetFlag(FLAGS_pending_lease);
+  options.preemption = absl::GetFlag(FLAGS_preemption);
+  options.preemption_grace = absl::GetFlag(FLAGS_preemption_grace);
   options.metrics_per_device = absl::GetFlag(FLAGS_metrics_per_device);
   options.placement.nvidia_visible_devices =
       absl::GetFlag(FLAGS_nvidia_visible_devices);
@@ -138,6 +154,15 @@ int main(int argc, char** argv) {
                                : absl::StrCat("accelerator types not changed: ",
                                               reloaded.status().ToString())
                                      .c_str());
+    // Tenants after the types: their quotas may name a type just added.
+    if (!options.tenants.empty()) {
+      absl::StatusOr<std::string> tenants = (*server)->ReloadTenants();
+      std::fprintf(stderr, "accelschedd: SIGHUP: %s\n",
+                   tenants.ok() ? tenants->c_str()
+                                : absl::StrCat("tenants not changed: ",
+                                               tenants.status().ToString())
+                                      .c_str());
+    }
   }
   (*server)->Shutdown();
   server->reset();

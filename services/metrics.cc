@@ -106,6 +106,49 @@ class CatalogCollector final : public prometheus::Collectable {
     }
     out.push_back(std::move(active));
 
+    auto pending = GaugeFamily("accelsched_allocations_pending",
+                               "PENDING allocations (queued requests) by "
+                               "tenant.");
+    for (const auto& [tenant, n] : scheduler_->PendingByTenant()) {
+      pending.metric.push_back(
+          Sample(static_cast<double>(n), {{"tenant", tenant}}));
+    }
+    out.push_back(std::move(pending));
+
+    auto share = GaugeFamily(
+        "accelsched_tenant_dominant_share",
+        "Each tenant's dominant resource share: the largest fraction of any "
+        "pool's units it holds, divided by its fair-share weight.");
+    auto quota = GaugeFamily(
+        "accelsched_tenant_quota_units",
+        "Units a tenant holds (kind=used), may hold (kind=nominal) and "
+        "borrows (kind=borrowed) per pool; nominal only where a quota is "
+        "set.");
+    for (const TenantStanding& t : scheduler_->TenantStandings("")) {
+      share.metric.push_back(Sample(t.dominant_share, {{"tenant", t.tenant}}));
+      for (const TenantStanding::Pool& p : t.pools) {
+        auto labels = [&](const char* kind) {
+          return std::vector<prometheus::ClientMetric::Label>{
+              {"tenant", t.tenant},
+              {"device_class",
+               std::string(DeviceClassName(p.pool.device_class))},
+              {"model", p.pool.model},
+              {"partition", p.pool.partition},
+              {"kind", kind}};
+        };
+        quota.metric.push_back(
+            Sample(static_cast<double>(p.used), labels("used")));
+        if (p.nominal >= 0) {
+          quota.metric.push_back(
+              Sample(static_cast<double>(p.nominal), labels("nominal")));
+          quota.metric.push_back(
+              Sample(static_cast<double>(p.borrowed), labels("borrowed")));
+        }
+      }
+    }
+    out.push_back(std::move(share));
+    out.push_back(std::move(quota));
+
     auto nodes =
         GaugeFamily("accelsched_nodes",
                     "Registered nodes by whether they take new allocations.");
@@ -291,8 +334,24 @@ struct Metrics::Families {
         releases(prometheus::BuildCounter()
                      .Name("accelsched_releases_total")
                      .Help("Allocations ended, by reason: released, expired, "
-                           "node_removed.")
+                           "node_removed, preempted (grace over or released "
+                           "in it), withdrawn (a pending request released), "
+                           "pending_expired (a pending request not kept "
+                           "alive).")
                      .Register(r)),
+        queue_wait(
+            prometheus::BuildHistogram()
+                .Name("accelsched_queue_wait_seconds")
+                .Help("Time from a queued request's arrival to its "
+                      "admission.")
+                .Register(r)
+                .Add({},
+                     prometheus::Histogram::BucketBoundaries{
+                         0.01, 0.1, 1, 5, 15, 60, 300, 900, 3600, 14400})),
+        preemptions(prometheus::BuildCounter()
+                        .Name("accelsched_preemptions_total")
+                        .Help("Allocations preempted, by their tenant.")
+                        .Register(r)),
         allocations(
             prometheus::BuildCounter()
                 .Name("accelsched_allocations_total")
@@ -330,7 +389,8 @@ struct Metrics::Families {
       allocate_requests.Add({{"result", result}});
     }
     for (const char* reason :
-         {kReasonReleased, kReasonExpired, kReasonNodeRemoved}) {
+         {kReasonReleased, kReasonExpired, kReasonNodeRemoved, kReasonPreempted,
+          kReasonWithdrawn, kReasonPendingExpired}) {
       releases.Add({{"reason", reason}});
     }
   }
@@ -338,6 +398,8 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Counter>& allocate_requests;
   prometheus::Histogram& allocate_duration;
   prometheus::Family<prometheus::Counter>& releases;
+  prometheus::Histogram& queue_wait;
+  prometheus::Family<prometheus::Counter>& preemptions;
   prometheus::Family<prometheus::Counter>& allocations;
   prometheus::Counter& lease_expirations;
   prometheus::Family<prometheus::Counter>& grpc_requests;
@@ -371,7 +433,14 @@ Metrics::Metrics(prometheus::Registry& registry, Scheduler* scheduler,
         f->commit_duration.Observe(absl::ToDoubleSeconds(latency));
       });
   scheduler->events().AddListener([f](const Event& e) {
-    if (e.type == Event::Type::kAllocated) {
+    if (e.type == Event::Type::kAdmitted) {
+      f->queue_wait.Observe(absl::ToDoubleSeconds(e.allocation.admitted_at -
+                                                  e.allocation.created_at));
+    }
+    if (e.type == Event::Type::kPreempted) {
+      f->preemptions.Add({{"tenant", e.allocation.tenant}}).Increment();
+    }
+    if (e.type == Event::Type::kAllocated || e.type == Event::Type::kAdmitted) {
       const Allocation& a = e.allocation;
       f->allocations
           .Add({{"device_class", std::string(DeviceClassName(a.device_class))},
@@ -383,7 +452,9 @@ Metrics::Metrics(prometheus::Registry& registry, Scheduler* scheduler,
     if (e.type == Event::Type::kReleased || e.type == Event::Type::kExpired) {
       f->releases.Add({{"reason", e.reason}}).Increment();
     }
-    if (e.type == Event::Type::kExpired) f->lease_expirations.Increment();
+    if (e.type == Event::Type::kExpired && e.reason == kReasonExpired) {
+      f->lease_expirations.Increment();
+    }
   });
 }
 

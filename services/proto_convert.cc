@@ -199,6 +199,9 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
   req.container_name = proto.container_name();
   req.priority = proto.priority();
   req.lease = FromDuration(proto.lease());
+  req.queue = proto.queue();
+  req.replicas = proto.replicas();
+  req.topology_key = proto.topology_key();
   return req;
 }
 
@@ -220,9 +223,14 @@ void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
   if (a.live() || a.id.empty()) AddPlacements(a, placement, proto);
   proto->set_tenant(a.tenant);
   proto->set_model(a.model);
+  proto->set_priority(a.priority);
+  proto->set_queue_position(a.queue_position);
+  proto->set_pending_reason(a.pending_reason);
+  proto->set_preempted_by(a.preempted_by);
   if (!a.id.empty()) {
     ToTimestamp(a.created_at, proto->mutable_created_at());
     ToTimestamp(a.expires_at, proto->mutable_expires_at());
+    if (!a.pending()) ToTimestamp(a.admitted_at, proto->mutable_admitted_at());
   }
 }
 
@@ -249,6 +257,25 @@ void ExplainToProto(const ExplainResult& r, const PlacementOptions& placement,
     for (const std::string& reason : v.reasons) p->add_reasons(reason);
   }
   proto->set_summary(r.explanation.summary);
+  proto->set_queue_position(r.queue_position);
+  proto->set_pending_reason(r.pending_reason);
+}
+
+void TenantStandingToProto(const TenantStanding& t, v1::TenantUsage* proto) {
+  proto->set_tenant(t.tenant);
+  proto->set_dominant_share(t.dominant_share);
+  proto->set_weight(t.weight);
+  proto->set_cohort(t.cohort);
+  proto->set_pending(static_cast<int32_t>(t.pending));
+  for (const TenantStanding::Pool& p : t.pools) {
+    v1::PoolUsage* u = proto->add_usage();
+    u->set_device_class(static_cast<v1::DeviceClass>(p.pool.device_class));
+    u->set_model(p.pool.model);
+    u->set_partition(p.pool.partition);
+    u->set_used(p.used);
+    u->set_nominal_quota(p.nominal);
+    u->set_borrowed(p.borrowed);
+  }
 }
 
 absl::StatusOr<AllocationKey> AllocationKeyFromIds(

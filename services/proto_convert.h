@@ -42,6 +42,8 @@ void EventToProto(const Event& event, const PlacementOptions& placement,
 void ExplainToProto(const ExplainResult& result,
                     const PlacementOptions& placement,
                     v1::ExplainResponse* proto);
+void TenantStandingToProto(const TenantStanding& standing,
+                           v1::TenantUsage* proto);
 
 // Exactly one of allocation_id and request_id; INVALID_ARGUMENT otherwise.
 template <typename Request>

@@ -334,6 +334,25 @@ grpc::ServerUnaryReactor* SchedulerService::Explain(
   });
 }
 
+grpc::ServerUnaryReactor* SchedulerService::GetQueue(
+    grpc::CallbackServerContext* ctx, const v1::GetQueueRequest* req,
+    v1::GetQueueResponse* resp) {
+  return Answer(ctx, "GetQueue", [&]() -> absl::Status {
+    RETURN_IF_ERROR(ValidateTenant(req->tenant(), "tenant"));
+    ASSIGN_OR_RETURN(QueuePage page,
+                     scheduler_->GetQueue(req->tenant(), req->page_size(),
+                                          req->page_token()));
+    for (const Allocation& a : page.pending) {
+      AllocationToProto(a, placement_, resp->add_pending());
+    }
+    resp->set_next_page_token(page.next_page_token);
+    for (const TenantStanding& t : scheduler_->TenantStandings(req->tenant())) {
+      TenantStandingToProto(t, resp->add_tenants());
+    }
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerWriteReactor<v1::Event>* SchedulerService::WatchEvents(
     grpc::CallbackServerContext* ctx, const v1::WatchEventsRequest* req) {
   absl::Status status = CheckCredential(*ctx, "WatchEvents");

@@ -74,6 +74,9 @@ class SchedulerService final
   grpc::ServerUnaryReactor* ListAllocations(
       grpc::CallbackServerContext* ctx, const v1::ListAllocationsRequest* req,
       v1::ListAllocationsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetQueue(grpc::CallbackServerContext* ctx,
+                                     const v1::GetQueueRequest* req,
+                                     v1::GetQueueResponse* resp) override;
   grpc::ServerUnaryReactor* Explain(grpc::CallbackServerContext* ctx,
                                     const v1::AllocateRequest* req,
                                     v1::ExplainResponse* resp) override;

@@ -19,6 +19,7 @@
 #include "core/status_macros.h"
 #include "grpc/health/v1/health.pb.h"
 #include "registry/accelerator_types_file.h"
+#include "registry/tenants_file.h"
 #include "services/admin_auth.h"
 #include "services/metrics.h"
 #include "services/scheduler_service.h"
@@ -80,6 +81,20 @@ absl::Status Server::OpenScheduler(const Options& options) {
         registry.status().code(),
         absl::StrCat("--accelerator_types: ", registry.status().message()));
   }
+  absl::StatusOr<TenantPolicies> tenants =
+      LoadTenantPolicies(options.tenants, **registry);
+  if (!tenants.ok()) {
+    return absl::Status(
+        tenants.status().code(),
+        absl::StrCat("--tenants: ", tenants.status().message()));
+  }
+  if (options.pending_lease <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--pending_lease must be positive");
+  }
+  if (options.preemption_grace < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--preemption_grace must not be negative");
+  }
   clock_ = std::make_unique<RealClock>();
   SqliteStore::Options store_options;
   store_options.max_pages = options.max_db_pages;
@@ -93,10 +108,29 @@ absl::Status Server::OpenScheduler(const Options& options) {
   scheduler_options.commit_mode = options.commit_thread
                                       ? GroupCommitter::Mode::kThread
                                       : GroupCommitter::Mode::kLeader;
+  scheduler_options.pending_lease = options.pending_lease;
+  scheduler_options.preemption = options.preemption;
+  scheduler_options.preemption_grace = options.preemption_grace;
   accelerator_types_ = options.accelerator_types;
+  tenants_ = options.tenants;
   scheduler_ = std::make_unique<Scheduler>(
       store_.get(), clock_.get(), *std::move(registry), scheduler_options);
-  return scheduler_->Load();
+  RETURN_IF_ERROR(scheduler_->Load());
+  return scheduler_->SetTenantPolicies(
+      std::make_shared<const TenantPolicies>(*std::move(tenants)));
+}
+
+absl::StatusOr<std::string> Server::ReloadTenants() {
+  if (tenants_.empty()) {
+    return absl::FailedPreconditionError("no --tenants file to re-read");
+  }
+  ASSIGN_OR_RETURN(TenantPolicies next,
+                   LoadTenantPolicies(tenants_, *scheduler_->registry()));
+  const size_t count = next.tenants().size();
+  RETURN_IF_ERROR(scheduler_->SetTenantPolicies(
+      std::make_shared<const TenantPolicies>(std::move(next))));
+  return absl::StrCat("tenants re-read from ", tenants_, ": ", count,
+                      " tenants");
 }
 
 absl::StatusOr<std::string> Server::ReloadAcceleratorTypes() {

@@ -65,6 +65,11 @@ class Server {
     // An operator's accelerator-type file merged over the built-in types
     // (none when empty); ReloadAcceleratorTypes re-reads it.
     std::string accelerator_types;
+    // The --tenants file (weights, quotas, cohorts); empty: none.
+    std::string tenants;
+    absl::Duration pending_lease = absl::Minutes(10);
+    bool preemption = true;
+    absl::Duration preemption_grace = absl::Seconds(30);
     PlacementOptions placement;
     // Device statistics on /metrics per device and MIG slice too, not only
     // per node and model.
@@ -87,6 +92,10 @@ class Server {
   // request; on error the registry in use stays. Returns a line for the log:
   // how many types are in use now, or why the file was refused.
   absl::StatusOr<std::string> ReloadAcceleratorTypes();
+  // Re-reads --tenants (the registry in use resolves its models) and admits
+  // what the new quotas let in. FAILED_PRECONDITION when there is no file;
+  // the file's errors otherwise, and then the policies in use stay.
+  absl::StatusOr<std::string> ReloadTenants();
 
   // Stops taking calls, lets calls in flight finish (up to `grace`), then
   // stops. Every acknowledged write is already committed, so nothing is lost.
@@ -103,6 +112,7 @@ class Server {
       const Options& options);
 
   std::string accelerator_types_;  // the file's path
+  std::string tenants_;            // the --tenants file's path
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Scheduler> scheduler_;

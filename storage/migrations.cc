@@ -183,6 +183,24 @@ JOIN (SELECT DISTINCT allocation_id, node FROM allocation_devices) n
   ON n.allocation_id = a.id;
 ALTER TABLE allocations DROP COLUMN hostname;
 )sql"},
+    // Queueing: what a PENDING allocation is matched with when admitted
+    // (selector, lease, gang shape), when it was admitted, and what a
+    // PREEMPTED one made way for.
+    {6, R"sql(
+ALTER TABLE allocations ADD COLUMN admitted_at_unix_ns INTEGER NOT NULL
+  DEFAULT 0;
+UPDATE allocations SET admitted_at_unix_ns = created_at_unix_ns;
+ALTER TABLE allocations ADD COLUMN replicas INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE allocations ADD COLUMN topology_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE allocations ADD COLUMN lease_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE allocations ADD COLUMN preempted_by TEXT NOT NULL DEFAULT '';
+CREATE TABLE allocation_node_selector (
+  allocation_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (allocation_id, key)
+);
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

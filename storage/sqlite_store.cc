@@ -257,9 +257,10 @@ absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
                      "expires_at_unix_ns, ended_at_unix_ns, end_reason, "
                      "device_class, model, partition, count, "
                      "requested_models, unpartitioned, resource_name, "
-                     "container_name) VALUES "
+                     "container_name, admitted_at_unix_ns, replicas, "
+                     "topology_key, lease_ns, preempted_by) VALUES "
                      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                     "?14, ?15, ?16, ?17, ?18)"));
+                     "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)"));
     RETURN_IF_ERROR(q->Bind(1, a.id)
                         .Bind(2, a.request_id)
                         .Bind(3, int64_t{static_cast<int>(a.state)})
@@ -278,7 +279,20 @@ absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
                         .Bind(16, int64_t{a.unpartitioned})
                         .Bind(17, a.resource_name)
                         .Bind(18, a.container_name)
+                        .Bind(19, absl::ToUnixNanos(a.admitted_at))
+                        .Bind(20, int64_t{a.replicas})
+                        .Bind(21, a.topology_key)
+                        .Bind(22, absl::ToInt64Nanoseconds(a.lease))
+                        .Bind(23, a.preempted_by)
                         .Run());
+    for (const auto& [key, value] : a.node_selector) {
+      ASSIGN_OR_RETURN(
+          Statement * selector,
+          db_->Prepare("INSERT INTO allocation_node_selector (allocation_id, "
+                       "key, value) VALUES (?1, ?2, ?3)"));
+      RETURN_IF_ERROR(
+          selector->Bind(1, a.id).Bind(2, key).Bind(3, value).Run());
+    }
     for (size_t i = 0; i < a.targets.size(); ++i) {
       const PlacementTarget& t = a.targets[i];
       ASSIGN_OR_RETURN(
@@ -313,13 +327,14 @@ absl::Status SqliteStore::Write(const PutAllocationMutation& m) {
     ASSIGN_OR_RETURN(
         Statement * q,
         db_->Prepare("UPDATE allocations SET state = ?2, expires_at_unix_ns = "
-                     "?3, ended_at_unix_ns = ?4, end_reason = ?5 WHERE id = "
-                     "?1"));
+                     "?3, ended_at_unix_ns = ?4, end_reason = ?5, "
+                     "preempted_by = ?6 WHERE id = ?1"));
     RETURN_IF_ERROR(q->Bind(1, a.id)
                         .Bind(2, int64_t{static_cast<int>(a.state)})
                         .Bind(3, absl::ToUnixNanos(a.expires_at))
                         .Bind(4, absl::ToUnixNanos(a.ended_at))
                         .Bind(5, a.end_reason)
+                        .Bind(6, a.preempted_by)
                         .Run());
     if (db_->changes() == 0) {
       return absl::NotFoundError(
@@ -398,8 +413,9 @@ absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
           "SELECT id, request_id, state, node, tenant, priority, "
           "created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
           "end_reason, device_class, model, partition, count, "
-          "requested_models, unpartitioned, resource_name, container_name "
-          "FROM allocations"));
+          "requested_models, unpartitioned, resource_name, container_name, "
+          "admitted_at_unix_ns, replicas, topology_key, lease_ns, "
+          "preempted_by FROM allocations"));
   for (;;) {
     ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
@@ -423,6 +439,11 @@ absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
     a.unpartitioned = q->ColumnInt(15) != 0;
     a.resource_name = q->ColumnText(16);
     a.container_name = q->ColumnText(17);
+    a.admitted_at = absl::FromUnixNanos(q->ColumnInt(18));
+    a.replicas = static_cast<int>(q->ColumnInt(19));
+    a.topology_key = q->ColumnText(20);
+    a.lease = absl::Nanoseconds(q->ColumnInt(21));
+    a.preempted_by = q->ColumnText(22);
     std::string id = a.id;
     out[id].allocation = std::move(a);
   }
@@ -447,6 +468,14 @@ absl::StatusOr<std::vector<StoredAllocation>> SqliteStore::LoadAllocations() {
     out[q->ColumnText(0)].allocation.targets.push_back(
         PlacementTarget{q->ColumnText(1), q->ColumnText(2), q->ColumnText(3),
                         q->ColumnText(4)});
+  }
+  ASSIGN_OR_RETURN(q, db_->Prepare("SELECT allocation_id, key, value FROM "
+                                   "allocation_node_selector"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out[q->ColumnText(0)].allocation.node_selector[q->ColumnText(1)] =
+        q->ColumnText(2);
   }
   ASSIGN_OR_RETURN(
       q, db_->Prepare("SELECT allocation_id, unit FROM allocation_units "

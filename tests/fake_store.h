@@ -287,6 +287,7 @@ class FakeStore final : public Store {
       stored.expires_at = a.expires_at;
       stored.ended_at = a.ended_at;
       stored.end_reason = a.end_reason;
+      stored.preempted_by = a.preempted_by;
     }
     return SetUnits(state, it->second, m.units);
   }

@@ -8,6 +8,14 @@
 namespace accelsched {
 namespace {
 
+// At t=1000 s, nodes heard from in the last 5 minutes.
+EligibilityRules Rules() {
+  EligibilityRules rules;
+  rules.now = absl::FromUnixSeconds(1000);
+  rules.heartbeat_timeout = absl::Minutes(5);
+  return rules;
+}
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -64,7 +72,7 @@ TEST(MatcherTest, MatchCostDoesNotDependOnNodesThatCannotFit) {
     index.Put(T4("big-g" + std::to_string(g), "big", g));
   nodes["big"] = Healthy("big");
   MatchSpec spec = MatchSpec::ForPool(kT4, 4);
-  const EligibilityRules rules{absl::FromUnixSeconds(1000), absl::Minutes(5)};
+  const EligibilityRules rules = Rules();
   auto chosen = Match(index, nodes, spec, rules);
   ASSERT_TRUE(chosen.has_value());
   ASSERT_EQ(chosen->size(), 4u);
@@ -147,7 +155,7 @@ TEST(MatcherTest, AcrossModelsTheBestEligiblePairWins) {
   index.Put(T4("u1", "u", 1));
   for (const char* n : {"t", "l", "u"}) nodes[n] = Healthy(n);
   nodes["t"].schedulable = false;
-  const EligibilityRules rules{absl::FromUnixSeconds(1000), absl::Minutes(5)};
+  const EligibilityRules rules = Rules();
   MatchSpec any;  // any NVIDIA GPU
   // l and u both leave one free; T4 has three free units to L4's two.
   auto chosen = Match(index, nodes, any, rules);

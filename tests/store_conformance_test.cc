@@ -130,6 +130,11 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
   a.unpartitioned = true;
   a.resource_name = "example.com/gpu";
   a.container_name = "main";
+  a.admitted_at = a.created_at + absl::Seconds(42);
+  a.replicas = 3;
+  a.topology_key = "example.com/rack";
+  a.node_selector = {{"pool", "a"}, {"zone", "z1"}};
+  a.lease = absl::Minutes(90);
   // Not in node-name order: the order given is kept.
   a.targets = {{"n2", "n2-host", "nvidia-a100-80gb", "mixed"},
                {"n1", "n1-host", "a100-80", ""}};
@@ -304,7 +309,8 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsInEveryStateRoundTrip) {
   int i = 0;
   for (AllocationState state :
        {AllocationState::kActive, AllocationState::kReleased,
-        AllocationState::kExpired, AllocationState::kPending}) {
+        AllocationState::kExpired, AllocationState::kPending,
+        AllocationState::kPreempted}) {
     const std::string id = absl::StrCat("a-", i++);
     Allocation a = FullAllocation(id, state);
     // One model, several (FullAllocation's) and none (any model).
@@ -338,23 +344,57 @@ TYPED_TEST_P(StoreConformanceTest, AllocationUpdateChangesOnlyStateLeaseEnd) {
       this->Apply({PutAllocationMutation{created, UnitsOf("a-1"), true}}));
   Allocation renewed = created;
   renewed.expires_at += absl::Hours(2);
-  renewed.tenant = "someone-else";   // ignored
-  renewed.devices.clear();           // ignored
-  renewed.requested_models.clear();  // ignored
+  renewed.tenant = "someone-else";       // ignored
+  renewed.devices.clear();               // ignored
+  renewed.requested_models.clear();      // ignored
+  renewed.node_selector.clear();         // ignored
+  renewed.lease = absl::ZeroDuration();  // ignored
   ASSERT_OK(this->Apply({PutAllocationMutation{renewed, UnitsOf("a-1")}}));
   Allocation ended = renewed;
   ended.state = AllocationState::kReleased;
   ended.ended_at = created.created_at + absl::Minutes(9);
   ended.end_reason = "released";
+  ended.preempted_by = "a-9";
   ASSERT_OK(this->Apply({PutAllocationMutation{ended, UnitsOf("a-1")}}));
   Allocation expected = created;
   expected.expires_at = renewed.expires_at;
   expected.state = AllocationState::kReleased;
   expected.ended_at = ended.ended_at;
   expected.end_reason = "released";
+  expected.preempted_by = "a-9";
   this->Reopen();
   EXPECT_THAT(this->Allocations(),
               ElementsAre(StoredAllocation{expected, UnitsOf("a-1")}));
+}
+
+// A PENDING allocation holds nothing; admitted, it is written again in one
+// batch. A PREEMPTED one keeps its units until it ends.
+TYPED_TEST_P(StoreConformanceTest, PendingIsAdmittedAndPreemptedHoldsUnits) {
+  Allocation pending = FullAllocation("a-1", AllocationState::kPending);
+  pending.ended_at = absl::UnixEpoch();
+  pending.end_reason.clear();
+  pending.devices.clear();
+  pending.targets.clear();
+  pending.node.clear();
+  ASSERT_OK(this->Apply({PutAllocationMutation{pending, {}, true}}));
+  this->Reopen();
+  EXPECT_THAT(this->Allocations(), ElementsAre(StoredAllocation{pending, {}}));
+  Allocation admitted = FullAllocation("a-1", AllocationState::kActive);
+  ASSERT_OK(this->Apply({DeleteAllocationMutation{"a-1"},
+                         PutAllocationMutation{admitted, {"u1"}, true}}));
+  this->Reopen();
+  EXPECT_THAT(this->Allocations(),
+              ElementsAre(StoredAllocation{admitted, {"u1"}}));
+  Allocation preempted = admitted;
+  preempted.state = AllocationState::kPreempted;
+  preempted.preempted_by = "a-2";
+  ASSERT_OK(this->Apply({PutAllocationMutation{preempted, {"u1"}}}));
+  const Allocation other = FullAllocation("a-2", AllocationState::kActive);
+  EXPECT_THAT(this->Apply({PutAllocationMutation{other, {"u1"}, true}}),
+              StatusIs(absl::StatusCode::kAlreadyExists, testing::_));
+  preempted.end_reason = "preempted";
+  ASSERT_OK(this->Apply({PutAllocationMutation{preempted, {"u1"}},
+                         PutAllocationMutation{other, {"u1"}, true}}));
 }
 
 TYPED_TEST_P(StoreConformanceTest, AllocationCreatedTwiceOrUpdatedUnknown) {
@@ -458,6 +498,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     OnlyPresentDevicesNeedDistinctIndices, DeviceAndMigIdsAreUniqueAcrossNodes,
     DeleteNodeForgetsItAndUnknownIsNotFound, TpuSliceHasTheTopologyWrittenLast,
     AllocationsInEveryStateRoundTrip, AllocationUpdateChangesOnlyStateLeaseEnd,
+    PendingIsAdmittedAndPreemptedHoldsUnits,
     AllocationCreatedTwiceOrUpdatedUnknown, AUnitIsLiveInOneAllocationAtMost,
     DeleteAllocationForgetsItUnknownIsNoError,
     EventSequenceRoundTripsAndNeverGoesBack, FailedBatchLeavesThePreviousState);

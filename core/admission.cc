@@ -1,0 +1,555 @@
+#include "core/admission.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace accelsched {
+namespace {
+
+// The pools `spec` may be met from, whether or not any are free.
+std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
+                              const MatchSpec& spec) {
+  std::vector<PoolKey> out;
+  if (spec.models.empty()) {
+    for (const auto& [key, pool] :
+         index.PoolsOf(spec.device_class, spec.partition)) {
+      out.push_back(*key);
+    }
+    return out;
+  }
+  for (const std::string& model : spec.models) {
+    out.push_back(PoolKey{spec.device_class, model, spec.partition});
+  }
+  return out;
+}
+
+int64_t Demand(const MatchSpec& spec) {
+  return static_cast<int64_t>(spec.count) * spec.replicas;
+}
+
+std::string Plural(const PoolKey& pool, int64_t n) {
+  return absl::StrCat(UnitName(pool), n == 1 ? "" : "s");
+}
+
+// Why `tenant` may not take `demand` more units of `pool`; "" when it may.
+// `*excess` (when not null) is set to the units the cohort is short of where
+// the tenant stays within its own nominal quota: what it may reclaim from
+// borrowers.
+std::string QuotaBlock(const AdmissionContext& ctx, absl::string_view tenant,
+                       const TenantPolicy& policy, const PoolKey& pool,
+                       int64_t demand, int64_t* excess = nullptr) {
+  auto q = policy.quotas.find(pool);
+  if (q == policy.quotas.end()) return "";
+  const int64_t used = ctx.book->Usage(tenant, pool);
+  const int64_t nominal = q->second.nominal;
+  const bool within = used + demand <= nominal;
+  if (within && policy.cohort.empty()) return "";
+  if (policy.cohort.empty()) {
+    return absl::StrCat("quota: tenant ", tenant, " at ", used, "/", nominal,
+                        " ", Plural(pool, nominal), ", asks ", demand, " more");
+  }
+  const int64_t borrow = used + demand - nominal;
+  if (!within && q->second.borrowing_limit &&
+      borrow > *q->second.borrowing_limit) {
+    return absl::StrCat("quota: tenant ", tenant, " at ", used, "/", nominal,
+                        " ", Plural(pool, nominal), " would borrow ", borrow,
+                        ", over its borrowing limit ",
+                        *q->second.borrowing_limit);
+  }
+  int64_t cohort_nominal = 0, cohort_used = 0;
+  for (const std::string& member : ctx.tenants->CohortMembers(policy.cohort)) {
+    const TenantPolicy& m = ctx.tenants->Find(member);
+    auto mq = m.quotas.find(pool);
+    if (mq == m.quotas.end()) continue;
+    cohort_nominal += mq->second.nominal;
+    cohort_used += ctx.book->Usage(member, pool);
+  }
+  if (cohort_used + demand > cohort_nominal) {
+    if (within && excess != nullptr) {
+      *excess = cohort_used + demand - cohort_nominal;
+    }
+    return absl::StrCat("quota: cohort ", policy.cohort, " at ", cohort_used,
+                        "/", cohort_nominal, " ", Plural(pool, cohort_nominal),
+                        ", tenant ", tenant, " asks ", demand, " more");
+  }
+  return "";
+}
+
+// Within its nominal quota of `pool` even after taking `demand` more.
+bool WithinNominal(const AdmissionContext& ctx, absl::string_view tenant,
+                   const PoolKey& pool, int64_t demand) {
+  const TenantPolicy& policy = ctx.tenants->Find(tenant);
+  auto q = policy.quotas.find(pool);
+  return q != policy.quotas.end() &&
+         ctx.book->Usage(tenant, pool) + demand <= q->second.nominal;
+}
+
+// Units of `pool` `tenant` holds above its nominal quota.
+int64_t Borrowed(const AdmissionContext& ctx, absl::string_view tenant,
+                 const PoolKey& pool) {
+  const TenantPolicy& policy = ctx.tenants->Find(tenant);
+  auto q = policy.quotas.find(pool);
+  if (q == policy.quotas.end()) return 0;
+  return std::max<int64_t>(0,
+                           ctx.book->Usage(tenant, pool) - q->second.nominal);
+}
+
+absl::Time LeaseEnd(const AdmissionContext& ctx, const Allocation& p) {
+  return ctx.rules.now +
+         (p.lease == absl::ZeroDuration() ? ctx.default_lease : p.lease);
+}
+
+class Pass {
+ public:
+  Pass(const AdmissionContext& ctx, const AdmissionActions& actions)
+      : ctx_(ctx), actions_(actions), index_(ctx.catalog->index()) {}
+
+  Queue::Verdict Visit(const std::string& id) {
+    const Allocation& p = ctx_.book->Find({id, ""})->allocation;
+    const std::string shape = ShapeOf(p);
+    if (auto blocked = blocked_.find(shape); blocked != blocked_.end()) {
+      actions_.wait(id, blocked->second);
+      return Queue::Verdict::kSkipGroup;
+    }
+    std::string why;
+    Reclaim reclaim;
+    const std::optional<MatchSpec> spec =
+        WithinQuota(ctx_, p.tenant, SpecOf(p), &why, &reclaim);
+    EligibilityRules rules = ctx_.rules;
+    rules.reservations = &reservations_;
+    rules.requester = id;
+    rules.ends_at = LeaseEnd(ctx_, p);
+    if (!spec.has_value()) {
+      if (const auto& victims = ctx_.book->VictimsOf(id); !victims.empty()) {
+        absl::StrAppend(&why, "; waiting for ", victims.size(),
+                        " preempted allocation", victims.size() == 1 ? "" : "s",
+                        " to end");
+      } else if (reclaim.units > 0 && ctx_.preemption) {
+        // Within its own quota, short of the cohort's: take back what
+        // borrowers hold, from anywhere when the request fits now, else
+        // from the node that then fits it.
+        MatchSpec pool = SpecOf(p);
+        pool.models = {reclaim.pool.model};
+        const int n = MatchRequest(ctx_, pool, rules).has_value()
+                          ? ReclaimQuota(id, p, reclaim)
+                          : Preempt(id, p, pool);
+        if (n > 0) {
+          absl::StrAppend(&why, "; preempted ", n, " borrowing allocation",
+                          n == 1 ? "" : "s", ", waiting for their grace");
+        }
+      }
+      actions_.wait(id, std::move(why));
+      return Queue::Verdict::kSkipGroup;
+    }
+    if (auto groups = MatchRequest(ctx_, *spec, rules)) {
+      actions_.admit(id, *std::move(groups));
+      return Queue::Verdict::kTaken;
+    }
+    std::string reason = WaitReason(ctx_, *spec);
+    const std::set<std::string>& victims = ctx_.book->VictimsOf(id);
+    if (!victims.empty()) {
+      absl::StrAppend(&reason, "; waiting for ", victims.size(),
+                      " preempted allocation", victims.size() == 1 ? "" : "s",
+                      " to end");
+      HoldVictimNodes(id, victims);
+    } else if (int n = ctx_.preemption ? Preempt(id, p, *spec) : 0; n > 0) {
+      absl::StrAppend(&reason, "; preempted ", n, " allocation",
+                      n == 1 ? "" : "s", ", waiting for their grace");
+    } else {
+      absl::StrAppend(&reason, Reserve(id, *spec));
+    }
+    blocked_.emplace(shape, reason);
+    actions_.wait(id, std::move(reason));
+    return Queue::Verdict::kSkipGroup;
+  }
+
+  Reservations TakeReservations() { return std::move(reservations_); }
+
+ private:
+  bool Eligible(const std::string& home, const MatchSpec& spec,
+                std::string* domain) {
+    auto it = ctx_.catalog->nodes().find(home);
+    const Node* node =
+        it == ctx_.catalog->nodes().end() ? nullptr : &it->second;
+    if (Ineligible(node, spec, ctx_.rules) != nullptr) return false;
+    if (!spec.topology_key.empty()) {
+      auto label = node->labels.find(spec.topology_key);
+      if (label == node->labels.end()) return false;
+      *domain = label->second;
+    }
+    return true;
+  }
+
+  bool ReservedForOther(const PoolKey& pool, const std::string& home,
+                        const std::string& id) const {
+    auto p = reservations_.find(pool);
+    if (p == reservations_.end()) return false;
+    auto r = p->second.find(home);
+    return r != p->second.end() && r->second.holder != id;
+  }
+
+  // The first request of a pool that must wait holds the nodes that free
+  // first for it. Returns what to add to its reason.
+  std::string Reserve(const std::string& id, const MatchSpec& spec) {
+    struct Best {
+      absl::Time start = absl::InfiniteFuture();
+      PoolKey pool;
+      std::vector<std::string> nodes;
+    } best;
+    for (const PoolKey& key : PoolsFor(index_, spec)) {
+      if (reserved_pools_.contains(key)) continue;
+      const CapacityIndex::Pool* pool = index_.FindPool(key);
+      if (pool == nullptr) continue;
+      absl::flat_hash_map<std::string, int> avail;
+      absl::flat_hash_map<std::string, bool> eligible;
+      std::map<std::string, std::vector<std::string>> ready;
+      std::optional<absl::Time> start;
+      std::vector<std::string>* chosen = nullptr;
+      // Counts `home` ready when it reaches spec.count; true once a domain
+      // has enough ready nodes.
+      auto add = [&](const std::string& home, int units) {
+        int& a = avail[home];
+        const int before = a;
+        a += units;
+        if (before >= spec.count || a < spec.count) return false;
+        auto [e, fresh] = eligible.try_emplace(home, false);
+        std::string domain;
+        if (fresh) {
+          e->second =
+              !ReservedForOther(key, home, id) && Eligible(home, spec, &domain);
+        } else if (e->second && !spec.topology_key.empty()) {
+          Eligible(home, spec, &domain);
+        }
+        if (!e->second) return false;
+        std::vector<std::string>& nodes = ready[domain];
+        nodes.push_back(home);
+        if (static_cast<int>(nodes.size()) < spec.replicas) return false;
+        chosen = &nodes;
+        return true;
+      };
+      for (const auto& [free, home] : pool->by_free) {
+        if (add(home, free)) {
+          start = ctx_.rules.now;
+          break;
+        }
+      }
+      if (!start.has_value()) {
+        ctx_.book->ForEachLiveByExpiry([&](const AllocationBook::Record& r) {
+          const Allocation& a = r.allocation;
+          if (a.expires_at >= best.start) return false;
+          if (PoolOf(a) != key) return true;
+          for (const std::string& unit : r.units) {
+            const Unit* u = index_.Find(unit);
+            if (u == nullptr || !u->healthy) continue;
+            if (add(u->home, 1)) {
+              start = a.expires_at;
+              return false;
+            }
+          }
+          return true;
+        });
+      }
+      if (start.has_value() && *start < best.start) {
+        best = Best{*start, key, *chosen};
+      }
+    }
+    if (best.nodes.empty()) return "";
+    reserved_pools_.insert(best.pool);
+    for (const std::string& node : best.nodes) {
+      reservations_[best.pool][node] = Reservation{best.start, id};
+    }
+    return absl::StrCat(
+        "; holds ", best.nodes.front(),
+        best.nodes.size() > 1
+            ? absl::StrCat(" and ", best.nodes.size() - 1, " more")
+            : "",
+        " from ", absl::FormatTime(best.start));
+  }
+
+  // A preemptor's victims' nodes stay its own until they are free.
+  void HoldVictimNodes(const std::string& id,
+                       const std::set<std::string>& victims) {
+    for (const std::string& victim : victims) {
+      const AllocationBook::Record& r = *ctx_.book->Find({victim, ""});
+      const PoolKey pool = PoolOf(r.allocation);
+      reserved_pools_.insert(pool);
+      for (const std::string& unit : r.units) {
+        const Unit* u = index_.Find(unit);
+        if (u == nullptr) continue;
+        Reservation& res = reservations_[pool][u->home];
+        res.holder = id;
+        res.start = std::max(res.start, r.allocation.expires_at);
+      }
+    }
+  }
+
+  // Preempts the borrowers' allocations of `reclaim.pool` in `p`'s cohort,
+  // lowest priority and most recently admitted first, until `reclaim.units`
+  // come back; returns how many (0: not enough borrowed to reclaim).
+  int ReclaimQuota(const std::string& id, const Allocation& p,
+                   const Reclaim& reclaim) {
+    const CapacityIndex::Pool* pool = index_.FindPool(reclaim.pool);
+    if (pool == nullptr) return 0;
+    const std::string& cohort = ctx_.tenants->Find(p.tenant).cohort;
+    std::set<std::string> seen;
+    std::vector<const AllocationBook::Record*> candidates;
+    for (const auto& [home, h] : pool->homes) {
+      for (const std::string& unit : h.units) {
+        const Unit* u = index_.Find(unit);
+        if (u == nullptr || u->allocation.empty() ||
+            !seen.insert(u->allocation).second) {
+          continue;
+        }
+        const AllocationBook::Record* r = ctx_.book->Find({u->allocation, ""});
+        const Allocation& a = r->allocation;
+        const TenantPolicy& owner = ctx_.tenants->Find(a.tenant);
+        if (a.state == AllocationState::kActive && owner.preemptible &&
+            a.tenant != p.tenant && owner.cohort == cohort &&
+            Borrowed(ctx_, a.tenant, reclaim.pool) > 0) {
+          candidates.push_back(r);
+        }
+      }
+    }
+    std::sort(
+        candidates.begin(), candidates.end(),
+        [](const AllocationBook::Record* x, const AllocationBook::Record* y) {
+          const Allocation& a = x->allocation;
+          const Allocation& b = y->allocation;
+          // Ids sort by creation: the later one first on a tie.
+          return std::make_tuple(a.priority, b.admitted_at, b.id) <
+                 std::make_tuple(b.priority, a.admitted_at, a.id);
+        });
+    absl::flat_hash_map<std::string, int64_t> left;  // borrowed, per tenant
+    std::vector<std::string> victims;
+    int64_t freed = 0;
+    for (const AllocationBook::Record* r : candidates) {
+      if (freed >= reclaim.units) break;
+      const std::string& tenant = r->allocation.tenant;
+      auto [it, fresh] = left.try_emplace(tenant, 0);
+      if (fresh) it->second = Borrowed(ctx_, tenant, reclaim.pool);
+      if (it->second <= 0) continue;
+      const int64_t units = static_cast<int64_t>(r->units.size());
+      it->second -= units;
+      freed += units;
+      victims.push_back(r->allocation.id);
+    }
+    if (freed < reclaim.units) return 0;
+    for (const std::string& victim : victims) actions_.preempt(victim, id);
+    return static_cast<int>(victims.size());
+  }
+
+  // Preempts the fewest allocations that let `p` fit on one node; returns
+  // how many (0: none would do).
+  int Preempt(const std::string& id, const Allocation& p,
+              const MatchSpec& spec) {
+    if (spec.replicas > 1) return 0;  // gangs wait; see README
+    struct Choice {
+      std::vector<std::string> victims;
+      std::string node;
+    };
+    std::optional<Choice> best;
+    const int64_t demand = Demand(spec);
+    for (const PoolKey& key : PoolsFor(index_, spec)) {
+      const CapacityIndex::Pool* pool = index_.FindPool(key);
+      if (pool == nullptr) continue;
+      const std::optional<int> lowest = ctx_.book->LowestActivePriority(key);
+      if (!lowest.has_value()) continue;
+      const bool reclaim = WithinNominal(ctx_, p.tenant, key, demand);
+      if (*lowest >= p.priority && !reclaim) continue;
+      const std::string& cohort = ctx_.tenants->Find(p.tenant).cohort;
+      // Units a victim's tenant borrows, which reclaiming may take back.
+      absl::flat_hash_map<std::string, int64_t> borrowed;
+      auto victim_rank = [&](const Allocation& a) -> std::optional<int> {
+        if (a.state != AllocationState::kActive) return std::nullopt;
+        if (!ctx_.tenants->Find(a.tenant).preemptible) return std::nullopt;
+        if (reclaim && !cohort.empty() && a.tenant != p.tenant &&
+            ctx_.tenants->Find(a.tenant).cohort == cohort &&
+            Borrowed(ctx_, a.tenant, key) > 0) {
+          return 0;  // borrowed: first to go
+        }
+        if (a.priority < p.priority) return 1;
+        return std::nullopt;
+      };
+      for (const auto& [home, h] : pool->homes) {
+        std::string domain;
+        if (ReservedForOther(key, home, id) || !Eligible(home, spec, &domain)) {
+          continue;
+        }
+        int have = h.free;
+        std::map<std::string, int> held;  // victim -> its units here
+        for (const std::string& unit : h.units) {
+          const Unit* u = index_.Find(unit);
+          if (u == nullptr || !u->healthy || u->allocation.empty()) continue;
+          ++held[u->allocation];
+        }
+        struct Candidate {
+          int rank;
+          int priority;
+          absl::Time admitted;
+          const Allocation* a;
+          int units;
+        };
+        std::vector<Candidate> candidates;
+        for (const auto& [victim, units] : held) {
+          const Allocation& a = ctx_.book->Find({victim, ""})->allocation;
+          if (auto rank = victim_rank(a)) {
+            candidates.push_back(
+                Candidate{*rank, a.priority, a.admitted_at, &a, units});
+          }
+        }
+        // Borrowed first, lowest priority first, most recently admitted
+        // first (ids sort by creation: the later one on a tie).
+        std::sort(
+            candidates.begin(), candidates.end(),
+            [](const Candidate& x, const Candidate& y) {
+              return std::make_tuple(x.rank, x.priority, y.admitted, y.a->id) <
+                     std::make_tuple(y.rank, y.priority, x.admitted, x.a->id);
+            });
+        std::vector<std::string> victims;
+        absl::flat_hash_map<std::string, int64_t> taken;
+        for (const Candidate& c : candidates) {
+          if (have >= spec.count) break;
+          if (c.rank == 0 && c.priority >= p.priority) {
+            // Reclaiming takes back no more than the tenant borrows.
+            auto [b, fresh] = borrowed.try_emplace(c.a->tenant, 0);
+            if (fresh) b->second = Borrowed(ctx_, c.a->tenant, key);
+            int64_t& t = taken[c.a->tenant];
+            if (t >= b->second) continue;
+            t += static_cast<int64_t>(c.a->devices.size());
+          }
+          victims.push_back(c.a->id);
+          have += c.units;
+        }
+        if (have < spec.count) continue;
+        if (!best.has_value() || victims.size() < best->victims.size() ||
+            (victims.size() == best->victims.size() && home < best->node)) {
+          best = Choice{std::move(victims), home};
+        }
+      }
+    }
+    if (!best.has_value()) return 0;
+    for (const std::string& victim : best->victims) {
+      actions_.preempt(victim, id);
+    }
+    HoldVictimNodes(id, ctx_.book->VictimsOf(id));
+    return static_cast<int>(best->victims.size());
+  }
+
+  const AdmissionContext& ctx_;
+  const AdmissionActions& actions_;
+  const CapacityIndex& index_;
+  Reservations reservations_;
+  std::set<PoolKey> reserved_pools_;
+  // Shapes that did not fit this pass, with why.
+  absl::flat_hash_map<std::string, std::string> blocked_;
+};
+
+}  // namespace
+
+MatchSpec SpecOf(const Allocation& a) {
+  MatchSpec spec;
+  spec.device_class = a.device_class;
+  spec.models = a.requested_models;
+  spec.partition = a.partition;
+  spec.count = a.count;
+  spec.selector = LabelSelector::FromMap(a.node_selector);
+  spec.replicas = a.replicas;
+  spec.topology_key = a.topology_key;
+  return spec;
+}
+
+double DominantShare(const AdmissionContext& ctx, absl::string_view tenant) {
+  auto usage = ctx.book->usage().find(tenant);
+  if (usage == ctx.book->usage().end()) return 0;
+  double share = 0;
+  for (const auto& [key, used] : usage->second) {
+    const CapacityIndex::Pool* pool = ctx.catalog->index().FindPool(key);
+    if (pool == nullptr || pool->total == 0) continue;
+    share = std::max(share, static_cast<double>(used) / pool->total);
+  }
+  return share / ctx.tenants->Find(tenant).weight;
+}
+
+std::optional<MatchSpec> WithinQuota(const AdmissionContext& ctx,
+                                     absl::string_view tenant,
+                                     const MatchSpec& spec, std::string* reason,
+                                     Reclaim* reclaim) {
+  const TenantPolicy& policy = ctx.tenants->Find(tenant);
+  if (policy.quotas.empty()) return spec;
+  std::vector<std::string> allowed;
+  bool narrowed = false;
+  for (const PoolKey& pool : PoolsFor(ctx.catalog->index(), spec)) {
+    int64_t excess = 0;
+    std::string why =
+        QuotaBlock(ctx, tenant, policy, pool, Demand(spec), &excess);
+    if (excess > 0 && reclaim != nullptr && reclaim->units == 0) {
+      *reclaim = Reclaim{pool, excess};
+    }
+    if (why.empty()) {
+      allowed.push_back(pool.model);
+    } else {
+      narrowed = true;
+      if (reason->empty()) *reason = std::move(why);
+    }
+  }
+  if (!narrowed) return spec;
+  if (allowed.empty()) return std::nullopt;
+  MatchSpec out = spec;
+  std::sort(allowed.begin(), allowed.end());
+  out.models = std::move(allowed);
+  return out;
+}
+
+std::optional<std::vector<std::vector<const Unit*>>> MatchRequest(
+    const AdmissionContext& ctx, const MatchSpec& spec,
+    const EligibilityRules& rules) {
+  if (spec.replicas > 1) {
+    return MatchGang(ctx.catalog->index(), ctx.catalog->nodes(), spec, rules);
+  }
+  std::optional<std::vector<const Unit*>> units =
+      Match(ctx.catalog->index(), ctx.catalog->nodes(), spec, rules);
+  if (!units.has_value()) return std::nullopt;
+  return std::vector<std::vector<const Unit*>>{*std::move(units)};
+}
+
+std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec) {
+  int64_t free = 0, total = 0;
+  for (const PoolKey& key : PoolsFor(ctx.catalog->index(), spec)) {
+    if (const auto* pool = ctx.catalog->index().FindPool(key)) {
+      free += pool->free();
+      total += pool->total;
+    }
+  }
+  const std::string unit =
+      RequestUnitName(spec.device_class, spec.models, spec.partition);
+  if (spec.replicas > 1) {
+    return absl::StrCat("no ", spec.replicas, " nodes",
+                        spec.topology_key.empty()
+                            ? ""
+                            : absl::StrCat(" sharing one ", spec.topology_key),
+                        " with ", spec.count, " free ", unit,
+                        spec.count == 1 ? "" : "s", " each (", free,
+                        " free of ", total, ")");
+  }
+  return absl::StrCat("no node has ", spec.count, " free ", unit,
+                      spec.count == 1 ? "" : "s", " (", free, " free of ",
+                      total, ")");
+}
+
+Reservations RunAdmissionPass(const AdmissionContext& ctx, const Queue& queue,
+                              const AdmissionActions& actions) {
+  Pass pass(ctx, actions);
+  queue.Walk(
+      [&](const std::string& tenant) { return DominantShare(ctx, tenant); },
+      [&](const std::string& id) { return pass.Visit(id); });
+  return pass.TakeReservations();
+}
+
+}  // namespace accelsched
