@@ -108,22 +108,36 @@ absl::Time LeaseEnd(const AdmissionContext& ctx, const Allocation& p) {
 
 class Pass {
  public:
-  Pass(const AdmissionContext& ctx, const AdmissionActions& actions)
-      : ctx_(ctx), actions_(actions), index_(ctx.catalog->index()) {}
+  Pass(const AdmissionContext& ctx, const Queue& queue,
+       const AdmissionActions& actions)
+      : ctx_(ctx),
+        queue_(queue),
+        actions_(actions),
+        index_(ctx.catalog->index()) {}
+
+  // A tenant's dominant share, computed once per pass and again after each
+  // admission of its own.
+  double Share(const std::string& tenant) {
+    auto [it, fresh] = shares_.try_emplace(tenant, 0.0);
+    if (fresh) it->second = DominantShare(ctx_, tenant);
+    return it->second;
+  }
 
   Queue::Verdict Visit(const std::string& id) {
-    const Allocation& p = ctx_.book->Find({id, ""})->allocation;
-    const std::string shape = ShapeOf(p);
+    // Cheapest first: most groups a pass visits share a shape that did not
+    // fit.
+    const std::string& shape = queue_.Shape(id);
     if (auto blocked = blocked_.find(shape); blocked != blocked_.end()) {
       actions_.wait(id, blocked->second);
-      return Queue::Verdict::kSkipGroup;
+      return Queue::Verdict::kSkipShape;
     }
+    const Allocation& p = ctx_.book->Find({id, ""})->allocation;
     std::string why;
     Reclaim reclaim;
     const std::optional<MatchSpec> spec =
         WithinQuota(ctx_, p.tenant, SpecOf(p), &why, &reclaim);
     EligibilityRules rules = ctx_.rules;
-    rules.reservations = &reservations_;
+    rules.reservations = &state_.reservations;
     rules.requester = id;
     rules.ends_at = LeaseEnd(ctx_, p);
     if (!spec.has_value()) {
@@ -145,10 +159,11 @@ class Pass {
                           n == 1 ? "" : "s", ", waiting for their grace");
         }
       }
-      actions_.wait(id, std::move(why));
+      actions_.wait(id, why);
       return Queue::Verdict::kSkipGroup;
     }
     if (auto groups = MatchRequest(ctx_, *spec, rules)) {
+      shares_.erase(p.tenant);
       actions_.admit(id, *std::move(groups));
       return Queue::Verdict::kTaken;
     }
@@ -166,11 +181,11 @@ class Pass {
       absl::StrAppend(&reason, Reserve(id, *spec));
     }
     blocked_.emplace(shape, reason);
-    actions_.wait(id, std::move(reason));
-    return Queue::Verdict::kSkipGroup;
+    actions_.wait(id, reason);
+    return Queue::Verdict::kSkipShape;
   }
 
-  Reservations TakeReservations() { return std::move(reservations_); }
+  ReservationState TakeReservations() { return std::move(state_); }
 
  private:
   bool Eligible(const std::string& home, const MatchSpec& spec,
@@ -189,22 +204,76 @@ class Pass {
 
   bool ReservedForOther(const PoolKey& pool, const std::string& home,
                         const std::string& id) const {
-    auto p = reservations_.find(pool);
-    if (p == reservations_.end()) return false;
+    auto p = state_.reservations.find(pool);
+    if (p == state_.reservations.end()) return false;
     auto r = p->second.find(home);
     return r != p->second.end() && r->second.holder != id;
+  }
+
+  // What to add to a holder's reason.
+  static std::string Holds(const std::vector<std::string>& nodes,
+                           absl::Time start) {
+    return absl::StrCat("; holds ", nodes.front(),
+                        nodes.size() > 1
+                            ? absl::StrCat(" and ", nodes.size() - 1, " more")
+                            : "",
+                        " from ", absl::FormatTime(start));
+  }
+
+  // The last pass's reservation of `id`, taken over as it was, unless a pool
+  // of it is already held this pass. nullopt when there is none to take.
+  std::optional<std::string> Reuse(const std::string& id) {
+    if (ctx_.previous == nullptr || ctx_.refresh_reservations) {
+      return std::nullopt;
+    }
+    if (!previous_indexed_) {
+      previous_indexed_ = true;
+      for (const auto& [pool, nodes] : ctx_.previous->reservations) {
+        for (const auto& [node, r] : nodes) {
+          previous_by_holder_[r.holder].push_back({&pool, &node, &r});
+        }
+      }
+    }
+    auto it = previous_by_holder_.find(id);
+    if (it == previous_by_holder_.end()) return std::nullopt;
+    std::vector<std::string> nodes;
+    absl::Time start = absl::InfinitePast();
+    for (const Held& h : it->second) {
+      if (reserved_pools_.contains(*h.pool)) return std::nullopt;
+    }
+    for (const Held& h : it->second) {
+      state_.reservations[*h.pool][*h.node] = *h.reservation;
+      nodes.push_back(*h.node);
+      start = std::max(start, h.reservation->start);
+    }
+    for (const Held& h : it->second) reserved_pools_.insert(*h.pool);
+    std::sort(nodes.begin(), nodes.end());
+    return Holds(nodes, start);
   }
 
   // The first request of a pool that must wait holds the nodes that free
   // first for it. Returns what to add to its reason.
   std::string Reserve(const std::string& id, const MatchSpec& spec) {
+    if (std::optional<std::string> reused = Reuse(id)) return *reused;
+    if (!ctx_.refresh_reservations && ctx_.previous != nullptr &&
+        ctx_.previous->unplaced.contains(id)) {
+      // Looked for in vain under the walk limit: again at the next refresh.
+      for (const PoolKey& key : PoolsFor(index_, spec)) {
+        reserved_pools_.insert(key);
+      }
+      state_.unplaced.insert(id);
+      return "";
+    }
+    bool cut = false;
     struct Best {
       absl::Time start = absl::InfiniteFuture();
       PoolKey pool;
       std::vector<std::string> nodes;
     } best;
     for (const PoolKey& key : PoolsFor(index_, spec)) {
-      if (reserved_pools_.contains(key)) continue;
+      // The pool's first request that must wait is its holder, whether or
+      // not a reservation is found for it.
+      if (!reserved_pools_.insert(key).second) continue;
       const CapacityIndex::Pool* pool = index_.FindPool(key);
       if (pool == nullptr) continue;
       absl::flat_hash_map<std::string, int> avail;
@@ -241,36 +310,40 @@ class Pass {
         }
       }
       if (!start.has_value()) {
-        ctx_.book->ForEachLiveByExpiry([&](const AllocationBook::Record& r) {
-          const Allocation& a = r.allocation;
-          if (a.expires_at >= best.start) return false;
-          if (PoolOf(a) != key) return true;
-          for (const std::string& unit : r.units) {
-            const Unit* u = index_.Find(unit);
-            if (u == nullptr || !u->healthy) continue;
-            if (add(u->home, 1)) {
-              start = a.expires_at;
-              return false;
-            }
-          }
-          return true;
-        });
+        size_t walked = 0;
+        ctx_.book->ForEachLiveByExpiry(
+            key, [&](const AllocationBook::Record& r) {
+              const Allocation& a = r.allocation;
+              if (a.expires_at >= best.start) return false;
+              if (!ctx_.refresh_reservations &&
+                  ctx_.reservation_walk_limit > 0 &&
+                  ++walked > ctx_.reservation_walk_limit) {
+                cut = true;
+                return false;
+              }
+              for (const std::string& unit : r.units) {
+                const Unit* u = index_.Find(unit);
+                if (u == nullptr || !u->healthy) continue;
+                if (add(u->home, 1)) {
+                  start = a.expires_at;
+                  return false;
+                }
+              }
+              return true;
+            });
       }
       if (start.has_value() && *start < best.start) {
         best = Best{*start, key, *chosen};
       }
     }
-    if (best.nodes.empty()) return "";
-    reserved_pools_.insert(best.pool);
-    for (const std::string& node : best.nodes) {
-      reservations_[best.pool][node] = Reservation{best.start, id};
+    if (best.nodes.empty()) {
+      if (cut) state_.unplaced.insert(id);
+      return "";
     }
-    return absl::StrCat(
-        "; holds ", best.nodes.front(),
-        best.nodes.size() > 1
-            ? absl::StrCat(" and ", best.nodes.size() - 1, " more")
-            : "",
-        " from ", absl::FormatTime(best.start));
+    for (const std::string& node : best.nodes) {
+      state_.reservations[best.pool][node] = Reservation{best.start, id};
+    }
+    return Holds(best.nodes, best.start);
   }
 
   // A preemptor's victims' nodes stay its own until they are free.
@@ -283,7 +356,7 @@ class Pass {
       for (const std::string& unit : r.units) {
         const Unit* u = index_.Find(unit);
         if (u == nullptr) continue;
-        Reservation& res = reservations_[pool][u->home];
+        Reservation& res = state_.reservations[pool][u->home];
         res.holder = id;
         res.start = std::max(res.start, r.allocation.expires_at);
       }
@@ -443,12 +516,22 @@ class Pass {
   }
 
   const AdmissionContext& ctx_;
+  const Queue& queue_;
   const AdmissionActions& actions_;
   const CapacityIndex& index_;
-  Reservations reservations_;
+  ReservationState state_;
   std::set<PoolKey> reserved_pools_;
+  // The last pass's reservations by holder, indexed on first use.
+  struct Held {
+    const PoolKey* pool;
+    const std::string* node;
+    const Reservation* reservation;
+  };
+  bool previous_indexed_ = false;
+  absl::flat_hash_map<std::string, std::vector<Held>> previous_by_holder_;
   // Shapes that did not fit this pass, with why.
   absl::flat_hash_map<std::string, std::string> blocked_;
+  absl::flat_hash_map<std::string, double> shares_;
 };
 
 }  // namespace
@@ -543,12 +626,12 @@ std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec) {
                       total, ")");
 }
 
-Reservations RunAdmissionPass(const AdmissionContext& ctx, const Queue& queue,
-                              const AdmissionActions& actions) {
-  Pass pass(ctx, actions);
-  queue.Walk(
-      [&](const std::string& tenant) { return DominantShare(ctx, tenant); },
-      [&](const std::string& id) { return pass.Visit(id); });
+ReservationState RunAdmissionPass(const AdmissionContext& ctx,
+                                  const Queue& queue,
+                                  const AdmissionActions& actions) {
+  Pass pass(ctx, queue, actions);
+  queue.Walk([&](const std::string& tenant) { return pass.Share(tenant); },
+             [&](const std::string& id) { return pass.Visit(id); });
   return pass.TakeReservations();
 }
 

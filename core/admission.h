@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "core/allocation_book.h"
@@ -38,6 +39,15 @@
 
 namespace accelsched {
 
+// What an admission pass leaves for the next one and for requests that are
+// not queued.
+struct ReservationState {
+  Reservations reservations;
+  // Holders whose reservation was not found within the walk limit: they look
+  // again at the next refresh.
+  absl::flat_hash_set<std::string> unplaced;
+};
+
 struct AdmissionContext {
   const Catalog* catalog = nullptr;
   const AllocationBook* book = nullptr;
@@ -46,6 +56,17 @@ struct AdmissionContext {
   absl::Duration default_lease;
   bool preemption = true;
   absl::Duration preemption_grace = absl::Seconds(30);
+  // The last pass's reservations, taken over for holders that still wait
+  // unless `refresh_reservations`: a pass after a release then need not
+  // walk the leases again; the periodic sweep refreshes them. A reservation
+  // taken over may start later than the node could now (a release came
+  // early): what it promised still holds.
+  const ReservationState* previous = nullptr;
+  bool refresh_reservations = true;
+  // Leases a new reservation may look through when not refreshing (0: no
+  // limit): past it the holder waits for the next refresh for one, so that
+  // a release never pays for a walk through the whole cluster's leases.
+  size_t reservation_walk_limit = 0;
 };
 
 // What a pending (or new) allocation asks for, as a match spec.
@@ -92,14 +113,16 @@ struct AdmissionActions {
                          const std::string& preemptor)>
       preempt;
   // What keeps pending `id` waiting.
-  absl::FunctionRef<void(const std::string& id, std::string reason)> wait;
+  absl::FunctionRef<void(const std::string& id, const std::string& reason)>
+      wait;
 };
 
 // One pass over `queue` in its order. Returns the reservations it made,
 // which hold until the next pass (a request that is not queued respects
 // them too).
-Reservations RunAdmissionPass(const AdmissionContext& ctx, const Queue& queue,
-                              const AdmissionActions& actions);
+ReservationState RunAdmissionPass(const AdmissionContext& ctx,
+                                  const Queue& queue,
+                                  const AdmissionActions& actions);
 
 }  // namespace accelsched
 

@@ -15,6 +15,7 @@ void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
   expiry_.clear();
   ended_.clear();
   usage_.clear();
+  live_by_pool_.clear();
   victims_.clear();
   active_priorities_.clear();
   for (StoredAllocation& stored : allocations) {
@@ -76,6 +77,7 @@ void AllocationBook::Hold(const Record& record, bool mark_index) {
     if (mark_index) index_->SetAllocation(key, a.id);
   }
   usage_[a.tenant][PoolOf(a)] += static_cast<int64_t>(record.units.size());
+  live_by_pool_[PoolOf(a)].insert(&record);
   if (a.state == AllocationState::kPreempted) {
     victims_[a.preempted_by].insert(a.id);
   } else {
@@ -95,6 +97,9 @@ void AllocationBook::Free(const Record& record) {
     unit_owner_.erase(key);
     index_->SetAllocation(key, "");
   }
+  auto live = live_by_pool_.find(PoolOf(a));
+  live->second.erase(&record);
+  if (live->second.empty()) live_by_pool_.erase(live);
   auto tenant = usage_.find(a.tenant);
   auto pool = tenant->second.find(PoolOf(a));
   pool->second -= static_cast<int64_t>(record.units.size());
@@ -110,12 +115,15 @@ void AllocationBook::Free(const Record& record) {
 }
 
 AllocationBook::Record& AllocationBook::Add(Record record) {
-  const Allocation& a = record.allocation;
+  std::string id = record.allocation.id;
+  Record& stored =
+      allocations_.emplace(std::move(id), std::move(record)).first->second;
+  const Allocation& a = stored.allocation;
   expiry_.insert({a.expires_at, a.id});
   by_request_[a.request_id] = a.id;
-  if (a.live()) Hold(record, /*mark_index=*/true);
-  std::string id = a.id;
-  return allocations_.emplace(std::move(id), std::move(record)).first->second;
+  // Held once stored: the book keeps pointers to its records.
+  if (a.live()) Hold(stored, /*mark_index=*/true);
+  return stored;
 }
 
 void AllocationBook::Admit(Record& record, Allocation admitted,
@@ -150,9 +158,16 @@ void AllocationBook::End(Record& record, AllocationState state,
 
 void AllocationBook::SetExpiry(Record& record, absl::Time expires_at) {
   Allocation& a = record.allocation;
+  // The per-pool set is keyed by the expiry: out before it changes.
+  std::set<const Record*, ByExpiry>* live = nullptr;
+  if (a.live()) {
+    live = &live_by_pool_.find(PoolOf(a))->second;
+    live->erase(&record);
+  }
   expiry_.erase({a.expires_at, a.id});
   a.expires_at = expires_at;
   expiry_.insert({a.expires_at, a.id});
+  if (live != nullptr) live->insert(&record);
 }
 
 std::vector<AllocationBook::Record*> AllocationBook::Due(absl::Time now) {
@@ -165,10 +180,12 @@ std::vector<AllocationBook::Record*> AllocationBook::Due(absl::Time now) {
 }
 
 void AllocationBook::ForEachLiveByExpiry(
+    const PoolKey& pool,
     absl::FunctionRef<bool(const Record& record)> visit) const {
-  for (const auto& [time, id] : expiry_) {
-    const Record& record = allocations_.find(id)->second;
-    if (record.allocation.live() && !visit(record)) return;
+  auto it = live_by_pool_.find(pool);
+  if (it == live_by_pool_.end()) return;
+  for (const Record* record : it->second) {
+    if (!visit(*record)) return;
   }
 }
 

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -99,9 +100,11 @@ class AllocationBook : public UnitOwners {
   // The live and pending allocations whose leases (for PREEMPTED ones, their
   // grace) end at or before `now`, in expiry order.
   std::vector<Record*> Due(absl::Time now);
-  // Visits live allocations in the order their units come free (lease end;
-  // a PREEMPTED one's grace end) until `visit` returns false.
+  // Visits the live allocations holding units of `pool` in the order their
+  // units come free (lease end; a PREEMPTED one's grace end) until `visit`
+  // returns false.
   void ForEachLiveByExpiry(
+      const PoolKey& pool,
       absl::FunctionRef<bool(const Record& record)> visit) const;
   // Ids of the PREEMPTED allocations still in their grace that made way for
   // `preemptor`.
@@ -143,6 +146,14 @@ class AllocationBook : public UnitOwners {
   absl::flat_hash_map<std::string, std::string> by_request_;
   // Live and pending allocations by lease end; ended ones by end.
   std::set<std::pair<absl::Time, std::string>> expiry_;
+  // Live allocations by lease end, per pool (records do not move: a map's).
+  struct ByExpiry {
+    bool operator()(const Record* a, const Record* b) const {
+      return std::tie(a->allocation.expires_at, a->allocation.id) <
+             std::tie(b->allocation.expires_at, b->allocation.id);
+    }
+  };
+  std::map<PoolKey, std::set<const Record*, ByExpiry>> live_by_pool_;
   std::map<std::string, std::map<PoolKey, int64_t>, std::less<>> usage_;
   // preemptor id -> its victims still in their grace.
   absl::flat_hash_map<std::string, std::set<std::string>> victims_;

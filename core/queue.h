@@ -6,10 +6,13 @@
 //
 // Requests wait in groups: one per (priority, tenant, shape), a shape being
 // everything that decides where a request can go (device class, models,
-// partition, count, replicas, topology key, node selector, lease). Within a
-// group a later request cannot go where an earlier one could not, so an
-// admission pass gives up on a whole group at its first miss: a pass costs
-// O(groups x log groups) plus the admissions, not O(pending).
+// partition, count, replicas, topology key, node selector, and the lease
+// rounded down to a power of two seconds). Within a shape a later request
+// cannot go where an earlier one could not (but for a slightly shorter lease
+// in the same bucket, which then waits for its turn), so an admission pass
+// gives up on a whole group, or for want of room on a whole shape, at its
+// first miss: a pass costs O(groups) to file them plus O(shapes x log) to
+// visit, not O(pending).
 #ifndef ACCELSCHED_CORE_QUEUE_H_
 #define ACCELSCHED_CORE_QUEUE_H_
 
@@ -35,6 +38,8 @@ class Queue {
   enum class Verdict {
     kTaken,      // admitted (or, in a simulation, counted): go on in its group
     kSkipGroup,  // blocked: the rest of its group waits for the next pass
+    kSkipShape,  // blocked for want of room: so is every group of its shape
+                 // at this priority
   };
   // A tenant's dominant share now; the walk asks again after each kTaken.
   using ShareFn = absl::FunctionRef<double(const std::string& tenant)>;
@@ -63,8 +68,10 @@ class Queue {
 
   // What keeps a pending request waiting, as the last pass found it ("" until
   // a pass saw it).
-  void SetReason(const std::string& id, std::string reason);
+  void SetReason(const std::string& id, const std::string& reason);
   const std::string& Reason(absl::string_view id) const;
+  // ShapeOf the pending allocation `id`, as entered; "" when unknown.
+  const std::string& Shape(absl::string_view id) const;
   // Pending requests per tenant.
   std::map<std::string, int64_t> CountByTenant() const;
 

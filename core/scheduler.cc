@@ -81,7 +81,7 @@ absl::Status Scheduler::LoadLocked() {
   book_.Load(std::move(allocations));
   queue_.Clear();
   for (const Record* r : book_.Pending()) queue_.Add(r->allocation);
-  reservations_.clear();
+  reservations_ = ReservationState();
   ++generation_;
   return catalog_.Load(std::move(nodes), *registry());
 }
@@ -282,7 +282,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       const std::optional<MatchSpec> allowed =
           WithinQuota(ctx, request.tenant, spec, &quota);
       EligibilityRules rules = RulesAt(now);
-      rules.reservations = &reservations_;
+      rules.reservations = &reservations_.reservations;
       rules.ends_at =
           now + (request.lease == absl::ZeroDuration() ? options_.default_lease
                                                        : request.lease);
@@ -502,7 +502,7 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
     return result;
   }
   EligibilityRules reserved = rules;
-  reserved.reservations = &reservations_;
+  reserved.reservations = &reservations_.reservations;
   reserved.ends_at =
       now + (request.lease == absl::ZeroDuration() ? options_.default_lease
                                                    : request.lease);
@@ -525,7 +525,9 @@ absl::StatusOr<int> Scheduler::Sweep() {
       tickets.push_back(std::move(t));
     // Time alone may let pending requests in (a node's heartbeat, a
     // reservation's start).
-    if (auto t = AdmitLocked(now)) tickets.push_back(std::move(t));
+    if (auto t = AdmitLocked(now, /*refresh_reservations=*/true)) {
+      tickets.push_back(std::move(t));
+    }
     Write write;
     for (std::string& id : book_.Forget(now - options_.retention)) {
       // Built in place: gcc 12 warns of a moved-from variant otherwise.

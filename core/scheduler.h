@@ -303,7 +303,8 @@ class Scheduler {
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // One admission pass, queued as its own write; its ticket, or nullptr when
   // it changed nothing durable.
-  std::shared_ptr<GroupCommitter::Ticket> AdmitLocked(absl::Time now)
+  std::shared_ptr<GroupCommitter::Ticket> AdmitLocked(
+      absl::Time now, bool refresh_reservations = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Enters a new PENDING allocation for `a` and runs a pass.
   std::shared_ptr<GroupCommitter::Ticket> EnqueueLocked(Allocation a,
@@ -312,8 +313,11 @@ class Scheduler {
   // `a` with its queue position and reason when PENDING.
   Allocation WithQueueFields(Allocation a) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // The pending ids in admission order, computed once per change.
-  std::shared_ptr<const std::vector<std::string>> PendingOrder() const
+  // The pending ids in admission order: O(pending x log pending), so
+  // computed once per change when `fresh`, else reused for up to
+  // kPositionsMaxAge of real time (what one allocation's queue_position
+  // shows).
+  std::shared_ptr<const std::vector<std::string>> PendingOrder(bool fresh) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
@@ -334,13 +338,14 @@ class Scheduler {
   std::shared_ptr<const TenantPolicies> tenants_ ABSL_GUARDED_BY(mu_) =
       std::make_shared<const TenantPolicies>();
   // Made by the last admission pass; respected until the next.
-  Reservations reservations_ ABSL_GUARDED_BY(mu_);
+  ReservationState reservations_ ABSL_GUARDED_BY(mu_);
   // Bumped with every write, which may change the queue's order.
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   // The order computed for a generation, shared by readers (which hold mu_
   // shared only).
   mutable absl::Mutex order_mu_ ABSL_ACQUIRED_AFTER(mu_);
   mutable uint64_t order_generation_ ABSL_GUARDED_BY(order_mu_) = ~0ull;
+  mutable absl::Time order_computed_ ABSL_GUARDED_BY(order_mu_);
   mutable std::shared_ptr<const std::vector<std::string>> order_
       ABSL_GUARDED_BY(order_mu_);
   mutable absl::flat_hash_map<std::string, int> positions_

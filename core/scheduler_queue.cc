@@ -10,6 +10,12 @@
 #include "core/status_macros.h"
 
 namespace accelsched {
+namespace {
+
+// See AdmissionContext::reservation_walk_limit: about 100 us of walking.
+constexpr size_t kReservationWalkLimit = 2048;
+
+}  // namespace
 
 AdmissionContext Scheduler::ContextAt(absl::Time now) const {
   AdmissionContext ctx;
@@ -23,14 +29,18 @@ AdmissionContext Scheduler::ContextAt(absl::Time now) const {
   return ctx;
 }
 
-std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(absl::Time now) {
+std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
+    absl::Time now, bool refresh_reservations) {
   if (queue_.empty()) {
-    reservations_.clear();
+    reservations_ = ReservationState();
     return nullptr;
   }
   Write write;
   std::vector<Record*> written;
-  const AdmissionContext ctx = ContextAt(now);
+  AdmissionContext ctx = ContextAt(now);
+  ctx.previous = &reservations_;
+  ctx.refresh_reservations = refresh_reservations;
+  ctx.reservation_walk_limit = kReservationWalkLimit;
   auto admit =
       [&](const std::string& id, std::vector<std::vector<const Unit*>> groups)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -66,10 +76,9 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(absl::Time now) {
                   absl::StrCat("preempted for ", preemptor), 0});
         written.push_back(&r);
       };
-  auto wait = [&](const std::string& id, std::string reason)
-                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                    queue_.SetReason(id, std::move(reason));
-                  };
+  auto wait =
+      [&](const std::string& id, const std::string& reason)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { queue_.SetReason(id, reason); };
   reservations_ =
       RunAdmissionPass(ctx, queue_, AdmissionActions{admit, preempt, wait});
   // Taken out after the walk, which must not see the queue change.
@@ -96,10 +105,21 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::EnqueueLocked(
   return ticket;
 }
 
-std::shared_ptr<const std::vector<std::string>> Scheduler::PendingOrder()
-    const {
+namespace {
+
+// How stale one allocation's queue_position may be (GetQueue is exact).
+constexpr absl::Duration kPositionsMaxAge = absl::Milliseconds(200);
+
+}  // namespace
+
+std::shared_ptr<const std::vector<std::string>> Scheduler::PendingOrder(
+    bool fresh) const {
   absl::MutexLock lock(&order_mu_);
-  if (order_generation_ != generation_) {
+  // Real time, not the scheduler's clock: this bounds CPU, not semantics.
+  const absl::Time now = absl::Now();
+  if (order_generation_ != generation_ &&
+      (fresh || order_ == nullptr ||
+       now - order_computed_ > kPositionsMaxAge)) {
     const AdmissionContext ctx = ContextAt(clock_->Now());
     auto order = std::make_shared<std::vector<std::string>>(queue_.Order(
         [&](const std::string& tenant) { return DominantShare(ctx, tenant); },
@@ -126,17 +146,20 @@ std::shared_ptr<const std::vector<std::string>> Scheduler::PendingOrder()
     }
     order_ = std::move(order);
     order_generation_ = generation_;
+    order_computed_ = now;
   }
   return order_;
 }
 
 Allocation Scheduler::WithQueueFields(Allocation a) const {
   if (!a.pending()) return a;
-  PendingOrder();
+  PendingOrder(/*fresh=*/false);
   {
     absl::MutexLock lock(&order_mu_);
     auto it = positions_.find(a.id);
-    a.queue_position = it == positions_.end() ? 0 : it->second;
+    // Queued since the order was last computed: last, for now.
+    a.queue_position =
+        it == positions_.end() ? static_cast<int>(queue_.size()) : it->second;
   }
   a.pending_reason = queue_.Reason(a.id);
   if (a.pending_reason.empty()) a.pending_reason = "waiting for a pass";
@@ -154,7 +177,8 @@ absl::StatusOr<QueuePage> Scheduler::GetQueue(
   }
   QueuePage page;
   absl::ReaderMutexLock lock(&mu_);
-  const std::shared_ptr<const std::vector<std::string>> order = PendingOrder();
+  const std::shared_ptr<const std::vector<std::string>> order =
+      PendingOrder(/*fresh=*/true);
   size_t seen = 0;
   for (const std::string& id : *order) {
     const Allocation& a = book_.Find({id, ""})->allocation;

@@ -82,6 +82,22 @@ TEST(QueueTest, SkippingAGroupSkipsOnlyItsRest) {
   EXPECT_THAT(visited, ElementsAre("a-1", "a-2"));
 }
 
+TEST(QueueTest, SkippingAShapeSkipsItForEveryTenant) {
+  Queue q;
+  q.Add(Pending("a-1", "x", 0, 8));
+  q.Add(Pending("a-2", "y", 0, 8));
+  q.Add(Pending("a-3", "z", 0, 1));
+  q.Add(Pending("a-4", "y", 0, 1));
+  std::vector<std::string> visited;
+  q.Walk([](const std::string&) { return 0.0; },
+         [&](const std::string& id) {
+           visited.push_back(id);
+           return id == "a-1" ? Queue::Verdict::kSkipShape
+                              : Queue::Verdict::kTaken;
+         });
+  EXPECT_THAT(visited, ElementsAre("a-1", "a-3", "a-4"));
+}
+
 TEST(QueueTest, RemoveAndReasons) {
   Queue q;
   q.Add(Pending("a-1", "t"));
@@ -122,6 +138,11 @@ TEST(QueueTest, ShapesDifferInEverythingThatDecidesPlacement) {
   same.tenant = "other";
   same.priority = 7;
   EXPECT_EQ(ShapeOf(same), base);
+  // Leases go by power of two seconds: 5 and 6 minutes (256..511 s) alike.
+  Allocation five = a, six = a;
+  five.lease = absl::Minutes(5);
+  six.lease = absl::Minutes(6);
+  EXPECT_EQ(ShapeOf(five), ShapeOf(six));
 }
 
 }  // namespace
