@@ -1,6 +1,7 @@
 #include "core/admission.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -9,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace accelsched {
 namespace {
@@ -91,14 +93,16 @@ bool WithinNominal(const AdmissionContext& ctx, absl::string_view tenant,
          ctx.book->Usage(tenant, pool) + demand <= q->second.nominal;
 }
 
-// Units of `pool` `tenant` holds above its nominal quota.
+// Units of `pool` `tenant` holds above its nominal quota that are not
+// already preempted (those are being given back).
 int64_t Borrowed(const AdmissionContext& ctx, absl::string_view tenant,
                  const PoolKey& pool) {
   const TenantPolicy& policy = ctx.tenants->Find(tenant);
   auto q = policy.quotas.find(pool);
   if (q == policy.quotas.end()) return 0;
-  return std::max<int64_t>(0,
-                           ctx.book->Usage(tenant, pool) - q->second.nominal);
+  return std::max<int64_t>(0, ctx.book->Usage(tenant, pool) -
+                                  ctx.book->PreemptedUsage(tenant, pool) -
+                                  q->second.nominal);
 }
 
 absl::Time LeaseEnd(const AdmissionContext& ctx, const Allocation& p) {
@@ -113,7 +117,21 @@ class Pass {
       : ctx_(ctx),
         queue_(queue),
         actions_(actions),
-        index_(ctx.catalog->index()) {}
+        index_(ctx.catalog->index()) {
+    // A preemptor's hold on its victims' nodes stands until it is
+    // admitted: kept from the last pass while it waits, so that no request
+    // of its priority or lower takes what was freed for it, even one ahead
+    // of it in this pass's order. Other reservations are made afresh.
+    if (ctx.previous != nullptr) {
+      for (const auto& [pool, nodes] : ctx.previous->reservations) {
+        for (const auto& [node, r] : nodes) {
+          if (r.nominated && queue.contains(r.holder)) {
+            state_.reservations[pool][node] = r;
+          }
+        }
+      }
+    }
+  }
 
   // A tenant's dominant share, computed once per pass and again after each
   // admission of its own.
@@ -124,37 +142,49 @@ class Pass {
   }
 
   Queue::Verdict Visit(const std::string& id) {
-    // Cheapest first: most groups a pass visits share a shape that did not
-    // fit.
+    // Without quotas every tenant's request of a shape has the same rights
+    // (preemption goes by priority, and a walk goes down the priorities): a
+    // shape that did not fit is given up on for all of them, the cheapest
+    // step of a pass. With quotas the models a request may take, and
+    // whether it may reclaim, are the tenant's: only its group is.
+    const bool quotas = ctx_.tenants->has_quotas();
     const std::string& shape = queue_.Shape(id);
-    if (auto blocked = blocked_.find(shape); blocked != blocked_.end()) {
-      actions_.wait(id, blocked->second);
-      return Queue::Verdict::kSkipShape;
+    if (!quotas) {
+      if (auto blocked = blocked_.find(shape); blocked != blocked_.end()) {
+        actions_.wait(id, blocked->second);
+        return Queue::Verdict::kSkipShape;
+      }
     }
     const Allocation& p = ctx_.book->Find({id, ""})->allocation;
     std::string why;
     Reclaim reclaim;
     const std::optional<MatchSpec> spec =
         WithinQuota(ctx_, p.tenant, SpecOf(p), &why, &reclaim);
+    const Queue::Verdict miss =
+        quotas ? Queue::Verdict::kSkipGroup : Queue::Verdict::kSkipShape;
     EligibilityRules rules = ctx_.rules;
     rules.reservations = &state_.reservations;
     rules.requester = id;
     rules.ends_at = LeaseEnd(ctx_, p);
+    rules.priority = p.priority;
     if (!spec.has_value()) {
+      MatchSpec pool = SpecOf(p);
+      if (reclaim.units > 0) pool.models = {reclaim.pool.model};
       if (const auto& victims = ctx_.book->VictimsOf(id); !victims.empty()) {
         absl::StrAppend(&why, "; waiting for ", victims.size(),
                         " preempted allocation", victims.size() == 1 ? "" : "s",
                         " to end");
+        HoldVictimNodes(id, p.priority, victims);
+        if (reclaim.units > 0) HoldFit(id, pool, rules);
       } else if (reclaim.units > 0 && ctx_.preemption) {
         // Within its own quota, short of the cohort's: take back what
-        // borrowers hold, from anywhere when the request fits now, else
-        // from the node that then fits it.
-        MatchSpec pool = SpecOf(p);
-        pool.models = {reclaim.pool.model};
-        const int n = MatchRequest(ctx_, pool, rules).has_value()
-                          ? ReclaimQuota(id, p, reclaim)
-                          : Preempt(id, p, pool);
+        // borrowers hold, from anywhere when the request fits now (holding
+        // where it fits), else from the node that then fits it.
+        const bool fits = MatchRequest(ctx_, pool, rules).has_value();
+        const int n = fits ? ReclaimQuota(id, p, reclaim)
+                           : Preempt(id, p, pool, /*borrowed_only=*/true);
         if (n > 0) {
+          if (fits) HoldFit(id, pool, rules);
           absl::StrAppend(&why, "; preempted ", n, " borrowing allocation",
                           n == 1 ? "" : "s", ", waiting for their grace");
         }
@@ -162,8 +192,22 @@ class Pass {
       actions_.wait(id, why);
       return Queue::Verdict::kSkipGroup;
     }
+    // Keyed by what the request may take (its tenant's quota may have
+    // narrowed its models).
+    const std::string key =
+        quotas ? absl::StrCat(shape, "|", absl::StrJoin(spec->models, ","))
+               : shape;
+    if (quotas) {
+      if (auto blocked = blocked_.find(key);
+          blocked != blocked_.end() && !MayReclaim(p, *spec)) {
+        actions_.wait(id, blocked->second);
+        return miss;
+      }
+    }
     if (auto groups = MatchRequest(ctx_, *spec, rules)) {
       shares_.erase(p.tenant);
+      admitted_.insert(id);
+      ForgetHolder(id);
       actions_.admit(id, *std::move(groups));
       return Queue::Verdict::kTaken;
     }
@@ -173,21 +217,72 @@ class Pass {
       absl::StrAppend(&reason, "; waiting for ", victims.size(),
                       " preempted allocation", victims.size() == 1 ? "" : "s",
                       " to end");
-      HoldVictimNodes(id, victims);
+      HoldVictimNodes(id, p.priority, victims);
     } else if (int n = ctx_.preemption ? Preempt(id, p, *spec) : 0; n > 0) {
       absl::StrAppend(&reason, "; preempted ", n, " allocation",
                       n == 1 ? "" : "s", ", waiting for their grace");
     } else {
       absl::StrAppend(&reason, Reserve(id, *spec));
     }
-    blocked_.emplace(shape, reason);
+    blocked_.emplace(key, reason);
     actions_.wait(id, reason);
-    return Queue::Verdict::kSkipShape;
+    return miss;
   }
 
   ReservationState TakeReservations() { return std::move(state_); }
 
  private:
+  void ForgetHolder(const std::string& id) {
+    for (auto pool = state_.reservations.begin();
+         pool != state_.reservations.end();) {
+      absl::erase_if(pool->second, [&](const auto& entry) {
+        return entry.second.holder == id;
+      });
+      if (pool->second.empty()) {
+        state_.reservations.erase(pool++);
+      } else {
+        ++pool;
+      }
+    }
+  }
+
+  // Whether `p` may take back borrowed units of a pool of `spec` (its
+  // tenant is within its nominal quota there and a cohort member borrows).
+  bool MayReclaim(const Allocation& p, const MatchSpec& spec) {
+    if (!ctx_.preemption) return false;
+    for (const PoolKey& key : PoolsFor(index_, spec)) {
+      if (ReclaimPossible(p, key)) return true;
+    }
+    return false;
+  }
+
+  bool ReclaimPossible(const Allocation& p, const PoolKey& key) {
+    const TenantPolicy& policy = ctx_.tenants->Find(p.tenant);
+    if (policy.cohort.empty() ||
+        !WithinNominal(ctx_, p.tenant, key, Demand(SpecOf(p)))) {
+      return false;
+    }
+    for (const std::string& m : ctx_.tenants->CohortMembers(policy.cohort)) {
+      if (m != p.tenant && Borrowed(ctx_, m, key) > 0) return true;
+    }
+    return false;
+  }
+
+  // Holds, from now, the nodes `spec` fits on now for `id` (a reclaimer
+  // waiting for its quota), so that nothing after it takes them.
+  void HoldFit(const std::string& id, const MatchSpec& spec,
+               const EligibilityRules& rules) {
+    std::optional<std::vector<std::vector<const Unit*>>> groups =
+        MatchRequest(ctx_, spec, rules);
+    if (!groups.has_value()) return;
+    for (const auto& group : *groups) {
+      const Unit& u = *group.front();
+      reserved_pools_.insert(u.pool);
+      state_.reservations[u.pool][u.home] =
+          Reservation{ctx_.rules.now, id, /*nominated=*/true, rules.priority};
+    }
+  }
+
   bool Eligible(const std::string& home, const MatchSpec& spec,
                 std::string* domain) {
     auto it = ctx_.catalog->nodes().find(home);
@@ -264,6 +359,7 @@ class Pass {
       state_.unplaced.insert(id);
       return "";
     }
+    ForgetHolder(id);  // what it held is looked for again
     bool cut = false;
     struct Best {
       absl::Time start = absl::InfiniteFuture();
@@ -347,7 +443,7 @@ class Pass {
   }
 
   // A preemptor's victims' nodes stay its own until they are free.
-  void HoldVictimNodes(const std::string& id,
+  void HoldVictimNodes(const std::string& id, int priority,
                        const std::set<std::string>& victims) {
     for (const std::string& victim : victims) {
       const AllocationBook::Record& r = *ctx_.book->Find({victim, ""});
@@ -356,9 +452,13 @@ class Pass {
       for (const std::string& unit : r.units) {
         const Unit* u = index_.Find(unit);
         if (u == nullptr) continue;
+        // A node an earlier request holds this pass stays its.
+        if (ReservedForOther(pool, u->home, id)) continue;
         Reservation& res = state_.reservations[pool][u->home];
         res.holder = id;
         res.start = std::max(res.start, r.allocation.expires_at);
+        res.nominated = true;
+        res.priority = priority;
       }
     }
   }
@@ -385,6 +485,7 @@ class Pass {
         const TenantPolicy& owner = ctx_.tenants->Find(a.tenant);
         if (a.state == AllocationState::kActive && owner.preemptible &&
             a.tenant != p.tenant && owner.cohort == cohort &&
+            !admitted_.contains(a.id) &&
             Borrowed(ctx_, a.tenant, reclaim.pool) > 0) {
           candidates.push_back(r);
         }
@@ -419,37 +520,52 @@ class Pass {
   }
 
   // Preempts the fewest allocations that let `p` fit on one node; returns
-  // how many (0: none would do).
-  int Preempt(const std::string& id, const Allocation& p,
-              const MatchSpec& spec) {
+  // how many (0: none would do). `borrowed_only`: cohort borrowers only (a
+  // reclaim, where nothing else would free quota).
+  int Preempt(const std::string& id, const Allocation& p, const MatchSpec& spec,
+              bool borrowed_only = false) {
     if (spec.replicas > 1) return 0;  // gangs wait; see README
     struct Choice {
       std::vector<std::string> victims;
       std::string node;
+      int worst;
     };
     std::optional<Choice> best;
     const int64_t demand = Demand(spec);
     for (const PoolKey& key : PoolsFor(index_, spec)) {
       const CapacityIndex::Pool* pool = index_.FindPool(key);
       if (pool == nullptr) continue;
+      // Cheap gates before a look at every unit of the pool: some
+      // preemptible allocation of lower priority, or a cohort member to
+      // reclaim from; and once per pass per (pool, rights).
       const std::optional<int> lowest = ctx_.book->LowestActivePriority(key);
-      if (!lowest.has_value()) continue;
-      const bool reclaim = WithinNominal(ctx_, p.tenant, key, demand);
-      if (*lowest >= p.priority && !reclaim) continue;
+      const bool reclaim = ReclaimPossible(p, key);
+      const bool lower =
+          !borrowed_only && lowest.has_value() && *lowest < p.priority;
+      if (!lower && !reclaim) continue;
+      (void)demand;
+      const std::string gate =
+          absl::StrCat(key.model, "|", key.partition, "|", p.priority, "|",
+                       reclaim ? p.tenant : "", "|", borrowed_only, "|",
+                       spec.count, "|", ShapeOf(p));
+      if (no_victims_.contains(gate)) continue;
       const std::string& cohort = ctx_.tenants->Find(p.tenant).cohort;
       // Units a victim's tenant borrows, which reclaiming may take back.
       absl::flat_hash_map<std::string, int64_t> borrowed;
       auto victim_rank = [&](const Allocation& a) -> std::optional<int> {
         if (a.state != AllocationState::kActive) return std::nullopt;
         if (!ctx_.tenants->Find(a.tenant).preemptible) return std::nullopt;
+        // Admitted in this very pass: not taken back in it.
+        if (admitted_.contains(a.id)) return std::nullopt;
         if (reclaim && !cohort.empty() && a.tenant != p.tenant &&
             ctx_.tenants->Find(a.tenant).cohort == cohort &&
             Borrowed(ctx_, a.tenant, key) > 0) {
           return 0;  // borrowed: first to go
         }
-        if (a.priority < p.priority) return 1;
+        if (!borrowed_only && a.priority < p.priority) return 1;
         return std::nullopt;
       };
+      const bool found_before = best.has_value();
       for (const auto& [home, h] : pool->homes) {
         std::string domain;
         if (ReservedForOther(key, home, id) || !Eligible(home, spec, &domain)) {
@@ -467,14 +583,17 @@ class Pass {
           int priority;
           absl::Time admitted;
           const Allocation* a;
-          int units;
+          int units;      // here
+          int64_t total;  // of the pool, on every node
         };
         std::vector<Candidate> candidates;
         for (const auto& [victim, units] : held) {
-          const Allocation& a = ctx_.book->Find({victim, ""})->allocation;
+          const AllocationBook::Record& r = *ctx_.book->Find({victim, ""});
+          const Allocation& a = r.allocation;
           if (auto rank = victim_rank(a)) {
             candidates.push_back(
-                Candidate{*rank, a.priority, a.admitted_at, &a, units});
+                Candidate{*rank, a.priority, a.admitted_at, &a, units,
+                          static_cast<int64_t>(r.units.size())});
           }
         }
         // Borrowed first, lowest priority first, most recently admitted
@@ -486,6 +605,7 @@ class Pass {
                      std::make_tuple(y.rank, y.priority, x.admitted, x.a->id);
             });
         std::vector<std::string> victims;
+        int worst = std::numeric_limits<int>::min();  // highest victim priority
         absl::flat_hash_map<std::string, int64_t> taken;
         for (const Candidate& c : candidates) {
           if (have >= spec.count) break;
@@ -495,23 +615,27 @@ class Pass {
             if (fresh) b->second = Borrowed(ctx_, c.a->tenant, key);
             int64_t& t = taken[c.a->tenant];
             if (t >= b->second) continue;
-            t += static_cast<int64_t>(c.a->devices.size());
+            t += c.total;
           }
           victims.push_back(c.a->id);
+          worst = std::max(worst, c.priority);
           have += c.units;
         }
         if (have < spec.count) continue;
-        if (!best.has_value() || victims.size() < best->victims.size() ||
-            (victims.size() == best->victims.size() && home < best->node)) {
-          best = Choice{std::move(victims), home};
+        // The fewest victims; then the lowest priorities among them.
+        if (!best.has_value() || std::make_tuple(victims.size(), worst, home) <
+                                     std::make_tuple(best->victims.size(),
+                                                     best->worst, best->node)) {
+          best = Choice{std::move(victims), home, worst};
         }
       }
+      if (!found_before && !best.has_value()) no_victims_.insert(gate);
     }
     if (!best.has_value()) return 0;
     for (const std::string& victim : best->victims) {
       actions_.preempt(victim, id);
     }
-    HoldVictimNodes(id, ctx_.book->VictimsOf(id));
+    HoldVictimNodes(id, p.priority, ctx_.book->VictimsOf(id));
     return static_cast<int>(best->victims.size());
   }
 
@@ -531,6 +655,10 @@ class Pass {
   absl::flat_hash_map<std::string, std::vector<Held>> previous_by_holder_;
   // Shapes that did not fit this pass, with why.
   absl::flat_hash_map<std::string, std::string> blocked_;
+  // Allocations admitted by this pass: never its victims.
+  absl::flat_hash_set<std::string> admitted_;
+  // Preemption searches (pool, rights, shape) that found no victims.
+  absl::flat_hash_set<std::string> no_victims_;
   absl::flat_hash_map<std::string, double> shares_;
 };
 

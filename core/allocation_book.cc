@@ -15,6 +15,7 @@ void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
   expiry_.clear();
   ended_.clear();
   usage_.clear();
+  preempted_usage_.clear();
   live_by_pool_.clear();
   victims_.clear();
   active_priorities_.clear();
@@ -80,10 +81,35 @@ void AllocationBook::Hold(const Record& record, bool mark_index) {
   live_by_pool_[PoolOf(a)].insert(&record);
   if (a.state == AllocationState::kPreempted) {
     victims_[a.preempted_by].insert(a.id);
+    preempted_usage_[a.tenant][PoolOf(a)] +=
+        static_cast<int64_t>(record.units.size());
   } else {
     active_priorities_[PoolOf(a)].insert(a.priority);
   }
 }
+
+namespace {
+
+void Subtract(
+    std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage,
+    const std::string& tenant, const PoolKey& pool, int64_t n) {
+  auto t = usage.find(tenant);
+  auto p = t->second.find(pool);
+  p->second -= n;
+  if (p->second == 0) t->second.erase(p);
+  if (t->second.empty()) usage.erase(t);
+}
+
+int64_t Lookup(
+    const std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage,
+    absl::string_view tenant, const PoolKey& pool) {
+  auto t = usage.find(tenant);
+  if (t == usage.end()) return 0;
+  auto p = t->second.find(pool);
+  return p == t->second.end() ? 0 : p->second;
+}
+
+}  // namespace
 
 void AllocationBook::ForgetPriority(const Allocation& a) {
   auto pool = active_priorities_.find(PoolOf(a));
@@ -100,15 +126,13 @@ void AllocationBook::Free(const Record& record) {
   auto live = live_by_pool_.find(PoolOf(a));
   live->second.erase(&record);
   if (live->second.empty()) live_by_pool_.erase(live);
-  auto tenant = usage_.find(a.tenant);
-  auto pool = tenant->second.find(PoolOf(a));
-  pool->second -= static_cast<int64_t>(record.units.size());
-  if (pool->second == 0) tenant->second.erase(pool);
-  if (tenant->second.empty()) usage_.erase(tenant);
+  const int64_t units = static_cast<int64_t>(record.units.size());
+  Subtract(usage_, a.tenant, PoolOf(a), units);
   if (a.state == AllocationState::kPreempted) {
     auto victims = victims_.find(a.preempted_by);
     victims->second.erase(a.id);
     if (victims->second.empty()) victims_.erase(victims);
+    Subtract(preempted_usage_, a.tenant, PoolOf(a), units);
   } else {
     ForgetPriority(a);
   }
@@ -139,6 +163,8 @@ void AllocationBook::Preempt(Record& record, const std::string& preemptor,
                              absl::Time grace_end) {
   Allocation& a = record.allocation;
   ForgetPriority(a);
+  preempted_usage_[a.tenant][PoolOf(a)] +=
+      static_cast<int64_t>(record.units.size());
   a.state = AllocationState::kPreempted;
   a.preempted_by = preemptor;
   victims_[preemptor].insert(a.id);
@@ -205,10 +231,12 @@ std::optional<int> AllocationBook::LowestActivePriority(
 
 int64_t AllocationBook::Usage(absl::string_view tenant,
                               const PoolKey& pool) const {
-  auto t = usage_.find(tenant);
-  if (t == usage_.end()) return 0;
-  auto p = t->second.find(pool);
-  return p == t->second.end() ? 0 : p->second;
+  return Lookup(usage_, tenant, pool);
+}
+
+int64_t AllocationBook::PreemptedUsage(absl::string_view tenant,
+                                       const PoolKey& pool) const {
+  return Lookup(preempted_usage_, tenant, pool);
 }
 
 std::vector<std::string> AllocationBook::Forget(absl::Time cutoff) {

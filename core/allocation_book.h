@@ -112,8 +112,10 @@ class AllocationBook : public UnitOwners {
   // The lowest priority among ACTIVE allocations holding units of `pool`;
   // nullopt when there are none.
   std::optional<int> LowestActivePriority(const PoolKey& pool) const;
-  // Units of `pool` held by `tenant`'s live allocations.
+  // Units of `pool` held by `tenant`'s live allocations; of those, the
+  // PREEMPTED ones' (in their grace).
   int64_t Usage(absl::string_view tenant, const PoolKey& pool) const;
+  int64_t PreemptedUsage(absl::string_view tenant, const PoolKey& pool) const;
   // Every tenant's units per pool (tenants holding none left out).
   const std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage()
       const {
@@ -155,6 +157,8 @@ class AllocationBook : public UnitOwners {
   };
   std::map<PoolKey, std::set<const Record*, ByExpiry>> live_by_pool_;
   std::map<std::string, std::map<PoolKey, int64_t>, std::less<>> usage_;
+  std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>
+      preempted_usage_;
   // preemptor id -> its victims still in their grace.
   absl::flat_hash_map<std::string, std::set<std::string>> victims_;
   // Priorities of the ACTIVE allocations per pool.

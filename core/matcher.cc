@@ -81,8 +81,13 @@ bool Reserved(const PoolKey& pool, const std::string& home,
   auto p = rules.reservations->find(pool);
   if (p == rules.reservations->end()) return false;
   auto r = p->second.find(home);
-  return r != p->second.end() && r->second.holder != rules.requester &&
-         rules.ends_at > r->second.start;
+  if (r == p->second.end() || r->second.holder == rules.requester) {
+    return false;
+  }
+  if (r->second.nominated && rules.priority > r->second.priority) {
+    return false;
+  }
+  return rules.ends_at > r->second.start;
 }
 
 // `count` eligible free units of `home` in best-fit order, or nullopt.

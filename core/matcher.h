@@ -52,6 +52,11 @@ struct MatchSpec {
 struct Reservation {
   absl::Time start;
   std::string holder;  // allocation id
+  // Held for a preemptor, on its victims' nodes (Kubernetes' nominated
+  // node): kept from pass to pass until it is admitted, against requests of
+  // its priority or lower only.
+  bool nominated = false;
+  int priority = 0;
 };
 // pool -> node -> reservation.
 using Reservations =
@@ -67,6 +72,7 @@ struct EligibilityRules {
   const Reservations* reservations = nullptr;
   absl::string_view requester;  // the request's allocation id, if it has one
   absl::Time ends_at = absl::InfiniteFuture();
+  int priority = 0;  // the request's
 };
 
 // Why `node` cannot take part in a match for `spec` ("node_selector

@@ -272,7 +272,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
             PutAllocationMutation{existing->allocation, {}});
         existing->ticket = Commit(std::move(write));
       }
-      a = WithQueueFields(existing->allocation);
+      a = WithQueueFields(existing->allocation, /*may_compute=*/false);
       ticket = existing->ticket;
     } else {
       const CapacityIndex& index = catalog_.index();
@@ -286,6 +286,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       rules.ends_at =
           now + (request.lease == absl::ZeroDuration() ? options_.default_lease
                                                        : request.lease);
+      rules.priority = request.priority;
       std::optional<std::vector<std::vector<const Unit*>>> groups;
       if (allowed.has_value()) groups = MatchRequest(ctx, *allowed, rules);
       a.id = book_.NewId(now);
@@ -314,7 +315,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       } else {
         ticket = EnqueueLocked(a, now);
         const Record& queued = *book_.Find({a.id, ""});
-        a = WithQueueFields(queued.allocation);
+        a = WithQueueFields(queued.allocation, /*may_compute=*/false);
         ticket = queued.ticket;
       }
     }
@@ -400,8 +401,9 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRenewLease(
       Write write;
       write.mutations.push_back(PutAllocationMutation{record.allocation, {}});
       record.ticket = Commit(std::move(write));
-      return Queued<Allocation>{WithQueueFields(record.allocation),
-                                record.ticket};
+      return Queued<Allocation>{
+          WithQueueFields(record.allocation, /*may_compute=*/false),
+          record.ticket};
     }
     if (record.allocation.state != AllocationState::kActive) {
       return absl::FailedPreconditionError(
@@ -506,6 +508,7 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   reserved.ends_at =
       now + (request.lease == absl::ZeroDuration() ? options_.default_lease
                                                    : request.lease);
+  reserved.priority = request.priority;
   std::optional<std::vector<std::vector<const Unit*>>> groups =
       MatchRequest(ctx, *allowed, reserved);
   if (!groups.has_value()) return result;

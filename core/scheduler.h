@@ -310,8 +310,10 @@ class Scheduler {
   std::shared_ptr<GroupCommitter::Ticket> EnqueueLocked(Allocation a,
                                                         absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `a` with its queue position and reason when PENDING.
-  Allocation WithQueueFields(Allocation a) const
+  // `a` with its queue position and reason when PENDING. The position comes
+  // from the last order computed unless `may_compute` (and that is stale):
+  // writers, which hold mu_ exclusively, do not sort the queue.
+  Allocation WithQueueFields(Allocation a, bool may_compute = true) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The pending ids in admission order: O(pending x log pending), so
   // computed once per change when `fresh`, else reused for up to

@@ -69,7 +69,10 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
       [&](const std::string& victim,
           const std::string& preemptor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         Record& r = *book_.FindMutable(victim);
-        book_.Preempt(r, preemptor, now + options_.preemption_grace);
+        // The grace never outlasts the victim's own lease.
+        book_.Preempt(
+            r, preemptor,
+            std::min(r.allocation.expires_at, now + options_.preemption_grace));
         write.mutations.push_back(PutAllocationMutation{r.allocation, r.units});
         write.events.push_back(
             Event{Event::Type::kPreempted, now, r.allocation, r.allocation.node,
@@ -151,9 +154,9 @@ std::shared_ptr<const std::vector<std::string>> Scheduler::PendingOrder(
   return order_;
 }
 
-Allocation Scheduler::WithQueueFields(Allocation a) const {
+Allocation Scheduler::WithQueueFields(Allocation a, bool may_compute) const {
   if (!a.pending()) return a;
-  PendingOrder(/*fresh=*/false);
+  if (may_compute) PendingOrder(/*fresh=*/false);
   {
     absl::MutexLock lock(&order_mu_);
     auto it = positions_.find(a.id);

@@ -7,6 +7,7 @@ namespace accelsched {
 TenantPolicies::TenantPolicies(std::map<std::string, TenantPolicy> tenants) {
   for (auto& [name, policy] : tenants) {
     if (!policy.cohort.empty()) cohorts_[policy.cohort].push_back(name);
+    has_quotas_ = has_quotas_ || !policy.quotas.empty();
     tenants_.emplace(name, std::move(policy));
   }
 }

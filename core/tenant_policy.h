@@ -39,12 +39,15 @@ class TenantPolicies {
   const std::map<std::string, TenantPolicy, std::less<>>& tenants() const {
     return tenants_;
   }
+  // Whether any tenant has a quota.
+  bool has_quotas() const { return has_quotas_; }
   // Tenants of `cohort`, sorted; empty for "" or an unknown cohort.
   const std::vector<std::string>& CohortMembers(absl::string_view cohort) const;
 
  private:
   std::map<std::string, TenantPolicy, std::less<>> tenants_;
   std::map<std::string, std::vector<std::string>, std::less<>> cohorts_;
+  bool has_quotas_ = false;
 };
 
 }  // namespace accelsched
