@@ -279,8 +279,13 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       RETURN_IF_ERROR(CheckSatisfiable(index, spec));
       const AdmissionContext ctx = ContextAt(now);
       std::string quota;
-      const std::optional<MatchSpec> allowed =
-          WithinQuota(ctx, request.tenant, spec, &quota);
+      // Narrowed by the tenant's quota, where there are quotas at all.
+      std::optional<MatchSpec> narrowed;
+      const MatchSpec* allowed = &spec;
+      if (tenants_->has_quotas()) {
+        narrowed = WithinQuota(ctx, request.tenant, spec, &quota);
+        allowed = narrowed.has_value() ? &*narrowed : nullptr;
+      }
       EligibilityRules rules = RulesAt(now);
       rules.reservations = &reservations_.reservations;
       rules.ends_at =
@@ -288,7 +293,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
                                                        : request.lease);
       rules.priority = request.priority;
       std::optional<std::vector<std::vector<const Unit*>>> groups;
-      if (allowed.has_value()) groups = MatchRequest(ctx, *allowed, rules);
+      if (allowed != nullptr) groups = MatchRequest(ctx, *allowed, rules);
       a.id = book_.NewId(now);
       a.created_at = now;
       if (groups.has_value()) {
@@ -308,10 +313,10 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
         book_.Add(Record{a, std::move(keys), ticket});
       } else if (!request.queue) {
         return absl::ResourceExhaustedError(
-            allowed.has_value() ? accelsched::Explain(index, catalog_.nodes(),
-                                                      spec, RulesAt(now))
-                                      .summary
-                                : quota);
+            allowed != nullptr ? accelsched::Explain(index, catalog_.nodes(),
+                                                     spec, RulesAt(now))
+                                     .summary
+                               : quota);
       } else {
         ticket = EnqueueLocked(a, now);
         const Record& queued = *book_.Find({a.id, ""});

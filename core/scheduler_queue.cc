@@ -32,7 +32,10 @@ AdmissionContext Scheduler::ContextAt(absl::Time now) const {
 std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
     absl::Time now, bool refresh_reservations) {
   if (queue_.empty()) {
-    reservations_ = ReservationState();
+    if (!reservations_.reservations.empty() ||
+        !reservations_.unplaced.empty()) {
+      reservations_ = ReservationState();
+    }
     return nullptr;
   }
   Write write;

@@ -124,6 +124,15 @@ void DriveTraffic(E2eTest& t) {
   v1::Node cordoned;
   ASSERT_TRUE(t.Call(&Stub::SetNodeSchedulable, cordon, &cordoned).ok());
 
+  // A queued request that waits for the whole test: the only L4 is on the
+  // cordoned node.
+  v1::AllocateRequest waiting = AllocateReq("waiting", "L4");
+  waiting.set_queue(true);
+  waiting.set_tenant("team-queue");
+  v1::Allocation pending;
+  ASSERT_TRUE(t.Allocate(waiting, &pending).ok());
+  ASSERT_EQ(pending.state(), v1::PENDING);
+
   v1::AllocateRequest ok1 = AllocateReq("ok-1", "T4", 2);
   ok1.set_tenant("team-a");
   v1::AllocateRequest ok2 = AllocateReq("ok-2", "A100", 2, "1g.5gb");
@@ -182,6 +191,9 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
       {"accelsched_group_commit_batch_size", "histogram"},
       {"accelsched_watchers", "gauge"},
       {"accelsched_build_info", "gauge"},
+      {"accelsched_allocations_pending", "gauge"},
+      {"accelsched_queue_wait_seconds", "histogram"},
+      {"accelsched_tenant_dominant_share", "gauge"},
       {"accelsched_node_device_utilization_ratio", "gauge"},
       {"accelsched_node_device_memory_used_bytes", "gauge"},
       {"accelsched_node_device_power_watts", "gauge"},
@@ -195,12 +207,15 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
   for (const auto& [family, type] : kTypes) {
     EXPECT_EQ(s.types[family], type) << family;
   }
-  EXPECT_EQ(s.at("accelsched_allocate_requests_total{result=\"ok\"}"), 4);
+  // ok: the four in DriveTraffic and the queued one.
+  EXPECT_EQ(s.at("accelsched_allocate_requests_total{result=\"ok\"}"), 5);
   EXPECT_EQ(s.at("accelsched_allocate_requests_total{result=\"exhausted\"}"),
             1);
   EXPECT_EQ(s.at("accelsched_allocate_requests_total{result=\"invalid\"}"), 1);
   EXPECT_EQ(s.at("accelsched_allocate_requests_total{result=\"error\"}"), 0);
-  EXPECT_EQ(s.at("accelsched_allocate_duration_seconds_count"), 6);
+  EXPECT_EQ(s.at("accelsched_allocate_duration_seconds_count"), 7);
+  EXPECT_EQ(s.at("accelsched_allocations_pending{tenant=\"team-queue\"}"), 1);
+  EXPECT_EQ(s.at("accelsched_queue_wait_seconds_count"), 0);
   EXPECT_EQ(s.at("accelsched_releases_total{reason=\"released\"}"), 1);
   EXPECT_EQ(s.at("accelsched_releases_total{reason=\"expired\"}"), 1);
   EXPECT_EQ(s.at("accelsched_releases_total{reason=\"node_removed\"}"), 1);
@@ -266,7 +281,15 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
 }
 
 TEST_F(E2eTest, PrometheusEvaluatesEveryDashboardQuery) {
-  ASSERT_TRUE(StartServer({"--sweep_interval=50ms", "--metrics_per_device"}));
+  const std::string tenants = dir_.File("tenants.textproto");
+  std::ofstream(tenants) << R"pb(
+    tenants {
+      name: "team-load"
+      quotas { model: "A100" partition: "1g.5gb" nominal: 100 }
+    }
+  )pb";
+  ASSERT_TRUE(StartServer({"--sweep_interval=50ms", "--metrics_per_device",
+                           "--tenants=" + tenants, "--preemption_grace=0s"}));
   ASSERT_NO_FATAL_FAILURE(DriveTraffic(*this));
 
   const int prom_port = FreePort();
@@ -306,6 +329,23 @@ TEST_F(E2eTest, PrometheusEvaluatesEveryDashboardQuery) {
         Call(&Stub::Release, release, &released);
       }
       Allocate(AllocateReq(absl::StrCat("miss-", i), "L4"));
+      // Queued: a T4 that a request of higher priority then preempts (no
+      // grace), which the next sweep admits.
+      v1::ReleaseRequest done;
+      done.set_request_id(absl::StrCat("urgent-", i - 1));
+      v1::Allocation ended;
+      Call(&Stub::Release, done, &ended);
+      v1::AllocateRequest victim =
+          AllocateReq(absl::StrCat("victim-", i), "T4");
+      victim.set_queue(true);
+      victim.set_tenant("team-queue");
+      Allocate(victim);
+      v1::AllocateRequest urgent =
+          AllocateReq(absl::StrCat("urgent-", i), "T4", 2);
+      urgent.set_queue(true);
+      urgent.set_priority(5);
+      urgent.set_tenant("team-urgent");
+      Allocate(urgent);
       v1::AllocateRequest expiring = AllocateReq(absl::StrCat("exp-", i), "T4");
       expiring.mutable_lease()->set_nanos(100'000'000);
       Allocate(expiring);

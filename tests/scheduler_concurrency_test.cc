@@ -54,12 +54,15 @@ TYPED_TEST_SUITE(SchedulerConcurrencyTest, StoreFactories, StoreFactoryNames);
 // Unit -> live allocation, failing the test for a unit held twice.
 std::map<std::string, std::string> LiveUnits(const Scheduler& s) {
   std::map<std::string, std::string> holder;
+  // Every allocation that holds devices: ACTIVE, or PREEMPTED in its grace.
   absl::StatusOr<AllocationPage> page =
-      s.ListAllocations({AllocationState::kActive, "", ""}, kMaxPageSize, "");
+      s.ListAllocations({AllocationState::kUnspecified, "", ""}, kMaxPageSize,
+                        "");
   EXPECT_OK(page);
   if (!page.ok()) return holder;
   EXPECT_TRUE(page->next_page_token.empty());
   for (const Allocation& a : page->allocations) {
+    if (!a.live()) continue;
     for (const AllocatedDevice& d : a.devices) {
       const std::string unit =
           d.mig_slice_id.empty() ? d.device_id : d.mig_slice_id;
@@ -126,6 +129,21 @@ TYPED_TEST(SchedulerConcurrencyTest, EveryCallAtOnceKeepsEveryInvariant) {
       }
     });
   }
+  // Queued requests of three priorities and tenants: admitted, preempting,
+  // withdrawn, expiring; the queue read meanwhile.
+  writer([&] {
+    std::mt19937 rng(99);
+    for (int i = 0; i < 60; ++i) {
+      AllocationRequest r = Want(absl::StrCat("q-", i), "T4", 1 + rng() % 3);
+      r.queue = true;
+      r.tenant = absl::StrCat("team-q", i % 3);
+      r.priority = static_cast<int>(rng() % 3);
+      r.lease = absl::Seconds(1 + rng() % 2);
+      EXPECT_OK(s->Allocate(r));
+      if (i % 4 == 0) EXPECT_OK(s->Release({"", r.request_id}));
+      EXPECT_OK(s->GetQueue("", 5, ""));
+    }
+  });
   // Time passes; expired leases are swept.
   writer([&] {
     for (int i = 0; i < 100; ++i) {
@@ -161,6 +179,8 @@ TYPED_TEST(SchedulerConcurrencyTest, EveryCallAtOnceKeepsEveryInvariant) {
           EXPECT_EQ(a.status().code(), absl::StatusCode::kNotFound);
         }
         s->ActiveByTenant();
+        s->PendingByTenant();
+        s->TenantStandings("");
         const auto [schedulable, cordoned] = s->NodeCounts();
         EXPECT_EQ(schedulable + cordoned, 4);
         s->committer().stats();
