@@ -127,6 +127,7 @@ class Pass {
         for (const auto& [node, r] : nodes) {
           if (r.nominated && queue.contains(r.holder)) {
             state_.reservations[pool][node] = r;
+            holders_.insert(r.holder);
           }
         }
       }
@@ -170,6 +171,9 @@ class Pass {
     if (!spec.has_value()) {
       MatchSpec pool = SpecOf(p);
       if (reclaim.units > 0) pool.models = {reclaim.pool.model};
+      // Held afresh each pass, and not at all once nothing is in grace for
+      // it: a quota-blocked request holds nothing.
+      ForgetHolder(id);
       if (const auto& victims = ctx_.book->VictimsOf(id); !victims.empty()) {
         absl::StrAppend(&why, "; waiting for ", victims.size(),
                         " preempted allocation", victims.size() == 1 ? "" : "s",
@@ -181,8 +185,9 @@ class Pass {
         // borrowers hold, from anywhere when the request fits now (holding
         // where it fits), else from the node that then fits it.
         const bool fits = MatchRequest(ctx_, pool, rules).has_value();
-        const int n = fits ? ReclaimQuota(id, p, reclaim)
-                           : Preempt(id, p, pool, /*borrowed_only=*/true);
+        const int n =
+            fits ? ReclaimQuota(id, p, reclaim)
+                 : Preempt(id, p, pool, /*borrowed_only=*/true, reclaim.units);
         if (n > 0) {
           if (fits) HoldFit(id, pool, rules);
           absl::StrAppend(&why, "; preempted ", n, " borrowing allocation",
@@ -222,7 +227,7 @@ class Pass {
       absl::StrAppend(&reason, "; preempted ", n, " allocation",
                       n == 1 ? "" : "s", ", waiting for their grace");
     } else {
-      absl::StrAppend(&reason, Reserve(id, *spec));
+      absl::StrAppend(&reason, Reserve(id, *spec, p.priority));
     }
     blocked_.emplace(key, reason);
     actions_.wait(id, reason);
@@ -230,6 +235,25 @@ class Pass {
   }
 
   ReservationState TakeReservations() { return std::move(state_); }
+
+  // Preemptors whose victims have all ended go first, onto the nodes held
+  // for them (else a request ahead of them in the order, which could not
+  // preempt, would take what was freed for them); one that still does not
+  // get in lets its holds go and waits like any other. Each has had its
+  // turn: the walk passes it by.
+  void AdmitRipeHolders() {
+    for (const std::string& id : holders_) {
+      if (!ctx_.book->VictimsOf(id).empty()) continue;  // still in grace
+      Visit(id);
+      ForgetHolder(id);
+      visited_.insert(id);
+    }
+  }
+
+  Queue::Verdict VisitOnce(const std::string& id) {
+    if (visited_.contains(id)) return Queue::Verdict::kSkipGroup;
+    return Visit(id);
+  }
 
  private:
   void ForgetHolder(const std::string& id) {
@@ -277,6 +301,7 @@ class Pass {
     if (!groups.has_value()) return;
     for (const auto& group : *groups) {
       const Unit& u = *group.front();
+      if (ReservedForOther(u.pool, u.home, id, rules.priority)) continue;
       reserved_pools_.insert(u.pool);
       state_.reservations[u.pool][u.home] =
           Reservation{ctx_.rules.now, id, /*nominated=*/true, rules.priority};
@@ -297,12 +322,15 @@ class Pass {
     return true;
   }
 
+  // Whether `home` is held for another request against one of `priority`
+  // (a preemptor's hold yields to a higher priority).
   bool ReservedForOther(const PoolKey& pool, const std::string& home,
-                        const std::string& id) const {
+                        const std::string& id, int priority) const {
     auto p = state_.reservations.find(pool);
     if (p == state_.reservations.end()) return false;
     auto r = p->second.find(home);
-    return r != p->second.end() && r->second.holder != id;
+    if (r == p->second.end() || r->second.holder == id) return false;
+    return !(r->second.nominated && priority > r->second.priority);
   }
 
   // What to add to a holder's reason.
@@ -348,7 +376,8 @@ class Pass {
 
   // The first request of a pool that must wait holds the nodes that free
   // first for it. Returns what to add to its reason.
-  std::string Reserve(const std::string& id, const MatchSpec& spec) {
+  std::string Reserve(const std::string& id, const MatchSpec& spec,
+                      int priority) {
     if (std::optional<std::string> reused = Reuse(id)) return *reused;
     if (!ctx_.refresh_reservations && ctx_.previous != nullptr &&
         ctx_.previous->unplaced.contains(id)) {
@@ -387,8 +416,8 @@ class Pass {
         auto [e, fresh] = eligible.try_emplace(home, false);
         std::string domain;
         if (fresh) {
-          e->second =
-              !ReservedForOther(key, home, id) && Eligible(home, spec, &domain);
+          e->second = !ReservedForOther(key, home, id, priority) &&
+                      Eligible(home, spec, &domain);
         } else if (e->second && !spec.topology_key.empty()) {
           Eligible(home, spec, &domain);
         }
@@ -453,7 +482,7 @@ class Pass {
         const Unit* u = index_.Find(unit);
         if (u == nullptr) continue;
         // A node an earlier request holds this pass stays its.
-        if (ReservedForOther(pool, u->home, id)) continue;
+        if (ReservedForOther(pool, u->home, id, priority)) continue;
         Reservation& res = state_.reservations[pool][u->home];
         res.holder = id;
         res.start = std::max(res.start, r.allocation.expires_at);
@@ -523,7 +552,7 @@ class Pass {
   // how many (0: none would do). `borrowed_only`: cohort borrowers only (a
   // reclaim, where nothing else would free quota).
   int Preempt(const std::string& id, const Allocation& p, const MatchSpec& spec,
-              bool borrowed_only = false) {
+              bool borrowed_only = false, int64_t quota_units = 0) {
     if (spec.replicas > 1) return 0;  // gangs wait; see README
     struct Choice {
       std::vector<std::string> victims;
@@ -568,7 +597,8 @@ class Pass {
       const bool found_before = best.has_value();
       for (const auto& [home, h] : pool->homes) {
         std::string domain;
-        if (ReservedForOther(key, home, id) || !Eligible(home, spec, &domain)) {
+        if (ReservedForOther(key, home, id, p.priority) ||
+            !Eligible(home, spec, &domain)) {
           continue;
         }
         int have = h.free;
@@ -607,8 +637,9 @@ class Pass {
         std::vector<std::string> victims;
         int worst = std::numeric_limits<int>::min();  // highest victim priority
         absl::flat_hash_map<std::string, int64_t> taken;
+        int64_t freed = 0;  // units of the pool, on every node
         for (const Candidate& c : candidates) {
-          if (have >= spec.count) break;
+          if (have >= spec.count && freed >= quota_units) break;
           if (c.rank == 0 && c.priority >= p.priority) {
             // Reclaiming takes back no more than the tenant borrows.
             auto [b, fresh] = borrowed.try_emplace(c.a->tenant, 0);
@@ -620,8 +651,10 @@ class Pass {
           victims.push_back(c.a->id);
           worst = std::max(worst, c.priority);
           have += c.units;
+          freed += c.total;
         }
-        if (have < spec.count) continue;
+        // It must fit, and a reclaim must give back the quota it lacks.
+        if (have < spec.count || freed < quota_units) continue;
         // The fewest victims; then the lowest priorities among them.
         if (!best.has_value() || std::make_tuple(victims.size(), worst, home) <
                                      std::make_tuple(best->victims.size(),
@@ -657,6 +690,9 @@ class Pass {
   absl::flat_hash_map<std::string, std::string> blocked_;
   // Allocations admitted by this pass: never its victims.
   absl::flat_hash_set<std::string> admitted_;
+  // Preemptors with holds kept from the last pass; those visited already.
+  std::set<std::string> holders_;
+  absl::flat_hash_set<std::string> visited_;
   // Preemption searches (pool, rights, shape) that found no victims.
   absl::flat_hash_set<std::string> no_victims_;
   absl::flat_hash_map<std::string, double> shares_;
@@ -758,8 +794,9 @@ ReservationState RunAdmissionPass(const AdmissionContext& ctx,
                                   const Queue& queue,
                                   const AdmissionActions& actions) {
   Pass pass(ctx, queue, actions);
+  pass.AdmitRipeHolders();
   queue.Walk([&](const std::string& tenant) { return pass.Share(tenant); },
-             [&](const std::string& id) { return pass.Visit(id); });
+             [&](const std::string& id) { return pass.VisitOnce(id); });
   return pass.TakeReservations();
 }
 

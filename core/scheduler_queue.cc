@@ -129,7 +129,7 @@ std::shared_ptr<const std::vector<std::string>> Scheduler::PendingOrder(
     const AdmissionContext ctx = ContextAt(clock_->Now());
     auto order = std::make_shared<std::vector<std::string>>(queue_.Order(
         [&](const std::string& tenant) { return DominantShare(ctx, tenant); },
-        [&](const std::string& id) {
+        [&](const std::string& id) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
           // What admitting it would add to its tenant's share, counted
           // against every pool it may take.
           const Allocation& a = book_.Find({id, ""})->allocation;

@@ -284,6 +284,38 @@ TEST_F(SchedulerPreemptionTest, AdmittedThenPreemptedInOnePass) {
 }
 
 // Sanity: a failed admission write reloads and nothing is double booked.
+// A preemptor that no longer gets in once its victims are gone (its tenant
+// reached its quota meanwhile) lets go of the node freed for it.
+TEST_F(SchedulerPreemptionTest, AHoldIsLetGoWhenItsHolderCannotUseIt) {
+  Policies(R"pb(
+    tenants {
+      name: "q"
+      quotas { model: "T4" nominal: 1 }
+    }
+  )pb");
+  ASSERT_OK(s_->RegisterNode(GpuNode("n1", "T4", 1)));
+  ASSERT_OK(s_->RegisterNode(GpuNode("n2", "T4", 1)));
+  ASSERT_OK(s_->Allocate(Req("low-1", 1, "", 0, false, "n1")));
+  ASSERT_OK(s_->Allocate(Req("low-2", 1, "", 0, false, "n2")));
+  ASSERT_EQ(Must(s_->Allocate(Req("q-1", 1, "q", 5))).state,
+            AllocationState::kPending);
+  // Another shape (lease), so not given up on behind q-1 in its group.
+  AllocationRequest q2 = Req("q-2", 1, "q", 5);
+  q2.lease = absl::Hours(2);
+  ASSERT_EQ(Must(s_->Allocate(q2)).state, AllocationState::kPending);
+  EXPECT_EQ(Get("low-1").state, AllocationState::kPreempted);
+  EXPECT_EQ(Get("low-2").state, AllocationState::kPreempted);
+  const Allocation other = Must(s_->Allocate(Req("other", 1, "z", 0)));
+  ASSERT_EQ(other.state, AllocationState::kPending);
+  clock_.Advance(absl::Seconds(30));
+  ASSERT_OK(s_->Sweep());
+  // q-1 runs; q-2 is at q's quota, so the other GPU goes to the next in line.
+  EXPECT_EQ(Get("q-1").state, AllocationState::kActive);
+  EXPECT_EQ(Get("q-2").state, AllocationState::kPending);
+  EXPECT_THAT(Get("q-2").pending_reason, HasSubstr("quota: tenant q at 1/1"));
+  EXPECT_EQ(Get("other").state, AllocationState::kActive);
+}
+
 TEST_F(SchedulerPreemptionTest, FailedAdmissionWriteReloads) {
   ASSERT_OK(s_->RegisterNode(GpuNode("n1", "T4", 1)));
   ASSERT_OK(s_->Allocate(Req("x", 1, "", 0, false)));
