@@ -560,7 +560,6 @@ class Pass {
       int worst;
     };
     std::optional<Choice> best;
-    const int64_t demand = Demand(spec);
     for (const PoolKey& key : PoolsFor(index_, spec)) {
       const CapacityIndex::Pool* pool = index_.FindPool(key);
       if (pool == nullptr) continue;
@@ -572,7 +571,6 @@ class Pass {
       const bool lower =
           !borrowed_only && lowest.has_value() && *lowest < p.priority;
       if (!lower && !reclaim) continue;
-      (void)demand;
       const std::string gate =
           absl::StrCat(key.model, "|", key.partition, "|", p.priority, "|",
                        reclaim ? p.tenant : "", "|", borrowed_only, "|",

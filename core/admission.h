@@ -18,9 +18,12 @@
 // - Preemption: a request that cannot be placed may preempt ACTIVE
 //   allocations of lower priority, or, when its tenant is within its nominal
 //   quota, allocations of cohort members that borrow; the node needing the
-//   fewest victims wins (victims lowest priority first, then most recently
-//   admitted), and only if the request then fits. Victims keep their devices
-//   for the grace period.
+//   fewest victims wins (then the lowest victim priority; victims borrowers
+//   first, lowest priority, most recently admitted), and only if the request
+//   then fits (and, for a reclaim, gets back the quota it lacks). Victims
+//   keep their devices for the grace period (never past their lease); their
+//   nodes are held for the preemptor against requests of its priority or
+//   lower, and when the last has ended it goes first in the next pass.
 #ifndef ACCELSCHED_CORE_ADMISSION_H_
 #define ACCELSCHED_CORE_ADMISSION_H_
 
