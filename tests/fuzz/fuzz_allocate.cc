@@ -30,14 +30,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (a.ok()) {
     v1::Allocation out;
     AllocationToProto(*a, {.nvidia_visible_devices = true}, &out);
-    // Whatever the request's strings, the placement's JSON parses.
+    // Whatever the request's strings, the placement's JSON parses. A queued
+    // request that must wait (PENDING) has no placement yet.
     google::protobuf::Struct json;
-    if (!google::protobuf::util::JsonStringToMessage(
-             out.placement().pod_spec_patch(), &json)
-             .ok()) {
+    if (a->live() != out.has_placement()) __builtin_trap();
+    if (a->live() && !google::protobuf::util::JsonStringToMessage(
+                          out.placement().pod_spec_patch(), &json)
+                          .ok()) {
       __builtin_trap();
     }
-    if (!out.placement().resource_claim().empty() &&
+    if (a->live() && !out.placement().resource_claim().empty() &&
         !google::protobuf::util::JsonStringToMessage(
              out.placement().resource_claim(), &json)
              .ok()) {
