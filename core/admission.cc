@@ -15,21 +15,10 @@
 namespace accelsched {
 namespace {
 
-// The pools `spec` may be met from, whether or not any are free.
-std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
-                              const MatchSpec& spec) {
-  std::vector<PoolKey> out;
-  if (spec.models.empty()) {
-    for (const auto& [key, pool] :
-         index.PoolsOf(spec.device_class, spec.partition)) {
-      out.push_back(*key);
-    }
-    return out;
-  }
-  for (const std::string& model : spec.models) {
-    out.push_back(PoolKey{spec.device_class, model, spec.partition});
-  }
-  return out;
+// What a preemptor waiting out its victims' grace adds to its reason.
+std::string WaitingForVictims(size_t n) {
+  return absl::StrCat("; waiting for ", n, " preempted allocation",
+                      n == 1 ? "" : "s", " to end");
 }
 
 int64_t Demand(const MatchSpec& spec) {
@@ -175,9 +164,7 @@ class Pass {
       // it: a quota-blocked request holds nothing.
       ForgetHolder(id);
       if (const auto& victims = ctx_.book->VictimsOf(id); !victims.empty()) {
-        absl::StrAppend(&why, "; waiting for ", victims.size(),
-                        " preempted allocation", victims.size() == 1 ? "" : "s",
-                        " to end");
+        absl::StrAppend(&why, WaitingForVictims(victims.size()));
         HoldVictimNodes(id, p.priority, victims);
         if (reclaim.units > 0) HoldFit(id, pool, rules);
       } else if (reclaim.units > 0 && ctx_.preemption) {
@@ -219,9 +206,7 @@ class Pass {
     std::string reason = WaitReason(ctx_, *spec);
     const std::set<std::string>& victims = ctx_.book->VictimsOf(id);
     if (!victims.empty()) {
-      absl::StrAppend(&reason, "; waiting for ", victims.size(),
-                      " preempted allocation", victims.size() == 1 ? "" : "s",
-                      " to end");
+      absl::StrAppend(&reason, WaitingForVictims(victims.size()));
       HoldVictimNodes(id, p.priority, victims);
     } else if (int n = ctx_.preemption ? Preempt(id, p, *spec) : 0; n > 0) {
       absl::StrAppend(&reason, "; preempted ", n, " allocation",
@@ -697,6 +682,22 @@ class Pass {
 };
 
 }  // namespace
+
+std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
+                              const MatchSpec& spec) {
+  std::vector<PoolKey> out;
+  if (spec.models.empty()) {
+    for (const auto& [key, pool] :
+         index.PoolsOf(spec.device_class, spec.partition)) {
+      out.push_back(*key);
+    }
+    return out;
+  }
+  for (const std::string& model : spec.models) {
+    out.push_back(PoolKey{spec.device_class, model, spec.partition});
+  }
+  return out;
+}
 
 MatchSpec SpecOf(const Allocation& a) {
   MatchSpec spec;

@@ -75,6 +75,10 @@ struct AdmissionContext {
 // What a pending (or new) allocation asks for, as a match spec.
 MatchSpec SpecOf(const Allocation& request);
 
+// The pools `spec` may be met from, whether or not any units are free.
+std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
+                              const MatchSpec& spec);
+
 // The tenant's dominant resource share: the largest fraction of any pool's
 // units it holds, divided by its weight.
 double DominantShare(const AdmissionContext& ctx, absl::string_view tenant);

@@ -134,12 +134,8 @@ std::shared_ptr<const std::vector<std::string>> Scheduler::PendingOrder(
           // against every pool it may take.
           const Allocation& a = book_.Find({id, ""})->allocation;
           int64_t total = 0;
-          const MatchSpec spec = SpecOf(a);
-          for (const auto& [key, pool] :
-               catalog_.index().PoolsOf(spec.device_class, spec.partition)) {
-            if (spec.models.empty() ||
-                std::binary_search(spec.models.begin(), spec.models.end(),
-                                   key->model)) {
+          for (const PoolKey& key : PoolsFor(catalog_.index(), SpecOf(a))) {
+            if (const auto* pool = catalog_.index().FindPool(key)) {
               total += pool->total;
             }
           }
