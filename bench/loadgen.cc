@@ -11,6 +11,10 @@
 //   build/bench/loadgen --seconds=5 --callers=1,8,64
 //   build/bench/loadgen --startup_devices=100000      # start-up time and
 //   memory
+//   build/bench/loadgen --postgres                    # SQLite against a
+//   private PostgreSQL 15 at the widest load
+//   build/bench/loadgen --postgres --startup_devices=100000   # a new leader's
+//   start-up after the old one is killed
 //
 // By default it starts its own server on a fresh database (synchronous=FULL);
 // --target connects to a running one instead (it must be empty of allocations;
@@ -41,6 +45,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "storage/sqlite_store.h"
 #include "tests/http_client.h"
+#include "tests/postgres_instance.h"
 #include "tests/server_process.h"
 
 ABSL_FLAG(double, seconds, 5, "duration of each measurement");
@@ -67,6 +72,11 @@ ABSL_FLAG(
     int, startup_devices, 0,
     "instead: fill a database with this many devices, restart, and report the "
     "time to serve and the resident memory");
+ABSL_FLAG(bool, postgres, false,
+          "instead: start a private PostgreSQL 15 (Debian's postgresql-15) in "
+          "--dir and compare Allocate+Release at the widest --callers on "
+          "SQLite and on it, servers alternating --rounds times; with "
+          "--startup_devices, time a new leader taking over from a killed one");
 
 namespace accelsched {
 namespace {
@@ -279,9 +289,11 @@ Measured Measure(const std::string& target, int metrics_port, int callers,
 
 std::unique_ptr<ServerProcess> StartServer(
     const std::string& db, const std::vector<std::string>& flags) {
-  std::filesystem::remove(db);
-  std::filesystem::remove(db + "-wal");
-  std::filesystem::remove(db + "-shm");
+  if (db.find("://") == std::string::npos) {  // a SQLite file
+    std::filesystem::remove(db);
+    std::filesystem::remove(db + "-wal");
+    std::filesystem::remove(db + "-shm");
+  }
   auto server = ServerProcess::Start(db, flags);
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n",
@@ -619,7 +631,124 @@ void PrintLoad(int n, Measured& m) {
   }
 }
 
+// A private PostgreSQL in `dir`, or exits.
+std::unique_ptr<PostgresInstance> StartPostgres(const std::string& dir) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  absl::StatusOr<std::unique_ptr<PostgresInstance>> pg =
+      PostgresInstance::Start(dir);
+  if (!pg.ok()) {
+    std::fprintf(stderr, "%s\n", pg.status().ToString().c_str());
+    std::exit(1);
+  }
+  return std::move(*pg);
+}
+
+// A fresh database on `pg`, or exits.
+std::string FreshDatabase(PostgresInstance& pg, const std::string& name) {
+  absl::StatusOr<std::string> uri = pg.CreateDatabase(name);
+  if (!uri.ok()) {
+    std::fprintf(stderr, "%s\n", uri.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *uri;
+}
+
+// Polls GetCapacity until it answers OK (a follower answers UNAVAILABLE);
+// the answer.
+v1::GetCapacityResponse AwaitServing(Stub& stub) {
+  for (;;) {
+    v1::GetCapacityResponse capacity;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    if (stub.GetCapacity(&ctx, v1::GetCapacityRequest(), &capacity).ok()) {
+      return capacity;
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+}
+
+// Two servers on one PostgreSQL database filled with `devices`; the leader
+// is killed, and the time until the other answers is the new leader's
+// start-up: noticing, taking over, loading everything.
+int PostgresStartup(int devices) {
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  std::unique_ptr<PostgresInstance> pg = StartPostgres(dir + "/pg");
+  const std::string uri = FreshDatabase(*pg, "startup");
+  auto leader = StartServer(uri, {});
+  auto follower = StartServer(uri, {});
+  const int nodes = (devices + 7) / 8;
+  const absl::Time fill = absl::Now();
+  RegisterNodes(leader->grpc_address(), nodes);
+  std::printf("filled %d nodes x 8 devices on PostgreSQL in %.1f s\n", nodes,
+              absl::ToDoubleSeconds(absl::Now() - fill));
+  auto stub = v1::AcceleratorScheduler::NewStub(grpc::CreateChannel(
+      follower->grpc_address(), grpc::InsecureChannelCredentials()));
+  const absl::Time killed = absl::Now();
+  leader->Stop(SIGKILL);
+  v1::GetCapacityResponse capacity = AwaitServing(*stub);
+  const double serving = absl::ToDoubleSeconds(absl::Now() - killed);
+  std::printf(
+      "new leader with %lld devices: first GetCapacity answered %.3f s after "
+      "the old leader's kill -9 (%lld units); resident memory %.1f MiB\n",
+      static_cast<long long>(nodes) * 8, serving,
+      capacity.entries_size()
+          ? static_cast<long long>(capacity.entries(0).total())
+          : 0LL,
+      ResidentKiB(follower->pid()) / 1024.0);
+  follower->Stop(SIGTERM);
+  return 0;
+}
+
+// Allocate+Release at `callers` on SQLite and on PostgreSQL, each on a fresh
+// database, servers alternating.
+int ComparePostgres(int callers, double seconds) {
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  std::filesystem::create_directories(dir);
+  std::unique_ptr<PostgresInstance> pg = StartPostgres(dir + "/pg");
+  const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
+  std::printf(
+      "%d callers, %.1f s per measurement, %d rounds; SQLite synchronous=FULL "
+      "in %s; PostgreSQL 15 on loopback, synchronous_commit=on, fsync=on\n",
+      callers, seconds, rounds, dir.c_str());
+  double per_floor[2] = {0, 0};
+  double per_second[2] = {0, 0};
+  for (int round = 0; round < rounds; ++round) {
+    for (int engine = 0; engine < 2; ++engine) {
+      const std::string db =
+          engine == 0 ? dir + "/compare.db"
+                      : FreshDatabase(*pg, absl::StrCat("compare", round));
+      auto server = StartServer(db, {});
+      if (engine == 1) {
+        auto stub = v1::AcceleratorScheduler::NewStub(grpc::CreateChannel(
+            server->grpc_address(), grpc::InsecureChannelCredentials()));
+        AwaitServing(*stub);
+      }
+      RegisterNodes(server->grpc_address(), 64);
+      Measured m = Measure(server->grpc_address(), server->metrics_port(),
+                           callers, seconds, absl::StrCat("r", round));
+      std::printf("round %d, %s:\n", round,
+                  engine == 0 ? "SQLite" : "PostgreSQL");
+      PrintLoad(callers, m);
+      per_second[engine] += m.work.per_second() / rounds;
+      per_floor[engine] += m.work.per_second() / m.floor.per_second() / rounds;
+      server->Stop(SIGTERM);
+    }
+  }
+  std::printf(
+      "Allocate+Release, mean of %d rounds: SQLite %.0f calls/s, PostgreSQL "
+      "%.0f calls/s: PostgreSQL/SQLite %.2f (each divided by its own health "
+      "floor first: %.2f)\n",
+      rounds, per_second[0], per_second[1], per_second[1] / per_second[0],
+      per_floor[1] / per_floor[0]);
+  return 0;
+}
+
 int Main() {
+  if (absl::GetFlag(FLAGS_postgres) &&
+      absl::GetFlag(FLAGS_startup_devices) > 0) {
+    return PostgresStartup(absl::GetFlag(FLAGS_startup_devices));
+  }
   if (absl::GetFlag(FLAGS_startup_devices) > 0) {
     return Startup(absl::GetFlag(FLAGS_startup_devices));
   }
@@ -634,6 +763,9 @@ int Main() {
     return 1;
   }
   const double seconds = absl::GetFlag(FLAGS_seconds);
+  if (absl::GetFlag(FLAGS_postgres)) {
+    return ComparePostgres(callers.back(), seconds);
+  }
   std::unique_ptr<ServerProcess> server;
   std::string target = absl::GetFlag(FLAGS_target);
   int metrics_port = absl::GetFlag(FLAGS_metrics_port);

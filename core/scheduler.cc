@@ -59,7 +59,7 @@ Scheduler::Scheduler(Store* store, const Clock* clock,
       events_(options.watch_buffer),
       registry_(std::move(registry)),
       committer_(std::make_unique<GroupCommitter>(
-          store, &events_,
+          &store_, &events_,
           [this](const absl::Status& s) { OnCommitFailure(s); },
           GroupCommitter::Options{options.commit_mode,
                                   options.max_commit_batch})) {}
@@ -67,23 +67,36 @@ Scheduler::Scheduler(Store* store, const Clock* clock,
 Scheduler::~Scheduler() { committer_.reset(); }
 
 absl::Status Scheduler::Load() {
-  ASSIGN_OR_RETURN(const uint64_t sequence, store_->LoadEventSequence());
+  ASSIGN_OR_RETURN(const uint64_t sequence, store_.LoadEventSequence());
   committer_->set_last_event_sequence(sequence);
   absl::MutexLock lock(&mu_);
   return LoadLocked();
 }
 
 absl::Status Scheduler::LoadLocked() {
-  ASSIGN_OR_RETURN(std::vector<Node> nodes, store_->LoadNodes());
+  ASSIGN_OR_RETURN(std::vector<Node> nodes, store_.LoadNodes());
   ASSIGN_OR_RETURN(std::vector<StoredAllocation> allocations,
-                   store_->LoadAllocations());
+                   store_.LoadAllocations());
   // The book first: the catalog asks it who holds each unit.
   book_.Load(std::move(allocations));
   queue_.Clear();
   for (const Record* r : book_.Pending()) queue_.Add(r->allocation);
   reservations_ = ReservationState();
   ++generation_;
-  return catalog_.Load(std::move(nodes), *registry());
+  RETURN_IF_ERROR(catalog_.Load(std::move(nodes), *registry()));
+  stale_reason_ = absl::OkStatus();
+  stale_.store(false);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Ready() const {
+  if (!stale_.load()) return absl::OkStatus();
+  absl::ReaderMutexLock lock(&mu_);
+  if (stale_reason_.ok()) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "the scheduler lost track of the store after a failed commit and "
+      "retries loading it every sweep: ",
+      stale_reason_.message()));
 }
 
 void Scheduler::OnCommitFailure(const absl::Status& status) {
@@ -97,6 +110,8 @@ void Scheduler::OnCommitFailure(const absl::Status& status) {
     std::fprintf(stderr,
                  "accelsched: reloading state after a failed commit: %s\n",
                  std::string(reload.ToString()).c_str());
+    stale_reason_ = reload;
+    stale_.store(true);
   }
 }
 
@@ -528,6 +543,15 @@ absl::StatusOr<int> Scheduler::Sweep() {
   int expired = 0;
   {
     absl::MutexLock lock(&mu_);
+    if (stale_.load()) {
+      // Retried here, once a sweep. Writes queued meanwhile were made from
+      // stale memory: they fail.
+      committer_->FailQueued(absl::UnavailableError(stale_reason_.message()));
+      if (absl::Status s = LoadLocked(); !s.ok()) {
+        stale_reason_ = s;
+        return s;
+      }
+    }
     const absl::Time now = clock_->Now();
     if (auto t = ExpireDueLocked(now, &expired))
       tickets.push_back(std::move(t));

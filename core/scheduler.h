@@ -21,6 +21,7 @@
 #ifndef ACCELSCHED_CORE_SCHEDULER_H_
 #define ACCELSCHED_CORE_SCHEDULER_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -50,6 +51,7 @@
 #include "core/matcher.h"
 #include "core/page_token.h"
 #include "core/queue.h"
+#include "core/serialized_store.h"
 #include "core/store.h"
 #include "core/tenant_policy.h"
 
@@ -127,6 +129,11 @@ class Scheduler {
   // does not know, or whose MIG slices or TPU topology it does not have; the
   // store's errors otherwise.
   absl::Status Load();
+  // OK unless memory may differ from the store: a commit failed and so did
+  // reloading from the store (unreachable). Then UNAVAILABLE with the reason
+  // until a Sweep reloads; callers should not serve from memory meanwhile.
+  // Cheap: no lock while OK.
+  absl::Status Ready() const;
 
   // --- Catalog ---
   // Upsert: validates, keeps the cordon state of a known node, stamps the
@@ -322,7 +329,9 @@ class Scheduler {
   std::shared_ptr<const std::vector<std::string>> PendingOrder(bool fresh) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
-  Store* const store_;
+  // The store, its calls serialised: a sweep may reload while a batch
+  // commits.
+  SerializedStore store_;
   const Clock* const clock_;
   const Options options_;
   EventHub events_;
@@ -341,6 +350,10 @@ class Scheduler {
       std::make_shared<const TenantPolicies>();
   // Made by the last admission pass; respected until the next.
   ReservationState reservations_ ABSL_GUARDED_BY(mu_);
+  // Set when memory could not be reloaded after a failed commit; cleared by
+  // the next successful load.
+  std::atomic<bool> stale_{false};
+  absl::Status stale_reason_ ABSL_GUARDED_BY(mu_);
   // Bumped with every write, which may change the queue's order.
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   // The order computed for a generation, shared by readers (which hold mu_

@@ -19,7 +19,19 @@ ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
           "Prometheus /metrics address (host:port; port 0 picks one)");
 ABSL_FLAG(std::string, db, "accelsched.db",
-          "SQLite file, created with its schema if absent");
+          "SQLite file, created with its schema if absent; or a PostgreSQL "
+          "connection URI (postgresql://user:password@host:port/dbname), "
+          "which several servers may share: one is the leader and serves, "
+          "the others take over when it goes");
+ABSL_FLAG(std::string, advertise_address, "",
+          "PostgreSQL only: the gRPC address that the other servers name to "
+          "clients while this one leads (default: hostname:port)");
+ABSL_FLAG(absl::Duration, leader_lease, absl::Seconds(10),
+          "PostgreSQL only: how long a leader that stops renewing (frozen, "
+          "cut off) stays leader; a leader that exits is replaced at once");
+ABSL_FLAG(absl::Duration, leader_retry_period, absl::Milliseconds(500),
+          "PostgreSQL only: how often the leader renews its lease and the "
+          "others try to take over");
 ABSL_FLAG(absl::Duration, default_lease, absl::Hours(1),
           "lease given when a request names none (e.g. 30m, 1h)");
 ABSL_FLAG(
@@ -106,6 +118,9 @@ int main(int argc, char** argv) {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.db = absl::GetFlag(FLAGS_db);
+  options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  options.leader_lease = absl::GetFlag(FLAGS_leader_lease);
+  options.leader_retry_period = absl::GetFlag(FLAGS_leader_retry_period);
   options.default_lease = absl::GetFlag(FLAGS_default_lease);
   options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   options.allocation_retention = absl::GetFlag(FLAGS_allocation_retention);
@@ -132,9 +147,10 @@ int main(int argc, char** argv) {
                  std::string(server.status().ToString()).c_str());
     return 1;
   }
-  std::fprintf(
-      stderr, "accelschedd ready: grpc_port=%d metrics_port=%d db=%s\n",
-      (*server)->grpc_port(), (*server)->metrics_port(), options.db.c_str());
+  std::fprintf(stderr,
+               "accelschedd ready: grpc_port=%d metrics_port=%d db=%s\n",
+               (*server)->grpc_port(), (*server)->metrics_port(),
+               (*server)->db_description().c_str());
 
   int sig = 0;
   for (;;) {
@@ -144,8 +160,10 @@ int main(int argc, char** argv) {
       break;
     }
     if (sig != SIGHUP) {
-      std::fprintf(stderr, "accelschedd: %s received, shutting down\n",
-                   sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      if (!(*server)->lost_leadership()) {
+        std::fprintf(stderr, "accelschedd: %s received, shutting down\n",
+                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      }
       break;
     }
     absl::StatusOr<std::string> reloaded = (*server)->ReloadAcceleratorTypes();
@@ -164,8 +182,15 @@ int main(int argc, char** argv) {
                                       .c_str());
     }
   }
+  const bool lost = (*server)->lost_leadership();
   (*server)->Shutdown();
   server->reset();
+  if (lost) {
+    std::fprintf(stderr,
+                 "accelschedd: stopped: another server took over; restart "
+                 "this one to follow it\n");
+    return 1;
+  }
   std::fprintf(stderr, "accelschedd: stopped\n");
   return 0;
 }

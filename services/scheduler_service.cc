@@ -62,8 +62,10 @@ Scheduler::Callback<Allocation> SchedulerService::Reply(v1::Allocation* resp,
   };
 }
 
-absl::Status SchedulerService::CheckCredential(
-    const grpc::CallbackServerContext& ctx, absl::string_view method) const {
+absl::Status SchedulerService::CheckCall(const grpc::CallbackServerContext& ctx,
+                                         absl::string_view method) const {
+  RETURN_IF_ERROR(leadership_->Check());
+  RETURN_IF_ERROR(scheduler_->Ready());
   // The calls that change the catalog need an admin credential when one is
   // configured.
   static constexpr absl::string_view kAdminMethods[] = {
@@ -89,7 +91,7 @@ grpc::ServerUnaryReactor* SchedulerService::Begin(
     absl::FunctionRef<absl::Status(Done& done)> start) {
   grpc::ServerUnaryReactor* reactor = new UnaryCall(this);
   Done done(this, reactor, method);
-  absl::Status status = CheckCredential(*ctx, method);
+  absl::Status status = CheckCall(*ctx, method);
   if (status.ok()) status = start(done);
   // On error `done` is still here; on success the scheduler has it.
   if (!status.ok()) std::move(done)(status);
@@ -355,7 +357,7 @@ grpc::ServerUnaryReactor* SchedulerService::GetQueue(
 
 grpc::ServerWriteReactor<v1::Event>* SchedulerService::WatchEvents(
     grpc::CallbackServerContext* ctx, const v1::WatchEventsRequest* req) {
-  absl::Status status = CheckCredential(*ctx, "WatchEvents");
+  absl::Status status = CheckCall(*ctx, "WatchEvents");
   EventFilter filter{req->tenant(), req->request_id(), req->node()};
   if (status.ok()) status = ValidateTenant(filter.tenant, "tenant");
   if (status.ok() && !filter.request_id.empty()) {

@@ -20,6 +20,7 @@
 #include "core/scheduler.h"
 #include "services/admin_auth.h"
 #include "services/event_stream.h"
+#include "services/leadership.h"
 #include "services/metrics.h"
 
 namespace accelsched {
@@ -27,13 +28,17 @@ namespace accelsched {
 class SchedulerService final
     : public v1::AcceleratorScheduler::CallbackService {
  public:
-  // `scheduler`, `metrics`, `auth` and `stats` must outlive the service.
+  // `scheduler`, `metrics`, `auth`, `stats` and `leadership` must outlive
+  // the service. Every call is UNAVAILABLE, with Leadership::Check's reason,
+  // on a server that is not the leader, and while the scheduler is not
+  // Ready().
   SchedulerService(Scheduler* scheduler, Metrics* metrics,
                    const AdminAuth* auth, PlacementOptions placement,
-                   DeviceStatsTable* stats)
+                   DeviceStatsTable* stats, const Leadership* leadership)
       : scheduler_(scheduler),
         metrics_(metrics),
         auth_(auth),
+        leadership_(leadership),
         placement_(placement),
         stats_(stats),
         event_messages_(placement) {}
@@ -148,8 +153,9 @@ class SchedulerService final
       absl::FunctionRef<absl::Status(Done& done)> start);
   // Converts a scheduler's allocation into `resp`, then finishes.
   Scheduler::Callback<Allocation> Reply(v1::Allocation* resp, Done done) const;
-  absl::Status CheckCredential(const grpc::CallbackServerContext& ctx,
-                               absl::string_view method) const;
+  // This server's leadership and readiness, then the caller's credential.
+  absl::Status CheckCall(const grpc::CallbackServerContext& ctx,
+                         absl::string_view method) const;
 
   void CallStarted();
   void CallFinished();
@@ -159,6 +165,7 @@ class SchedulerService final
   absl::Mutex in_flight_mu_;
   int64_t in_flight_ ABSL_GUARDED_BY(in_flight_mu_) = 0;
   const AdminAuth* const auth_;
+  const Leadership* const leadership_;
   const PlacementOptions placement_;
   DeviceStatsTable* const stats_;
   EventMessages event_messages_;

@@ -6,12 +6,16 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <exception>
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
 #include "core/device_stats.h"
@@ -21,11 +25,23 @@
 #include "registry/accelerator_types_file.h"
 #include "registry/tenants_file.h"
 #include "services/admin_auth.h"
+#include "services/leadership.h"
 #include "services/metrics.h"
 #include "services/scheduler_service.h"
+#include "storage/pg_connection.h"
+#include "storage/pg_leader_election.h"
+#include "storage/pg_store.h"
 #include "storage/sqlite_store.h"
 
 namespace accelsched {
+namespace {
+
+bool IsPostgresUri(absl::string_view db) {
+  return absl::StartsWith(db, "postgresql://") ||
+         absl::StartsWith(db, "postgres://");
+}
+
+}  // namespace
 
 Server::Server() = default;
 
@@ -64,10 +80,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
     return absl::InvalidArgumentError(
         "--tls_client_ca needs --tls_cert and --tls_key");
   }
+  if (options.leader_retry_period <= absl::ZeroDuration() ||
+      options.leader_lease <= options.leader_retry_period) {
+    return absl::InvalidArgumentError(
+        "--leader_retry_period must be positive and shorter than "
+        "--leader_lease");
+  }
   std::unique_ptr<Server> server(new Server);
   RETURN_IF_ERROR(server->OpenScheduler(options));
   RETURN_IF_ERROR(server->StartMetrics(options));
   RETURN_IF_ERROR(server->StartGrpc(options));
+  RETURN_IF_ERROR(server->StartElection(options));
   server->StartSweeper(options.sweep_interval);
   return server;
 }
@@ -96,9 +119,15 @@ absl::Status Server::OpenScheduler(const Options& options) {
         "--preemption_grace must not be negative");
   }
   clock_ = std::make_unique<RealClock>();
-  SqliteStore::Options store_options;
-  store_options.max_pages = options.max_db_pages;
-  ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db, store_options));
+  if (IsPostgresUri(options.db)) {
+    RETURN_IF_ERROR(OpenPostgres(options));
+  } else {
+    SqliteStore::Options store_options;
+    store_options.max_pages = options.max_db_pages;
+    ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db, store_options));
+    db_description_ = options.db;
+    leadership_ = std::make_unique<Leadership>();
+  }
   Scheduler::Options scheduler_options;
   scheduler_options.default_lease = options.default_lease;
   scheduler_options.heartbeat_timeout = options.heartbeat_timeout;
@@ -115,9 +144,70 @@ absl::Status Server::OpenScheduler(const Options& options) {
   tenants_ = options.tenants;
   scheduler_ = std::make_unique<Scheduler>(
       store_.get(), clock_.get(), *std::move(registry), scheduler_options);
-  RETURN_IF_ERROR(scheduler_->Load());
+  // A replica loads once elected (Leadership's promote).
+  if (pg_store_ == nullptr) RETURN_IF_ERROR(scheduler_->Load());
   return scheduler_->SetTenantPolicies(
       std::make_shared<const TenantPolicies>(*std::move(tenants)));
+}
+
+absl::Status Server::OpenPostgres(const Options& options) {
+  db_description_ = PgConnection::Describe(options.db);
+  PgStore::Options store_options;
+  // A write transaction left open by a leader frozen mid-way (SIGSTOP, a VM
+  // paused) holds the share lock a takeover waits for: the server ends such
+  // a session after the lease.
+  store_options.connection.settings.emplace_back(
+      "idle_in_transaction_session_timeout",
+      absl::StrCat(absl::ToInt64Milliseconds(options.leader_lease), "ms"));
+  store_options.on_fenced = [this] {
+    leadership_->Lose(
+        "a write was refused: another server holds a later "
+        "epoch");
+  };
+  ASSIGN_OR_RETURN(std::unique_ptr<PgStore> store,
+                   PgStore::Open(options.db, std::move(store_options)));
+  pg_store_ = store.get();
+  store_ = std::move(store);
+  Leadership::Callbacks callbacks;
+  callbacks.promote = [this](int64_t epoch) {
+    pg_store_->set_epoch(epoch);
+    return scheduler_->Load();
+  };
+  callbacks.serving = [this](bool serving) {
+    grpc_server_->GetHealthCheckService()->SetServingStatus(
+        v1::AcceleratorScheduler::service_full_name(), serving);
+  };
+  callbacks.lost = [this](const std::string&) {
+    lost_leadership_.store(true);
+    // main() waits for signals: this one stops the server, and main exits 1
+    // so that a supervisor restarts it as a follower.
+    kill(getpid(), SIGTERM);
+  };
+  leadership_ = std::make_unique<Leadership>(
+      options.leader_lease, options.leader_retry_period, std::move(callbacks));
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartElection(const Options& options) {
+  if (pg_store_ == nullptr) return absl::OkStatus();
+  std::string address = options.advertise_address;
+  if (address.empty()) {
+    char host[HOST_NAME_MAX + 1] = {};
+    if (gethostname(host, sizeof(host) - 1) != 0) {
+      return absl::FailedPreconditionError(
+          "gethostname failed: set --advertise_address");
+    }
+    address = absl::StrCat(host, ":", grpc_port_);
+  }
+  PgLeaderElection::Options election_options;
+  election_options.address = address;
+  election_options.lease = options.leader_lease;
+  election_options.connection.application_name =
+      absl::StrCat("accelschedd ", address);
+  ASSIGN_OR_RETURN(std::unique_ptr<PgLeaderElection> election,
+                   PgLeaderElection::Open(options.db, election_options));
+  leadership_->Start(std::move(election));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> Server::ReloadTenants() {
@@ -233,7 +323,7 @@ absl::Status Server::StartGrpc(const Options& options) {
                    Credentials(options));
   service_ = std::make_unique<SchedulerService>(
       scheduler_.get(), metrics_.get(), auth_.get(), options.placement,
-      device_stats_.get());
+      device_stats_.get(), leadership_.get());
   grpc::ServerBuilder builder;
   // Without this, Linux's SO_REUSEPORT would let a second server share a busy
   // port silently.
@@ -250,8 +340,11 @@ absl::Status Server::StartGrpc(const Options& options) {
   }
   grpc::HealthCheckServiceInterface* health =
       grpc_server_->GetHealthCheckService();
-  health->SetServingStatus(v1::AcceleratorScheduler::service_full_name(), true);
+  // The overall status first: setting it sets every service's. A replica's
+  // service serves once elected (Leadership's serving callback).
   health->SetServingStatus(true);
+  health->SetServingStatus(v1::AcceleratorScheduler::service_full_name(),
+                           leadership_->Check().ok());
   return absl::OkStatus();
 }
 
@@ -260,6 +353,9 @@ void Server::Shutdown(absl::Duration grace) {
   // out its polls: let it do so while gRPC stops. Its collectors read the
   // scheduler, which goes after it.
   std::thread stop_metrics([this] { exposer_.reset(); });
+  // No promotion, renewal or health change from here on; still leader (if it
+  // was) until every write in flight has committed.
+  if (leadership_ != nullptr) leadership_->Stop();
   if (grpc_server_ != nullptr) {
     grpc_server_->GetHealthCheckService()->SetServingStatus(false);
     // Watch streams would otherwise run to the grace deadline.
@@ -305,6 +401,8 @@ void Server::Shutdown(absl::Duration grace) {
   stop_metrics.join();
   scheduler_.reset();
   metrics_.reset();
+  // Everything acknowledged is committed: a follower may take over now.
+  if (leadership_ != nullptr) leadership_->Resign();
 }
 
 }  // namespace accelsched

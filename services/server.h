@@ -4,6 +4,7 @@
 #ifndef ACCELSCHED_SERVICES_SERVER_H_
 #define ACCELSCHED_SERVICES_SERVER_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -30,6 +31,8 @@ class DeviceStatsTable;
 class Metrics;
 class Scheduler;
 class SchedulerService;
+class Leadership;
+class PgStore;
 class Store;
 
 // The largest request accepted, in bytes; larger ones are RESOURCE_EXHAUSTED.
@@ -40,7 +43,16 @@ class Server {
   struct Options {
     std::string listen = "0.0.0.0:50051";
     std::string metrics_listen = "0.0.0.0:9464";
+    // A SQLite file, or a PostgreSQL connection URI (postgresql://...), which
+    // several servers may share: one leader serves, the others wait.
     std::string db = "accelsched.db";
+    // PostgreSQL only: the gRPC address followers name to clients (empty:
+    // this host's name and the gRPC port); how long a leader that stops
+    // renewing stays leader; how often the leader renews and followers try
+    // to take over.
+    std::string advertise_address;
+    absl::Duration leader_lease = absl::Seconds(10);
+    absl::Duration leader_retry_period = absl::Milliseconds(500);
     absl::Duration default_lease = absl::Hours(1);
     // Nodes silent for longer get no new allocations; zero disables the check.
     absl::Duration heartbeat_timeout = absl::Minutes(5);
@@ -86,6 +98,11 @@ class Server {
 
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }
+  // --db for the log: a PostgreSQL URI without its password.
+  const std::string& db_description() const { return db_description_; }
+  // True once another server has taken over from this one (which then raises
+  // SIGTERM, so that it exits and restarts as a follower).
+  bool lost_leadership() const { return lost_leadership_.load(); }
 
   // Re-reads the accelerator-type file (on SIGHUP) and, when it is valid and
   // no registered device would lose its type, uses it for every later
@@ -105,6 +122,10 @@ class Server {
  private:
   Server();
   absl::Status OpenScheduler(const Options& options);
+  // Opens the PostgreSQL store, and the leadership that starts as a follower.
+  absl::Status OpenPostgres(const Options& options);
+  // Starts campaigning (PostgreSQL), once the gRPC port is known.
+  absl::Status StartElection(const Options& options);
   void StartSweeper(absl::Duration interval);
   absl::Status StartMetrics(const Options& options);
   absl::Status StartGrpc(const Options& options);
@@ -115,6 +136,10 @@ class Server {
   std::string tenants_;            // the --tenants file's path
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Store> store_;
+  PgStore* pg_store_ = nullptr;  // store_, when it is PostgreSQL
+  std::unique_ptr<Leadership> leadership_;
+  std::atomic<bool> lost_leadership_{false};
+  std::string db_description_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<DeviceStatsTable> device_stats_;
   std::unique_ptr<AdminAuth> auth_;
