@@ -86,7 +86,7 @@ int64_t Leadership::epoch() const {
 void Leadership::SetServing(bool serving) {
   if (serving == serving_) return;
   serving_ = serving;
-  if (callbacks_.serving && !stopped_) callbacks_.serving(serving);
+  if (callbacks_.serving && !stopped_) callbacks_.serving(serving, epoch_);
 }
 
 void Leadership::Lose(const std::string& why) {

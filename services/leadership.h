@@ -32,8 +32,10 @@ class Leadership {
     // the store and loads the state. On error it is called again a retry
     // period later, while this server stays leader.
     std::function<absl::Status(int64_t epoch)> promote;
-    // Called whenever serving starts or stops (the health service).
-    std::function<void(bool serving)> serving;
+    // Called whenever serving starts or stops, with this server's epoch (the
+    // health service, metrics). Under the leadership's lock: it must not call
+    // back.
+    std::function<void(bool serving, int64_t epoch)> serving;
     // Called once when another server has taken over.
     std::function<void(const std::string& why)> lost;
   };

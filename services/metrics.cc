@@ -375,7 +375,8 @@ struct Metrics::Families {
                           .Register(r)),
         commit_duration(prometheus::BuildHistogram()
                             .Name("accelsched_sqlite_commit_duration_seconds")
-                            .Help("Duration of one durable SQLite transaction.")
+                            .Help("Duration of one durable transaction (SQLite, "
+                                  "or PostgreSQL despite the name).")
                             .Register(r)
                             .Add({}, LatencyBuckets())),
         commit_batch(
@@ -384,7 +385,19 @@ struct Metrics::Families {
                 .Help("Acknowledged writes carried by one transaction.")
                 .Register(r)
                 .Add({}, prometheus::Histogram::BucketBoundaries{
-                             1, 2, 4, 8, 16, 32, 64, 128, 256})) {
+                             1, 2, 4, 8, 16, 32, 64, 128, 256})),
+        leader(prometheus::BuildGauge()
+                   .Name("accelsched_leader")
+                   .Help("1 while this server serves as the leader (always on "
+                         "SQLite); 0 on a follower.")
+                   .Register(r)
+                   .Add({})),
+        leader_epoch(prometheus::BuildGauge()
+                         .Name("accelsched_leader_epoch")
+                         .Help("The leader epoch this server was elected with "
+                               "(PostgreSQL); 0 before, and on SQLite.")
+                         .Register(r)
+                         .Add({})) {
     for (const char* result : {"ok", "exhausted", "invalid", "error"}) {
       allocate_requests.Add({{"result", result}});
     }
@@ -416,6 +429,8 @@ struct Metrics::Families {
       ABSL_GUARDED_BY(rpc_mu);
   prometheus::Histogram& commit_duration;
   prometheus::Histogram& commit_batch;
+  prometheus::Gauge& leader;
+  prometheus::Gauge& leader_epoch;
 };
 
 Metrics::Metrics(prometheus::Registry& registry, Scheduler* scheduler,
@@ -487,6 +502,11 @@ void Metrics::RecordRpc(absl::string_view method, absl::StatusCode code,
   }
   series.requests->Increment();
   series.duration->Observe(absl::ToDoubleSeconds(latency));
+}
+
+void Metrics::SetLeader(bool serving, int64_t epoch) {
+  f_->leader.Set(serving ? 1 : 0);
+  f_->leader_epoch.Set(static_cast<double>(epoch));
 }
 
 void Metrics::RecordAllocate(absl::StatusCode code, absl::Duration latency) {

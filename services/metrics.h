@@ -4,6 +4,7 @@
 #ifndef ACCELSCHED_SERVICES_METRICS_H_
 #define ACCELSCHED_SERVICES_METRICS_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -51,6 +52,9 @@ class Metrics {
   // One finished Allocate, by result: ok, exhausted, invalid (malformed,
   // impossible or conflicting requests) or error.
   void RecordAllocate(absl::StatusCode code, absl::Duration latency);
+  // Whether this server serves as the leader, and its epoch (PostgreSQL;
+  // 0 before its election and on SQLite).
+  void SetLeader(bool serving, int64_t epoch);
 
  private:
   struct Families;

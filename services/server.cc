@@ -173,9 +173,10 @@ absl::Status Server::OpenPostgres(const Options& options) {
     pg_store_->set_epoch(epoch);
     return scheduler_->Load();
   };
-  callbacks.serving = [this](bool serving) {
+  callbacks.serving = [this](bool serving, int64_t epoch) {
     grpc_server_->GetHealthCheckService()->SetServingStatus(
         v1::AcceleratorScheduler::service_full_name(), serving);
+    metrics_->SetLeader(serving, epoch);
   };
   callbacks.lost = [this](const std::string&) {
     lost_leadership_.store(true);
@@ -263,6 +264,7 @@ absl::Status Server::StartMetrics(const Options& options) {
                                                options.metrics_listen,
                                                "\": ", e.what()));
   }
+  metrics_->SetLeader(leadership_->Check().ok(), 0);
   exposer_->RegisterCollectable(registry_);
   exposer_->RegisterCollectable(metrics_->catalog_collector());
   exposer_->RegisterCollectable(metrics_->device_stats_collector());
