@@ -11,7 +11,7 @@ FROM debian:12
 RUN apt-get update && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libgrpc++1.51 libprotobuf32 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
-      libsqlite3-0 libabsl20220623 && \
+      libsqlite3-0 libpq5 libabsl20220623 && \
     rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/accelschedd /usr/local/bin/accelschedd
 COPY --from=build /src/build/accelsched-agent /usr/local/bin/accelsched-agent
