@@ -111,7 +111,8 @@ std::string PgConnection::Describe(const std::string& uri) {
                       port.empty() ? "" : ":", port, "/", dbname);
 }
 
-pg_conn* PgConnection::Connect(const std::string& uri, const Options& options) {
+absl::StatusOr<pg_conn*> PgConnection::Connect(const std::string& uri,
+                                               const Options& options) {
   const std::string timeout =
       absl::StrCat(absl::ToInt64Seconds(options.connect_timeout));
   // Later keywords win, and expand_dbname expands the URI in place: so the URI
@@ -121,12 +122,19 @@ pg_conn* PgConnection::Connect(const std::string& uri, const Options& options) {
   const char* values[] = {timeout.c_str(), options.application_name.c_str(),
                           uri.c_str(), nullptr};
   pg_conn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  if (conn == nullptr) {
+    return absl::ResourceExhaustedError("libpq: out of memory");
+  }
+  if (PQstatus(conn) != CONNECTION_OK) {
+    const std::string why = Trimmed(PQerrorMessage(conn));
+    PQfinish(conn);
+    return absl::UnavailableError(absl::StrCat(
+        "cannot connect to PostgreSQL at ", Describe(uri), ": ", why));
+  }
   // NOTICEs ("relation already exists, skipping") would go to stderr: they
   // are expected, and errors come back as results.
-  if (conn != nullptr) {
-    PQsetNoticeProcessor(
-        conn, [](void*, const char*) {}, nullptr);
-  }
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);
   return conn;
 }
 
@@ -141,16 +149,7 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Open(
         absl::StrCat("not a PostgreSQL connection URI: ", why));
   }
   PQconninfoFree(parsed);
-  pg_conn* conn = Connect(uri, options);
-  if (conn == nullptr) {
-    return absl::ResourceExhaustedError("libpq: out of memory");
-  }
-  if (PQstatus(conn) != CONNECTION_OK) {
-    const std::string why = Trimmed(PQerrorMessage(conn));
-    PQfinish(conn);
-    return absl::UnavailableError(absl::StrCat(
-        "cannot connect to PostgreSQL at ", Describe(uri), ": ", why));
-  }
+  ASSIGN_OR_RETURN(pg_conn * conn, Connect(uri, options));
   std::unique_ptr<PgConnection> c(new PgConnection(conn, uri, options));
   RETURN_IF_ERROR(c->ApplySettings());
   return c;
@@ -178,16 +177,7 @@ absl::Status PgConnection::ApplySettings() {
 absl::Status PgConnection::Reconnect() {
   if (ok()) return absl::OkStatus();
   prepared_.clear();
-  pg_conn* fresh = Connect(uri_, options_);
-  if (fresh == nullptr) {
-    return absl::ResourceExhaustedError("libpq: out of memory");
-  }
-  if (PQstatus(fresh) != CONNECTION_OK) {
-    const std::string why = Trimmed(PQerrorMessage(fresh));
-    PQfinish(fresh);
-    return absl::UnavailableError(absl::StrCat(
-        "cannot reconnect to PostgreSQL at ", description_, ": ", why));
-  }
+  ASSIGN_OR_RETURN(pg_conn * fresh, Connect(uri_, options_));
   PQfinish(std::exchange(conn_, fresh));
   return ApplySettings();
 }

@@ -140,8 +140,10 @@ class PgConnection {
 
  private:
   PgConnection(pg_conn* conn, std::string uri, Options options);
-  // Connects to `uri`; the caller frees the result with PQfinish.
-  static pg_conn* Connect(const std::string& uri, const Options& options);
+  // Connects to `uri`; the caller frees the connection with PQfinish.
+  // UNAVAILABLE as Open.
+  static absl::StatusOr<pg_conn*> Connect(const std::string& uri,
+                                          const Options& options);
   absl::Status ApplySettings();
   absl::Status ResultError(pg_result* result, absl::string_view sql) const;
 

@@ -9,11 +9,13 @@
 namespace accelsched {
 namespace {
 
-// This session's start, with its pid naming it: pids are reused, the pair is
-// not.
-constexpr char kThisSession[] =
-    "backend_pid = pg_backend_pid(), backend_start = (SELECT backend_start "
-    "FROM pg_stat_activity WHERE pid = pg_backend_pid())";
+// Starts the lease ($2 microseconds from now, by the database's clock) and
+// records this session as its holder's: its pid, with its start since pids
+// are reused. Followed by the WHERE clause.
+constexpr char kLeaseUpdate[] =
+    "UPDATE leader_lease SET expires_at = clock_timestamp() + $2 * interval "
+    "'1 microsecond', backend_pid = pg_backend_pid(), backend_start = (SELECT "
+    "backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()) ";
 
 }  // namespace
 
@@ -72,10 +74,7 @@ absl::StatusOr<int64_t> PgLeaderElection::TryAcquireInTransaction() {
   ASSIGN_OR_RETURN(const int64_t epoch, leader.Int(0, 0));
   ASSIGN_OR_RETURN(
       PgResult renewed,
-      db_->Run(absl::StrCat("UPDATE leader_lease SET epoch = $1, expires_at = "
-                            "clock_timestamp() + $2 * interval '1 "
-                            "microsecond', ",
-                            kThisSession, " WHERE id = 1"),
+      db_->Run(absl::StrCat(kLeaseUpdate, ", epoch = $1 WHERE id = 1"),
                {epoch, absl::ToInt64Microseconds(options_.lease)}));
   return epoch;
 }
@@ -85,10 +84,7 @@ absl::Status PgLeaderElection::Renew(int64_t epoch) {
   // The session too: after a reconnect this is a new one.
   ASSIGN_OR_RETURN(
       PgResult r,
-      db_->Run(absl::StrCat("UPDATE leader_lease SET expires_at = "
-                            "clock_timestamp() + $2 * interval '1 "
-                            "microsecond', ",
-                            kThisSession, " WHERE id = 1 AND epoch = $1"),
+      db_->Run(absl::StrCat(kLeaseUpdate, "WHERE id = 1 AND epoch = $1"),
                {epoch, absl::ToInt64Microseconds(options_.lease)}));
   if (r.affected() == 0) {
     return absl::FailedPreconditionError(
