@@ -335,8 +335,12 @@ absl::Status PgConnection::RunBatch(const std::vector<Statement>& statements) {
       PQclear(r);
       if (sync) break;
     }
-    if (PQexitPipelineMode(conn_) != 1 && s.ok()) {
-      s = ResultError(nullptr, "pipeline end");
+    if (PQexitPipelineMode(conn_) != 1) {
+      if (s.ok()) s = ResultError(nullptr, "pipeline end");
+      // Results were left unread: a connection that cannot leave pipeline
+      // mode would refuse every later call. Start afresh.
+      prepared_.clear();
+      PQreset(conn_);
     }
   }
   return s;
