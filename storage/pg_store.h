@@ -3,8 +3,9 @@
 // transaction that first takes a share lock on the leader row and commits only
 // if the epoch there is still this store's: so once another server has taken
 // over (pg_leader_election.h), which must wait for that lock, nothing this one
-// sends commits. Not thread-safe, as the Store contract allows, except
-// set_epoch.
+// sends commits. A batch is three round trips whatever its size: BEGIN, every
+// statement at once (libpq's pipeline mode), COMMIT. Not thread-safe, as the
+// Store contract allows, except set_epoch.
 #ifndef ACCELSCHED_STORAGE_PG_STORE_H_
 #define ACCELSCHED_STORAGE_PG_STORE_H_
 

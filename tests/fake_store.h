@@ -61,6 +61,7 @@ class FakeStore final : public Store {
   const std::shared_ptr<Disk>& disk() const { return disk_; }
 
   absl::StatusOr<std::vector<Node>> LoadNodes() override {
+    RETURN_IF_ERROR(LoadFailure());
     absl::MutexLock lock(&disk_->mu_);
     std::vector<Node> out;
     for (const auto& [name, node] : disk_->state_.nodes) {
@@ -69,6 +70,7 @@ class FakeStore final : public Store {
     return out;
   }
   absl::StatusOr<std::vector<StoredAllocation>> LoadAllocations() override {
+    RETURN_IF_ERROR(LoadFailure());
     absl::MutexLock lock(&disk_->mu_);
     std::vector<StoredAllocation> out;
     for (const auto& [id, row] : disk_->state_.allocations) {
@@ -77,6 +79,7 @@ class FakeStore final : public Store {
     return out;
   }
   absl::StatusOr<uint64_t> LoadEventSequence() override {
+    RETURN_IF_ERROR(LoadFailure());
     absl::MutexLock lock(&disk_->mu_);
     return disk_->state_.event_sequence;
   }
@@ -126,6 +129,12 @@ class FakeStore final : public Store {
     absl::MutexLock lock(&mu_);
     fail_writes_ = std::move(s);
   }
+  // Every later load fails with `s`, as from a database that went away (OK
+  // restores loads).
+  void FailLoads(absl::Status s) {
+    absl::MutexLock lock(&mu_);
+    fail_loads_ = std::move(s);
+  }
 
   // What LoadNodes and LoadAllocations return, by name and id.
   std::map<std::string, Node> nodes() const {
@@ -151,6 +160,11 @@ class FakeStore final : public Store {
   }
 
  private:
+  absl::Status LoadFailure() {
+    absl::MutexLock lock(&mu_);
+    return fail_loads_;
+  }
+
   using State = Disk::State;
 
   static Node AsLoaded(const State& state, Node node) {
@@ -315,6 +329,7 @@ class FakeStore final : public Store {
   const std::shared_ptr<Disk> disk_;
   mutable absl::Mutex mu_;
   absl::Status fail_writes_ ABSL_GUARDED_BY(mu_);
+  absl::Status fail_loads_ ABSL_GUARDED_BY(mu_);
   absl::Duration commit_delay_ ABSL_GUARDED_BY(mu_);
   bool commits_held_ ABSL_GUARDED_BY(mu_) = false;
   int transactions_ ABSL_GUARDED_BY(mu_) = 0;

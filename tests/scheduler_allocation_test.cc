@@ -551,6 +551,35 @@ TEST_F(SchedulerAllocationTest, FailedCommitChangesNothing) {
   EXPECT_OK(s_.Allocate(Want("job", "T4")));
 }
 
+// A commit fails and so does the reload after it (the database went away):
+// memory may no longer be what the store holds, so nothing is served from it
+// until a sweep has reloaded.
+TEST_F(SchedulerAllocationTest,
+       AStoreLostForReloadsIsNotServedFromUntilASweep) {
+  Register(MakeNode("n1", {Gpu("g1", "T4", 0), Gpu("g2", "T4", 1)}));
+  ASSERT_OK(s_.Allocate(Want("kept", "T4")));
+  EXPECT_OK(s_.Ready());
+  const absl::Status gone = absl::UnavailableError("connection refused");
+  store_.FailWrites(gone);
+  store_.FailLoads(gone);
+  EXPECT_THAT(s_.Allocate(Want("lost", "T4")),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(s_.Ready(), StatusIs(absl::StatusCode::kUnavailable,
+                                   HasSubstr("connection refused")));
+  EXPECT_THAT(s_.Sweep(), StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(s_.Ready(), StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  // Back: the next sweep reloads, and memory is what the store holds.
+  store_.FailWrites(absl::OkStatus());
+  store_.FailLoads(absl::OkStatus());
+  EXPECT_THAT(s_.Ready(), StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_OK(s_.Sweep());
+  EXPECT_OK(s_.Ready());
+  EXPECT_OK(s_.GetAllocation({"", "kept"}));
+  EXPECT_THAT(s_.GetAllocation({"", "lost"}),
+              StatusIs(absl::StatusCode::kNotFound, testing::_));
+  EXPECT_OK(s_.Allocate(Want("lost", "T4")));
+}
+
 TEST_F(SchedulerAllocationTest, ListAllocationsFiltersAndPages) {
   Register(MakeNode(
       "n1", {Gpu("g1", "T4", 0), Gpu("g2", "T4", 1), Gpu("g3", "T4", 2)}));
