@@ -88,7 +88,9 @@ class GroupCommitter {
 
   void set_observer(CommitObserver observer);
   // The sequence number of the last event already published (the store's);
-  // the next committed event gets one more. Call before the first Enqueue.
+  // the next committed event gets one more. Call before the first Enqueue,
+  // and when the owner reloads from the store (from the failure handler, or
+  // under its lock after FailQueued: no batch of its own is then queued).
   void set_last_event_sequence(uint64_t sequence);
 
   // Queues one write (an acknowledged call's worth of mutations) in order.

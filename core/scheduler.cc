@@ -67,13 +67,15 @@ Scheduler::Scheduler(Store* store, const Clock* clock,
 Scheduler::~Scheduler() { committer_.reset(); }
 
 absl::Status Scheduler::Load() {
-  ASSIGN_OR_RETURN(const uint64_t sequence, store_.LoadEventSequence());
-  committer_->set_last_event_sequence(sequence);
   absl::MutexLock lock(&mu_);
   return LoadLocked();
 }
 
 absl::Status Scheduler::LoadLocked() {
+  // The numbering too: a commit reported failed may have committed (its
+  // connection lost at COMMIT), and its events' numbers with it.
+  ASSIGN_OR_RETURN(const uint64_t sequence, store_.LoadEventSequence());
+  committer_->set_last_event_sequence(sequence);
   ASSIGN_OR_RETURN(std::vector<Node> nodes, store_.LoadNodes());
   ASSIGN_OR_RETURN(std::vector<StoredAllocation> allocations,
                    store_.LoadAllocations());

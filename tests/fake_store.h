@@ -95,9 +95,11 @@ class FakeStore final : public Store {
       delay = commit_delay_;
     }
     absl::SleepFor(delay);  // as an fsync would, outside the lock, fail or not
+    absl::Status lost_reply;
     {
       absl::MutexLock lock(&mu_);
       if (!fail_writes_.ok()) return fail_writes_;
+      lost_reply = std::exchange(lose_next_reply_, absl::OkStatus());
     }
     absl::MutexLock lock(&disk_->mu_);
     Disk::State state = disk_->state_;
@@ -108,7 +110,7 @@ class FakeStore final : public Store {
     disk_->state_ = std::move(state);
     absl::MutexLock counter(&mu_);
     ++transactions_;
-    return absl::OkStatus();
+    return lost_reply;
   }
 
   // Each Apply takes this long, like a disk's fsync, and fails (FailWrites)
@@ -128,6 +130,12 @@ class FakeStore final : public Store {
   void FailWrites(absl::Status s) {
     absl::MutexLock lock(&mu_);
     fail_writes_ = std::move(s);
+  }
+  // The next write commits but reports `s`, as a database does whose
+  // connection is lost while COMMIT's answer is on its way.
+  void LoseNextReply(absl::Status s) {
+    absl::MutexLock lock(&mu_);
+    lose_next_reply_ = std::move(s);
   }
   // Every later load fails with `s`, as from a database that went away (OK
   // restores loads).
@@ -330,6 +338,7 @@ class FakeStore final : public Store {
   mutable absl::Mutex mu_;
   absl::Status fail_writes_ ABSL_GUARDED_BY(mu_);
   absl::Status fail_loads_ ABSL_GUARDED_BY(mu_);
+  absl::Status lose_next_reply_ ABSL_GUARDED_BY(mu_);
   absl::Duration commit_delay_ ABSL_GUARDED_BY(mu_);
   bool commits_held_ ABSL_GUARDED_BY(mu_) = false;
   int transactions_ ABSL_GUARDED_BY(mu_) = 0;

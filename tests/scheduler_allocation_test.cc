@@ -580,6 +580,24 @@ TEST_F(SchedulerAllocationTest,
   EXPECT_OK(s_.Allocate(Want("lost", "T4")));
 }
 
+// A commit whose answer was lost committed after all: the reload brings back
+// what it wrote, its events' numbers included, so the next events are not
+// numbered again.
+TEST_F(SchedulerAllocationTest,
+       ACommitWhoseAnswerWasLostIsReloadedWithItsNumbering) {
+  Register(MakeNode("n1", {Gpu("g1", "T4", 0), Gpu("g2", "T4", 1)}));
+  const uint64_t before = *store_.LoadEventSequence();
+  store_.LoseNextReply(absl::UnavailableError("connection lost at COMMIT"));
+  EXPECT_THAT(s_.Allocate(Want("maybe", "T4")),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  const uint64_t committed = *store_.LoadEventSequence();
+  ASSERT_GT(committed, before);
+  EXPECT_OK(s_.Ready());
+  EXPECT_OK(s_.GetAllocation({"", "maybe"}));  // the retry would find it
+  ASSERT_OK(s_.Allocate(Want("next", "T4")));
+  EXPECT_GT(*store_.LoadEventSequence(), committed);
+}
+
 TEST_F(SchedulerAllocationTest, ListAllocationsFiltersAndPages) {
   Register(MakeNode(
       "n1", {Gpu("g1", "T4", 0), Gpu("g2", "T4", 1), Gpu("g3", "T4", 2)}));
