@@ -25,8 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "tests/http_client.h"
-#include "tests/server_process.h"
+#include "tests/support/http_client.h"
+#include "tests/support/server_process.h"
 
 ABSL_FLAG(double, seconds, 10, "length of the fast run");
 ABSL_FLAG(double, fast_interval_ms, 100, "the fast run's --interval");

@@ -40,13 +40,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
-#include "core/store.h"
+#include "core/commit/store.h"
 #include "google/protobuf/util/time_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "storage/sqlite_store.h"
-#include "tests/http_client.h"
-#include "tests/postgres_instance.h"
-#include "tests/server_process.h"
+#include "tests/support/http_client.h"
+#include "tests/support/postgres_instance.h"
+#include "tests/support/server_process.h"
 
 ABSL_FLAG(double, seconds, 5, "duration of each measurement");
 ABSL_FLAG(std::string, callers, "1,8,64",

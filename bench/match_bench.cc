@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/capacity_index.h"
-#include "core/matcher.h"
-#include "registry/accelerator_types_file.h"
+#include "core/catalog/capacity_index.h"
+#include "core/matching/matcher.h"
+#include "config/accelerator_types_file.h"
 
 namespace accelsched {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/placement.h"
+#include "core/placement/placement.h"
 #include "services/proto_convert.h"
 
 namespace accelsched {

@@ -20,9 +20,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "core/clock.h"
-#include "core/scheduler.h"
-#include "registry/accelerator_types_file.h"
+#include "core/base/clock.h"
+#include "core/scheduler/scheduler.h"
+#include "config/accelerator_types_file.h"
 
 ABSL_FLAG(int, nodes, 10000, "nodes of 8 GPUs");
 ABSL_FLAG(int, tenants, 100, "tenants the allocations and requests belong to");

@@ -11,14 +11,14 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "registry/accelerator_types_file.h"
+#include "config/accelerator_types_file.h"
 
 namespace accelsched {
 namespace {
 
 void BM_LoadBuiltinRegistry(benchmark::State& state) {
   for (auto _ : state) {
-    AcceleratorRegistryBuilder builder;
+    AcceleratorTypeSetBuilder builder;
     absl::Status s = AddAcceleratorTypesText(BuiltinAcceleratorTypesText(),
                                              "builtin", builder);
     if (!s.ok()) state.SkipWithError(std::string(s.message()).c_str());
@@ -31,8 +31,8 @@ void BM_LoadBuiltinRegistry(benchmark::State& state) {
 BENCHMARK(BM_LoadBuiltinRegistry)->Unit(benchmark::kMillisecond);
 
 // The built-in types plus `extra` made-up ones of three aliases each.
-std::shared_ptr<const AcceleratorRegistry> Registry(int extra) {
-  AcceleratorRegistryBuilder builder(*BuiltinAcceleratorRegistry());
+std::shared_ptr<const AcceleratorTypeSet> Registry(int extra) {
+  AcceleratorTypeSetBuilder builder(*BuiltinAcceleratorRegistry());
   for (int i = 0; i < extra; ++i) {
     AcceleratorType t;
     t.canonical_model = absl::StrCat("synthetic-", i);

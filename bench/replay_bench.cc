@@ -22,8 +22,8 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/capacity_index.h"
-#include "core/matcher.h"
+#include "core/catalog/capacity_index.h"
+#include "core/matching/matcher.h"
 
 ABSL_FLAG(int, nodes, 1000, "nodes in each synthetic cluster");
 ABSL_FLAG(int, seeds, 20, "clusters and request streams replayed");

@@ -6,7 +6,7 @@
 #                                      # core/ and storage/ and their tests, linked against
 #                                      # abseil built with TSan (scripts/tsan_abseil.sh); gRPC is
 #                                      # not instrumented, so the server is not in this build
-# Any report fails the run. The one TSan suppression (tests/tsan.supp) is inside abseil; none
+# Any report fails the run. The one TSan suppression (tests/support/tsan.supp) is inside abseil; none
 # names the project's code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,6 @@ cmake -S . -B "$dir" "${configure[@]}" >/dev/null
 cmake --build "$dir" -j"${JOBS:-2}"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/support/tsan.supp"
 cd "$dir"
 ctest --output-on-failure -j"${JOBS:-2}" --timeout 900

@@ -19,8 +19,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "accelsched/v1/accelsched.pb.h"
-#include "core/event_hub.h"
-#include "core/placement.h"
+#include "core/commit/event_hub.h"
+#include "core/placement/placement.h"
 
 namespace accelsched {
 

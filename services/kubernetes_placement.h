@@ -9,8 +9,8 @@
 
 #include "absl/strings/string_view.h"
 #include "accelsched/v1/accelsched.pb.h"
-#include "core/allocation_model.h"
-#include "core/placement.h"
+#include "core/model/allocation_model.h"
+#include "core/placement/placement.h"
 
 namespace accelsched {
 

@@ -16,9 +16,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "core/allocation_model.h"
-#include "core/device_stats.h"
-#include "core/scheduler.h"
+#include "core/model/allocation_model.h"
+#include "core/catalog/device_stats.h"
+#include "core/scheduler/scheduler.h"
 
 namespace accelsched {
 namespace {

@@ -6,12 +6,12 @@
 
 #include "absl/status/statusor.h"
 #include "accelsched/v1/accelsched.pb.h"
-#include "core/allocation_model.h"
-#include "core/capacity.h"
-#include "core/catalog_model.h"
-#include "core/device_stats.h"
-#include "core/placement.h"
-#include "core/scheduler.h"
+#include "core/model/allocation_model.h"
+#include "core/model/capacity.h"
+#include "core/model/catalog_model.h"
+#include "core/catalog/device_stats.h"
+#include "core/placement/placement.h"
+#include "core/scheduler/scheduler.h"
 
 namespace accelsched {
 

@@ -8,11 +8,11 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/allocation_request.h"
-#include "core/labels.h"
-#include "core/node_validation.h"
-#include "core/status_macros.h"
-#include "registry/accelerator_types_file.h"
+#include "core/matching/allocation_request.h"
+#include "core/base/labels.h"
+#include "core/catalog/node_validation.h"
+#include "core/base/status_macros.h"
+#include "config/accelerator_types_file.h"
 #include "services/event_stream.h"
 #include "services/grpc_status.h"
 #include "services/proto_convert.h"
@@ -234,8 +234,8 @@ grpc::ServerUnaryReactor* SchedulerService::ListAcceleratorTypes(
     const v1::ListAcceleratorTypesRequest* req,
     v1::ListAcceleratorTypesResponse* resp) {
   return Answer(ctx, "ListAcceleratorTypes", [&]() -> absl::Status {
-    const std::shared_ptr<const AcceleratorRegistry> registry =
-        scheduler_->registry();
+    const std::shared_ptr<const AcceleratorTypeSet> registry =
+        scheduler_->accelerator_types();
     if (req->name().empty()) {
       for (const AcceleratorType& t : registry->types()) {
         ToProto(t, resp->add_types());

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "core/placement.h"
+#include "core/placement/placement.h"
 
 namespace grpc {
 class Server;

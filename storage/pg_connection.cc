@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
 
 namespace accelsched {
 namespace {

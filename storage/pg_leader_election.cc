@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
 #include "storage/pg_schema.h"
 
 namespace accelsched {
@@ -24,6 +24,11 @@ absl::StatusOr<std::unique_ptr<PgLeaderElection>> PgLeaderElection::Open(
   // A takeover waits for the old leader's write transaction to end; never
   // longer than this, so that the loop keeps its pace.
   options.connection.settings.emplace_back("lock_timeout", "1s");
+  // A follower frozen inside TryAcquire holds the lease row's lock: ended
+  // after the lease, as a frozen leader's write is.
+  options.connection.settings.emplace_back(
+      "idle_in_transaction_session_timeout",
+      absl::StrCat(absl::ToInt64Milliseconds(options.lease), "ms"));
   ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> db,
                    PgConnection::Open(uri, options.connection));
   RETURN_IF_ERROR(PgMigrate(*db));

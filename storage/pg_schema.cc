@@ -3,7 +3,7 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
 
 namespace accelsched {
 namespace {

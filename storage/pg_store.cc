@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
 #include "storage/pg_schema.h"
 
 namespace accelsched {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/store.h"
+#include "core/commit/store.h"
 #include "storage/pg_connection.h"
 
 namespace accelsched {

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "core/store.h"
+#include "core/commit/store.h"
 #include "storage/sqlite_db.h"
 
 namespace accelsched {

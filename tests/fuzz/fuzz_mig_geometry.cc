@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/mig_geometry.h"
-#include "registry/accelerator_types_file.h"
+#include "core/accelerators/mig_geometry.h"
+#include "config/accelerator_types_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace accelsched;

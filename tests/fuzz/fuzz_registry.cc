@@ -5,13 +5,13 @@
 #include <cstdint>
 #include <string>
 
-#include "registry/accelerator_types_file.h"
+#include "config/accelerator_types_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace accelsched;
   const std::string s(reinterpret_cast<const char*>(data), size);
   static const auto builtin = BuiltinAcceleratorRegistry();
-  AcceleratorRegistryBuilder builder(*builtin);
+  AcceleratorTypeSetBuilder builder(*builtin);
   const bool loaded = AddAcceleratorTypesText(s, "fuzz", builder).ok();
   const auto registry = std::move(builder).Build();
   for (const auto* r : {builtin.get(), registry.get()}) {

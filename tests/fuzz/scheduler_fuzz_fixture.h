@@ -4,9 +4,9 @@
 #ifndef ACCELSCHED_TESTS_FUZZ_SCHEDULER_FUZZ_FIXTURE_H_
 #define ACCELSCHED_TESTS_FUZZ_SCHEDULER_FUZZ_FIXTURE_H_
 
-#include "core/scheduler.h"
-#include "tests/fake_store.h"
-#include "tests/scheduler_test_util.h"
+#include "core/scheduler/scheduler.h"
+#include "tests/support/fake_store.h"
+#include "tests/support/scheduler_test_util.h"
 
 namespace accelsched {
 

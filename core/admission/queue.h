@@ -1,0 +1,98 @@
+// The queue of PENDING allocations and the order they are admitted in:
+// higher priority first; within a priority, the tenant with the lowest
+// dominant share (weighted) first; then first come, first served. Not
+// thread-safe: it relies on the scheduler's lock, as the catalog and the
+// allocation book do.
+//
+// Requests wait in groups: one per (priority, tenant, shape), a shape being
+// everything that decides where a request can go (device class, models,
+// partition, count, replicas, topology key, node selector, and the lease
+// rounded down to a power of two seconds). Within a shape a later request
+// cannot go where an earlier one could not (but for a slightly shorter lease
+// in the same bucket, which then waits for its turn), so an admission pass
+// gives up on a whole group, or for want of room on a whole shape, at its
+// first miss: a pass costs O(groups) to file them plus O(shapes x log) to
+// visit, not O(pending).
+#ifndef ACCELSCHED_CORE_ADMISSION_QUEUE_H_
+#define ACCELSCHED_CORE_ADMISSION_QUEUE_H_
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/strings/string_view.h"
+#include "core/model/allocation_model.h"
+
+namespace accelsched {
+
+// What decides where a request can go; equal shapes compete for the same
+// units.
+std::string ShapeOf(const Allocation& pending);
+
+class Queue {
+ public:
+  enum class Verdict {
+    kTaken,      // admitted (or, in a simulation, counted): go on in its group
+    kSkipGroup,  // blocked: the rest of its group waits for the next pass
+    kSkipShape,  // blocked for want of room: so is every group of its shape
+                 // at this priority
+  };
+  // A tenant's dominant share now; the walk asks again after each kTaken.
+  using ShareFn = absl::FunctionRef<double(const std::string& tenant)>;
+  using VisitFn = absl::FunctionRef<Verdict(const std::string& id)>;
+
+  // Enters a PENDING allocation. Ids sort by creation, so a group's order is
+  // its ids' order.
+  void Add(const Allocation& pending);
+  // Takes it out (admitted, withdrawn, expired); no-op for an unknown id.
+  void Remove(const std::string& id);
+  bool contains(absl::string_view id) const { return entries_.contains(id); }
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  void Clear();
+
+  // Visits pending ids in admission order. `visit` must not change the
+  // queue; remove the ids it took once the walk is over.
+  void Walk(ShareFn share, VisitFn visit) const;
+
+  // Every pending id in admission order, with `demand(id)` added to its
+  // tenant's share as each is counted (what admitting them all in turn would
+  // do): the order queue_position reports.
+  std::vector<std::string> Order(
+      ShareFn share,
+      absl::FunctionRef<double(const std::string& id)> demand) const;
+
+  // What keeps a pending request waiting, as the last pass found it ("" until
+  // a pass saw it).
+  void SetReason(const std::string& id, const std::string& reason);
+  const std::string& Reason(absl::string_view id) const;
+  // ShapeOf the pending allocation `id`, as entered; "" when unknown.
+  const std::string& Shape(absl::string_view id) const;
+  // Pending requests per tenant.
+  std::map<std::string, int64_t> CountByTenant() const;
+
+ private:
+  struct Entry {
+    int priority = 0;
+    std::string tenant;
+    std::string shape;
+    std::string reason;
+  };
+  // Ids of one group, oldest first.
+  using Group = std::set<std::string>;
+  // priority (highest first) -> tenant -> shape -> group.
+  using Levels =
+      std::map<int, std::map<std::string, std::map<std::string, Group>>,
+               std::greater<int>>;
+
+  Levels levels_;
+  absl::flat_hash_map<std::string, Entry> entries_;
+};
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_ADMISSION_QUEUE_H_

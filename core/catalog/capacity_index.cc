@@ -1,0 +1,120 @@
+#include "core/catalog/capacity_index.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace accelsched {
+
+void CapacityIndex::Count(const Unit& u, int sign) {
+  Pool& pool = pools_[u.pool];
+  Home& home = pool.homes[u.home];
+  pool.total += sign;
+  if (!u.allocation.empty()) {
+    pool.allocated += sign;
+  } else if (!u.healthy) {
+    pool.unhealthy += sign;
+  }
+  if (u.free()) {
+    if (home.free > 0) {
+      pool.by_free.erase({home.free, u.home});
+      --pool.homes_with_free[home.free];
+    }
+    home.free += sign;
+    if (home.free > 0) {
+      pool.by_free.insert({home.free, u.home});
+      if (home.free >= static_cast<int>(pool.homes_with_free.size()))
+        pool.homes_with_free.resize(home.free + 1);
+      ++pool.homes_with_free[home.free];
+    }
+  }
+}
+
+void CapacityIndex::Put(Unit unit) {
+  Remove(unit.key);
+  Pool& pool = pools_[unit.pool];
+  Home& home = pool.homes[unit.home];
+  if (!home.units.empty())
+    pool.home_sizes.erase(pool.home_sizes.find(home.units.size()));
+  home.units.push_back(unit.key);
+  pool.home_sizes.insert(home.units.size());
+  for (const std::string& host : unit.hosts)
+    units_by_node_[host].insert(unit.key);
+  Count(unit, +1);
+  std::string key = unit.key;
+  units_.emplace(std::move(key), std::move(unit));
+}
+
+void CapacityIndex::Remove(absl::string_view key) {
+  auto it = units_.find(key);
+  if (it == units_.end()) return;
+  const Unit& u = it->second;
+  Count(u, -1);
+  auto pool_it = pools_.find(u.pool);
+  Pool& pool = pool_it->second;
+  auto home_it = pool.homes.find(u.home);
+  Home& home = home_it->second;
+  pool.home_sizes.erase(pool.home_sizes.find(home.units.size()));
+  std::erase(home.units, u.key);
+  if (home.units.empty()) {
+    pool.homes.erase(home_it);
+  } else {
+    pool.home_sizes.insert(home.units.size());
+  }
+  for (const std::string& host : u.hosts) {
+    auto n = units_by_node_.find(host);
+    n->second.erase(u.key);
+    if (n->second.empty()) units_by_node_.erase(n);
+  }
+  if (pool.total == 0) pools_.erase(pool_it);
+  units_.erase(it);
+}
+
+void CapacityIndex::SetAllocation(absl::string_view key,
+                                  absl::string_view allocation) {
+  auto it = units_.find(key);
+  if (it == units_.end()) return;
+  Count(it->second, -1);
+  it->second.allocation = std::string(allocation);
+  Count(it->second, +1);
+}
+
+const Unit* CapacityIndex::Find(absl::string_view key) const {
+  auto it = units_.find(key);
+  return it == units_.end() ? nullptr : &it->second;
+}
+
+const CapacityIndex::Pool* CapacityIndex::FindPool(const PoolKey& key) const {
+  auto it = pools_.find(key);
+  return it == pools_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::pair<const PoolKey*, const CapacityIndex::Pool*>>
+CapacityIndex::PoolsOf(DeviceClass device_class,
+                       absl::string_view partition) const {
+  std::vector<std::pair<const PoolKey*, const Pool*>> out;
+  for (auto it = pools_.lower_bound(PoolKey{device_class, "", ""});
+       it != pools_.end() && it->first.device_class == device_class; ++it) {
+    if (it->first.partition == partition)
+      out.emplace_back(&it->first, &it->second);
+  }
+  return out;
+}
+
+std::vector<std::string> CapacityIndex::UnitsOnNode(
+    absl::string_view node) const {
+  auto it = units_by_node_.find(node);
+  if (it == units_by_node_.end()) return {};
+  return std::vector<std::string>(it->second.begin(), it->second.end());
+}
+
+std::vector<CapacityEntry> CapacityIndex::Capacity() const {
+  std::vector<CapacityEntry> out;
+  out.reserve(pools_.size());
+  for (const auto& [key, pool] : pools_) {
+    out.push_back(CapacityEntry{key.device_class, key.model, key.partition,
+                                pool.total, pool.allocated, pool.free(),
+                                pool.unhealthy});
+  }
+  return out;
+}
+
+}  // namespace accelsched

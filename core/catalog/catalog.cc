@@ -1,0 +1,502 @@
+#include "core/catalog/catalog.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "core/catalog/node_validation.h"
+#include "core/base/page_token.h"
+#include "core/base/status_macros.h"
+#include "core/accelerators/tpu_topology.h"
+
+namespace accelsched {
+namespace {
+
+absl::Status NodeNotFound(absl::string_view name) {
+  return absl::NotFoundError(absl::StrCat("node \"", name, "\" not found"));
+}
+
+std::set<std::string> TpuSlicesOf(const Node& node) {
+  std::set<std::string> slices;
+  for (const Device& d : node.devices) {
+    if (!d.tpu_slice_id.empty()) slices.insert(d.tpu_slice_id);
+  }
+  return slices;
+}
+
+const Device* FindDevice(const Node& node, absl::string_view id) {
+  for (const Device& d : node.devices) {
+    if (d.id == id) return &d;
+  }
+  return nullptr;
+}
+
+// Why `next` cannot describe `d`, a device the catalog holds as `current`
+// describes it; OK when it can.
+absl::Status TypeStillFits(const AcceleratorTypeSet& current,
+                           const AcceleratorTypeSet& next, const Device& d) {
+  const AcceleratorType* t = next.Find(d.model);
+  if (t == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model \"", d.model, "\" would no longer be known"));
+  }
+  if (t->canonical_model != d.canonical_model ||
+      t->device_class != d.device_class) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model \"", d.model, "\" would become ", t->canonical_model, " (",
+        DeviceClassName(t->device_class), ") instead of ", d.canonical_model));
+  }
+  if (absl::Status s = ValidateDeviceGeometry(*t, d, "device"); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("it would not fit: ", s.message()));
+  }
+  if (!d.tpu_topology.empty()) {
+    const std::optional<TpuTopology> was =
+        current.Find(d.model)->FindTopology(d.tpu_topology);
+    const std::optional<TpuTopology> will = t->FindTopology(d.tpu_topology);
+    if (!will || !was || will->chips != was->chips ||
+        will->hosts != was->hosts) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("TPU topology ", d.tpu_topology, " of ",
+                       t->canonical_model, " would be gone or changed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Catalog::Load(std::vector<Node> nodes,
+                           const AcceleratorTypeSet& types) {
+  nodes_.clear();
+  owner_.clear();
+  tpu_slices_.clear();
+  index_ = CapacityIndex();
+  for (Node& node : nodes) {
+    for (Device& d : node.devices) {
+      const AcceleratorType* model = types.Find(d.model);
+      absl::Status fits;
+      if (model == nullptr) {
+        fits = absl::DataLossError(absl::StrCat(
+            "stored device \"", d.id, "\" has model \"", d.model,
+            "\", which the set of accelerator types does not know (add it "
+            "with --accelerator_types)"));
+      } else {
+        d.canonical_model = model->canonical_model;
+        d.device_class = model->device_class;
+        // As ReplaceAcceleratorTypes refuses a set of types that no longer fits a
+        // device, start-up refuses one too.
+        fits = ValidateDeviceGeometry(*model, d, "device");
+        if (!fits.ok()) {
+          fits = absl::DataLossError(
+              absl::StrCat("stored device \"", d.id, "\" of node \"", node.name,
+                           "\" does not fit the set of accelerator types: ",
+                           fits.message()));
+        }
+      }
+      if (!fits.ok()) {
+        Load({}, types).IgnoreError();  // empty cannot fail
+        return fits;
+      }
+    }
+    IndexNode(node);
+    std::string name = node.name;
+    nodes_.emplace(std::move(name), std::move(node));
+  }
+  for (const auto& entry : nodes_) RefreshUnits(entry.first, {});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const Node*> Catalog::FindNode(absl::string_view name) const {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NodeNotFound(name);
+  return &it->second;
+}
+
+absl::Status Catalog::CheckOwnership(const Node& node) const {
+  auto check = [&](absl::string_view id,
+                   absl::string_view field) -> absl::Status {
+    auto it = owner_.find(id);
+    if (it != owner_.end() && it->second != node.name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " \"", id, "\" is already registered on node \"",
+                       it->second, "\""));
+    }
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    const Device& d = node.devices[i];
+    RETURN_IF_ERROR(check(d.id, absl::StrCat("node.devices[", i, "].id")));
+    for (size_t j = 0; j < d.mig_slices.size(); ++j) {
+      RETURN_IF_ERROR(
+          check(d.mig_slices[j].id,
+                absl::StrCat("node.devices[", i, "].mig_slices[", j, "].id")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Catalog::CheckTpuSlices(const AcceleratorTypeSet& types,
+                                     const Node& node) const {
+  // Chips per slice that this registration brings.
+  std::map<std::string, std::pair<const Device*, int>> mine;
+  for (const Device& d : node.devices) {
+    if (d.tpu_slice_id.empty()) continue;
+    auto& [first, chips] = mine[d.tpu_slice_id];
+    if (first == nullptr) first = &d;
+    ++chips;
+  }
+  for (const auto& [slice_id, entry] : mine) {
+    const Device& d = *entry.first;
+    auto it = tpu_slices_.find(slice_id);
+    if (it == tpu_slices_.end()) continue;
+    const TpuSliceState& state = it->second;
+    int chips = entry.second;
+    int hosts = 1;
+    for (const auto& [other, n] : state.chips_by_node) {
+      if (other == node.name) continue;
+      chips += n;
+      ++hosts;
+    }
+    if (hosts == 1)
+      continue;  // only this node held it: its own chips were checked
+    const std::string field =
+        absl::StrCat("node.devices (TPU slice \"", slice_id, "\")");
+    if (state.canonical_model != d.canonical_model ||
+        state.topology != d.tpu_topology) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " is ", d.canonical_model, " ", d.tpu_topology, " here but ",
+          state.canonical_model, " ", state.topology, " on other nodes"));
+    }
+    // Node validation found the model and its topology.
+    const TpuTopology topology =
+        *types.Find(d.model)->FindTopology(d.tpu_topology);
+    if (chips > topology.chips || hosts > topology.hosts) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " would have ", chips, " chips on ", hosts,
+                       " hosts; a ", d.tpu_topology, " slice has ",
+                       topology.chips, " chips on ", topology.hosts));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Catalog::KeepAllocatedDevices(const Node& old_node,
+                                           Node& node) const {
+  for (const std::string& key : index_.UnitsOnNode(old_node.name)) {
+    const Unit* unit = index_.Find(key);
+    if (unit->allocation.empty()) continue;
+    for (const AllocatedDevice& held : unit->devices) {
+      if (held.node != old_node.name) continue;
+      const Device* was = FindDevice(old_node, held.device_id);
+      const Device* now = FindDevice(node, held.device_id);
+      if (now == nullptr) {
+        if (was != nullptr) {
+          Device kept = *was;
+          kept.removed = true;
+          kept.healthy = false;
+          node.devices.push_back(std::move(kept));
+        }
+        continue;
+      }
+      // Present again: it must still offer the unit it is allocated as.
+      bool same = now->canonical_model == was->canonical_model &&
+                  now->mig_enabled == was->mig_enabled &&
+                  now->tpu_slice_id == was->tpu_slice_id &&
+                  now->tpu_topology == was->tpu_topology;
+      if (same && !held.mig_slice_id.empty()) {
+        same = std::any_of(now->mig_slices.begin(), now->mig_slices.end(),
+                           [&](const MigSlice& s) {
+                             return s.id == held.mig_slice_id &&
+                                    s.profile == held.profile;
+                           });
+      }
+      if (!same) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "node.devices: device \"", held.device_id,
+            "\" is in live allocation ", unit->allocation,
+            " and cannot change its model, MIG layout or TPU slice "
+            "until that is released"));
+      }
+    }
+  }
+  // A kept device's MIG slices must not reappear elsewhere in the new
+  // inventory.
+  absl::flat_hash_set<std::string> ids;
+  for (const Device& d : node.devices) {
+    if (!d.removed) {
+      ids.insert(d.id);
+      for (const MigSlice& s : d.mig_slices) ids.insert(s.id);
+    }
+  }
+  for (const Device& d : node.devices) {
+    if (!d.removed) continue;
+    for (const MigSlice& s : d.mig_slices) {
+      if (ids.contains(s.id)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "node.devices: MIG slice \"", s.id, "\" of removed device \"", d.id,
+            "\" is still allocated"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Catalog::IndexNode(const Node& node) {
+  for (const Device& d : node.devices) {
+    owner_[d.id] = node.name;
+    for (const MigSlice& s : d.mig_slices) owner_[s.id] = node.name;
+    if (!d.tpu_slice_id.empty()) {
+      TpuSliceState& state = tpu_slices_[d.tpu_slice_id];
+      state.canonical_model = d.canonical_model;
+      state.topology = d.tpu_topology;
+      ++state.chips_by_node[node.name];
+    }
+  }
+}
+
+void Catalog::UnindexNode(const Node& node) {
+  for (const Device& d : node.devices) {
+    owner_.erase(d.id);
+    for (const MigSlice& s : d.mig_slices) owner_.erase(s.id);
+    if (!d.tpu_slice_id.empty()) {
+      auto it = tpu_slices_.find(d.tpu_slice_id);
+      if (it == tpu_slices_.end()) continue;
+      it->second.chips_by_node.erase(node.name);
+      if (it->second.chips_by_node.empty()) tpu_slices_.erase(it);
+    }
+  }
+}
+
+void Catalog::PutTpuSliceUnit(const std::string& slice_id) {
+  const std::string key = TpuUnitKey(slice_id);
+  auto it = tpu_slices_.find(slice_id);
+  if (it == tpu_slices_.end()) {
+    index_.Remove(key);
+    return;
+  }
+  const TpuSliceState& state = it->second;
+  Unit u;
+  u.key = key;
+  u.pool =
+      PoolKey{DeviceClass::kGoogleTpu, state.canonical_model, state.topology};
+  int chips = 0;
+  bool healthy = true;
+  for (const auto& [host, n] : state.chips_by_node) {
+    u.hosts.push_back(host);
+    const Node& node = nodes_.find(host)->second;
+    std::vector<const Device*> mine;
+    for (const Device& d : node.devices) {
+      if (d.tpu_slice_id == slice_id) mine.push_back(&d);
+    }
+    std::sort(mine.begin(), mine.end(), [](const Device* a, const Device* b) {
+      return a->index < b->index;
+    });
+    for (const Device* d : mine) {
+      u.devices.push_back(AllocatedDevice{host, d->id, "", ""});
+      healthy = healthy && d->healthy && !d->removed;
+      ++chips;
+    }
+  }
+  u.home = u.hosts.front();
+  u.healthy = healthy && chips == TopologyChips(state.topology);
+  PutUnit(std::move(u));
+}
+
+void Catalog::RefreshUnits(const std::string& node_name,
+                           const std::set<std::string>& old_slices) {
+  for (const std::string& key : index_.UnitsOnNode(node_name)) {
+    const Unit* u = index_.Find(key);
+    if (u->hosts.size() == 1) index_.Remove(key);
+  }
+  std::set<std::string> slices = old_slices;
+  auto it = nodes_.find(node_name);
+  if (it != nodes_.end()) {
+    const Node& node = it->second;
+    for (const Device& d : node.devices) {
+      const bool healthy = d.healthy && !d.removed;
+      if (!d.tpu_slice_id.empty()) {
+        slices.insert(d.tpu_slice_id);
+      } else if (d.mig_enabled) {
+        for (const MigSlice& s : d.mig_slices) {
+          PutUnit(Unit{s.id,
+                       PoolKey{d.device_class, d.canonical_model, s.profile},
+                       node_name,
+                       {node_name},
+                       {AllocatedDevice{node_name, d.id, s.id, s.profile}},
+                       d.id,
+                       d.index * 8 + s.start,
+                       healthy,
+                       ""});
+        }
+      } else {
+        PutUnit(Unit{d.id,
+                     PoolKey{d.device_class, d.canonical_model, ""},
+                     node_name,
+                     {node_name},
+                     {AllocatedDevice{node_name, d.id, "", ""}},
+                     "",
+                     d.index,
+                     healthy,
+                     ""});
+      }
+    }
+  }
+  for (const std::string& slice : slices) PutTpuSliceUnit(slice);
+}
+
+void Catalog::PutUnit(Unit unit) {
+  unit.allocation = std::string(owners_->OwnerOf(unit.key));
+  index_.Put(std::move(unit));
+}
+
+absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types,
+                                  Node node, absl::Time now) {
+  RETURN_IF_ERROR(CheckOwnership(node));
+  RETURN_IF_ERROR(CheckTpuSlices(types, node));
+  auto existing = nodes_.find(node.name);
+  std::set<std::string> old_slices;
+  node.schedulable = true;
+  node.last_heartbeat = now;
+  if (existing != nodes_.end()) {
+    RETURN_IF_ERROR(KeepAllocatedDevices(existing->second, node));
+    node.schedulable = existing->second.schedulable;
+    old_slices = TpuSlicesOf(existing->second);
+    UnindexNode(existing->second);
+    existing->second = node;
+  } else {
+    nodes_.emplace(node.name, node);
+  }
+  IndexNode(node);
+  RefreshUnits(node.name, old_slices);
+  return node;
+}
+
+std::set<std::string> Catalog::HoldersOn(absl::string_view name) const {
+  std::set<std::string> live;
+  for (const std::string& key : index_.UnitsOnNode(name)) {
+    const Unit* u = index_.Find(key);
+    if (!u->allocation.empty()) live.insert(u->allocation);
+  }
+  return live;
+}
+
+absl::Status Catalog::Remove(absl::string_view name) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NodeNotFound(name);
+  const std::string node_name(name);
+  const std::set<std::string> old_slices = TpuSlicesOf(it->second);
+  UnindexNode(it->second);
+  nodes_.erase(it);
+  RefreshUnits(node_name, old_slices);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Node> Catalog::SetSchedulable(absl::string_view name,
+                                             bool schedulable) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NodeNotFound(name);
+  it->second.schedulable = schedulable;
+  return it->second;
+}
+
+absl::StatusOr<std::vector<HealthChange>> Catalog::Heartbeat(
+    absl::string_view name,
+    const std::vector<std::string>& unhealthy_device_ids,
+    const std::vector<std::string>& reported_ids, absl::Time now) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NodeNotFound(name);
+  Node& node = it->second;
+  absl::flat_hash_set<absl::string_view> unhealthy;
+  for (size_t i = 0; i < unhealthy_device_ids.size(); ++i) {
+    const std::string& id = unhealthy_device_ids[i];
+    if (FindDevice(node, id) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unhealthy_device_ids[", i, "] \"", id,
+                       "\" is not a device of node \"", name, "\""));
+    }
+    unhealthy.insert(id);
+  }
+  for (const std::string& id : reported_ids) {
+    auto owner = owner_.find(id);
+    if (owner == owner_.end() || owner->second != name) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device_stats[\"", absl::CHexEscape(id),
+          "\"] is not a device or MIG slice of node \"", name, "\""));
+    }
+  }
+  node.last_heartbeat = now;
+  std::vector<HealthChange> changes;
+  for (Device& d : node.devices) {
+    const bool healthy = !d.removed && !unhealthy.contains(d.id);
+    if (healthy == d.healthy) continue;
+    d.healthy = healthy;
+    changes.push_back(HealthChange{d.id, healthy});
+  }
+  if (!changes.empty()) RefreshUnits(node.name, TpuSlicesOf(node));
+  return changes;
+}
+
+std::optional<Node> Catalog::DropReleasedRemovedDevices(
+    absl::string_view name) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return std::nullopt;
+  Node& node = it->second;
+  auto held = [&](const Device& d) {
+    if (!owners_->OwnerOf(d.id).empty()) return true;
+    for (const MigSlice& s : d.mig_slices) {
+      if (!owners_->OwnerOf(s.id).empty()) return true;
+    }
+    return !d.tpu_slice_id.empty() &&
+           !owners_->OwnerOf(TpuUnitKey(d.tpu_slice_id)).empty();
+  };
+  auto droppable = [&](const Device& d) { return d.removed && !held(d); };
+  if (std::none_of(node.devices.begin(), node.devices.end(), droppable)) {
+    return std::nullopt;
+  }
+  const std::set<std::string> old_slices = TpuSlicesOf(node);
+  UnindexNode(node);
+  std::erase_if(node.devices, droppable);
+  IndexNode(node);
+  RefreshUnits(node.name, old_slices);
+  return node;
+}
+
+NodePage Catalog::ListNodes(const LabelSelector& selector, int page_size,
+                            absl::string_view after) const {
+  NodePage page;
+  auto it = after.empty() ? nodes_.begin() : nodes_.upper_bound(after);
+  for (; it != nodes_.end(); ++it) {
+    if (!selector.Matches(it->second.labels)) continue;
+    if (static_cast<int>(page.nodes.size()) == page_size) {
+      page.next_page_token = EncodePageToken(page.nodes.back().name);
+      break;
+    }
+    page.nodes.push_back(it->second);
+  }
+  return page;
+}
+
+absl::Status Catalog::CheckAcceleratorTypes(const AcceleratorTypeSet& current,
+                                    const AcceleratorTypeSet& next) const {
+  for (const auto& [name, node] : nodes_) {
+    for (const Device& d : node.devices) {
+      absl::Status fits = TypeStillFits(current, next, d);
+      if (!fits.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "node \"", name, "\" device \"", d.id, "\": ", fits.message()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::pair<int64_t, int64_t> Catalog::NodeCounts() const {
+  int64_t schedulable = 0;
+  for (const auto& entry : nodes_)
+    schedulable += entry.second.schedulable ? 1 : 0;
+  return {schedulable, static_cast<int64_t>(nodes_.size()) - schedulable};
+}
+
+}  // namespace accelsched

@@ -1,0 +1,145 @@
+// The cluster catalog: nodes, which node owns each device and MIG slice, the
+// TPU slices spread over nodes, and the capacity index of allocatable units
+// derived from all of that. Not thread-safe: it relies on its owner's lock,
+// as leveldb's VersionSet relies on DBImpl's mutex (the scheduler holds its
+// lock around every call).
+//
+// Who holds a unit is not the catalog's to know: it asks a UnitOwners (the
+// allocation book) whenever it re-derives units, so that ownership is kept in
+// one place only.
+#ifndef ACCELSCHED_CORE_CATALOG_CATALOG_H_
+#define ACCELSCHED_CORE_CATALOG_CATALOG_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/accelerators/accelerator_type_set.h"
+#include "core/catalog/capacity_index.h"
+#include "core/model/catalog_model.h"
+#include "core/base/labels.h"
+
+namespace accelsched {
+
+// Who holds a unit now.
+class UnitOwners {
+ public:
+  virtual ~UnitOwners() = default;
+  // The live allocation holding unit `key`; "" when none.
+  virtual absl::string_view OwnerOf(absl::string_view key) const = 0;
+};
+
+struct NodePage {
+  std::vector<Node> nodes;
+  std::string next_page_token;  // empty on the last page
+};
+
+// A device whose health a heartbeat changed.
+struct HealthChange {
+  std::string device_id;
+  bool healthy = true;
+};
+
+class Catalog {
+ public:
+  // `owners` is not owned and must outlive the catalog.
+  explicit Catalog(const UnitOwners* owners) : owners_(owners) {}
+  Catalog(const Catalog&) = delete;
+  Catalog& operator=(const Catalog&) = delete;
+
+  // Replaces the whole catalog with `nodes` as the store returned them,
+  // typing each device through `types`. DATA_LOSS for a device whose model
+  // the set of types does not know or that does not fit its type; the catalog is
+  // then empty.
+  absl::Status Load(std::vector<Node> nodes,
+                    const AcceleratorTypeSet& types);
+
+  const NodeMap& nodes() const { return nodes_; }
+  // NOT_FOUND naming the node when absent.
+  absl::StatusOr<const Node*> FindNode(absl::string_view name) const;
+  const CapacityIndex& index() const { return index_; }
+  // For the allocation book only, which mirrors ownership into it.
+  CapacityIndex& mutable_index() { return index_; }
+
+  // Enters `node` (normalised and validated on its own against `types`)
+  // with heartbeat `now`, replacing labels and devices of a node of that name
+  // and keeping its cordon state (a new node is schedulable). A dropped
+  // device that a live allocation holds is kept, unhealthy and `removed`,
+  // until released. INVALID_ARGUMENT naming the field when a device or MIG
+  // slice id is another node's, or when a TPU slice shared with other nodes
+  // disagrees with them or outgrows its topology; FAILED_PRECONDITION when a
+  // held device would change in place. Nothing changes on error. Returns the
+  // node as stored.
+  absl::StatusOr<Node> Put(const AcceleratorTypeSet& types, Node node,
+                           absl::Time now);
+  // Ids of the live allocations holding any unit on the node.
+  std::set<std::string> HoldersOn(absl::string_view name) const;
+  // Drops the node and its units. NOT_FOUND when absent. The caller ends the
+  // allocations on it first.
+  absl::Status Remove(absl::string_view name);
+  // Cordon (false) or uncordon. NOT_FOUND when absent. Returns the node.
+  absl::StatusOr<Node> SetSchedulable(absl::string_view name, bool schedulable);
+  // Records a heartbeat at `now`: `unhealthy_device_ids` is the node's whole
+  // set of unhealthy devices; `reported_ids` must each be a device or MIG
+  // slice of the node. NOT_FOUND for an unknown node; INVALID_ARGUMENT naming
+  // the first id that is not the node's, and then nothing changes. Returns
+  // the devices whose health changed.
+  absl::StatusOr<std::vector<HealthChange>> Heartbeat(
+      absl::string_view name,
+      const std::vector<std::string>& unhealthy_device_ids,
+      const std::vector<std::string>& reported_ids, absl::Time now);
+  // Forgets the kept (removed) devices of `name` that no allocation holds any
+  // more; returns the node to write when it changed.
+  std::optional<Node> DropReleasedRemovedDevices(absl::string_view name);
+
+  // `page_size` and `after` as ParsePageRequest gives them.
+  NodePage ListNodes(const LabelSelector& selector, int page_size,
+                     absl::string_view after) const;
+  // FAILED_PRECONDITION naming the node and device when `next` could not
+  // type a device that `current` types now.
+  absl::Status CheckAcceleratorTypes(const AcceleratorTypeSet& current,
+                             const AcceleratorTypeSet& next) const;
+  // Nodes by schedulable flag: {schedulable, cordoned}.
+  std::pair<int64_t, int64_t> NodeCounts() const;
+
+ private:
+  // Chips each node holds of one TPU slice.
+  struct TpuSliceState {
+    std::string canonical_model;
+    std::string topology;
+    std::map<std::string, int> chips_by_node;
+  };
+
+  absl::Status CheckOwnership(const Node& node) const;
+  absl::Status CheckTpuSlices(const AcceleratorTypeSet& types,
+                              const Node& node) const;
+  absl::Status KeepAllocatedDevices(const Node& old_node, Node& node) const;
+  void IndexNode(const Node& node);
+  void UnindexNode(const Node& node);
+  // Re-derives the units of `node` (and of TPU slices it holds or held).
+  void RefreshUnits(const std::string& node,
+                    const std::set<std::string>& old_slices);
+  void PutTpuSliceUnit(const std::string& slice_id);
+  // `unit` with its holder from the owners.
+  void PutUnit(Unit unit);
+
+  const UnitOwners* const owners_;
+  NodeMap nodes_;
+  // Device and MIG slice id -> owning node.
+  absl::flat_hash_map<std::string, std::string> owner_;
+  absl::flat_hash_map<std::string, TpuSliceState> tpu_slices_;
+  CapacityIndex index_;
+};
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_CATALOG_CATALOG_H_

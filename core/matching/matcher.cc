@@ -1,0 +1,421 @@
+#include "core/matching/matcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace accelsched {
+namespace {
+
+constexpr char kSelectorMismatch[] = "node_selector mismatch";
+constexpr char kCordoned[] = "cordoned";
+constexpr char kStale[] = "stale heartbeat";
+
+const Node* FindNode(const NodeMap& nodes, absl::string_view name) {
+  auto it = nodes.find(name);
+  return it == nodes.end() ? nullptr : &it->second;
+}
+
+bool HostsEligible(const Unit& u, const NodeMap& nodes, const MatchSpec& spec,
+                   const EligibilityRules& rules) {
+  for (const std::string& host : u.hosts) {
+    if (Ineligible(FindNode(nodes, host), spec, rules) != nullptr) return false;
+  }
+  return true;
+}
+
+// Free units of a home, best-fit order: groups (GPUs) with the fewest free
+// units first, then by group and order.
+std::vector<const Unit*> FreeUnitsBestFit(const CapacityIndex& index,
+                                          const CapacityIndex::Home& home) {
+  std::vector<const Unit*> free;
+  absl::flat_hash_map<absl::string_view, int> free_in_group;
+  for (const std::string& key : home.units) {
+    const Unit* u = index.Find(key);
+    if (u != nullptr && u->free()) {
+      free.push_back(u);
+      ++free_in_group[u->group];
+    }
+  }
+  std::sort(free.begin(), free.end(), [&](const Unit* a, const Unit* b) {
+    return std::make_tuple(free_in_group[a->group], a->group, a->order,
+                           a->key) <
+           std::make_tuple(free_in_group[b->group], b->group, b->order, b->key);
+  });
+  return free;
+}
+
+struct Candidate {
+  const PoolKey* key;
+  const CapacityIndex::Pool* pool;
+};
+
+// The pools that can serve `spec`, in model order.
+std::vector<Candidate> Candidates(const CapacityIndex& index,
+                                  const MatchSpec& spec) {
+  std::vector<Candidate> out;
+  if (spec.models.empty()) {
+    for (const auto& [key, pool] :
+         index.PoolsOf(spec.device_class, spec.partition)) {
+      out.push_back(Candidate{key, pool});
+    }
+    return out;
+  }
+  PoolKey key{spec.device_class, "", spec.partition};
+  for (const std::string& model : spec.models) {
+    key.model = model;
+    auto it = index.pools().find(key);
+    if (it != index.pools().end())
+      out.push_back(Candidate{&it->first, &it->second});
+  }
+  return out;
+}
+
+// Whether a reservation keeps `home`'s units of `pool` from this request.
+bool Reserved(const PoolKey& pool, const std::string& home,
+              const EligibilityRules& rules) {
+  if (rules.reservations == nullptr) return false;
+  auto p = rules.reservations->find(pool);
+  if (p == rules.reservations->end()) return false;
+  auto r = p->second.find(home);
+  if (r == p->second.end() || r->second.holder == rules.requester) {
+    return false;
+  }
+  if (r->second.nominated && rules.priority > r->second.priority) {
+    return false;
+  }
+  return rules.ends_at > r->second.start;
+}
+
+// `count` eligible free units of `home` in best-fit order, or nullopt.
+std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
+                                                const NodeMap& nodes,
+                                                const Candidate& c,
+                                                const std::string& home,
+                                                const MatchSpec& spec,
+                                                const EligibilityRules& rules) {
+  // Every unit spans its home, so an ineligible home rules them all out.
+  if (Ineligible(FindNode(nodes, home), spec, rules) != nullptr ||
+      Reserved(*c.key, home, rules)) {
+    return std::nullopt;
+  }
+  const CapacityIndex::Pool& pool = *c.pool;
+  std::vector<const Unit*> chosen;
+  for (const Unit* u : FreeUnitsBestFit(index, pool.homes.find(home)->second)) {
+    if (static_cast<int>(chosen.size()) == spec.count) break;
+    if (HostsEligible(*u, nodes, spec, rules)) chosen.push_back(u);
+  }
+  if (static_cast<int>(chosen.size()) < spec.count) return std::nullopt;
+  return chosen;
+}
+
+// The unit's name with its model, where UnitName leaves it out (MIG slices):
+// for requests that span several models.
+std::string ModelUnitName(const PoolKey& pool) {
+  if (pool.device_class != DeviceClass::kGoogleTpu && !pool.partition.empty()) {
+    return absl::StrCat(pool.model, " ", UnitName(pool));
+  }
+  return UnitName(pool);
+}
+
+std::string SpecUnitName(const MatchSpec& spec) {
+  return RequestUnitName(spec.device_class, spec.models, spec.partition);
+}
+
+}  // namespace
+
+const char* Ineligible(const Node* node, const MatchSpec& spec,
+                       const EligibilityRules& rules) {
+  if (node == nullptr) return kStale;  // a host that has not registered yet
+  if (!spec.selector.Matches(node->labels)) return kSelectorMismatch;
+  if (!node->schedulable) return kCordoned;
+  if (rules.heartbeat_timeout > absl::ZeroDuration() &&
+      rules.now - node->last_heartbeat > rules.heartbeat_timeout) {
+    return kStale;
+  }
+  return nullptr;
+}
+
+MatchSpec MatchSpec::ForPool(const PoolKey& pool, int count,
+                             LabelSelector selector) {
+  MatchSpec spec;
+  spec.device_class = pool.device_class;
+  spec.models = {pool.model};
+  spec.partition = pool.partition;
+  spec.count = count;
+  spec.selector = std::move(selector);
+  return spec;
+}
+
+std::string UnitName(const PoolKey& pool) {
+  if (pool.device_class == DeviceClass::kGoogleTpu) {
+    return absl::StrCat(pool.model, " ", pool.partition, " slice");
+  }
+  if (!pool.partition.empty()) return absl::StrCat(pool.partition, " slice");
+  return absl::StrCat(pool.model, " device");
+}
+
+std::string RequestUnitName(DeviceClass device_class,
+                            const std::vector<std::string>& models,
+                            absl::string_view partition) {
+  if (models.size() == 1) {
+    return UnitName(PoolKey{device_class, models[0], std::string(partition)});
+  }
+  if (models.empty()) {
+    return absl::StrCat("whole ", DeviceClassName(device_class), " device");
+  }
+  std::string names =
+      absl::StrCat(absl::StrJoin(models.begin(), models.end() - 1, ", "),
+                   " or ", models.back());
+  if (partition.empty()) return absl::StrCat(names, " device");
+  return absl::StrCat(names, " ", partition, " slice");
+}
+
+absl::Status CheckSatisfiable(const CapacityIndex& index,
+                              const MatchSpec& spec) {
+  const std::vector<Candidate> candidates = Candidates(index, spec);
+  if (candidates.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no node has any ", SpecUnitName(spec)));
+  }
+  int most = 0;
+  for (const Candidate& c : candidates) {
+    most = std::max(most, *c.pool->home_sizes.rbegin());
+  }
+  if (spec.count > most) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "count ", spec.count, " is more than any node holds: at most ", most,
+        " ", SpecUnitName(spec), most == 1 ? "" : "s", " on one node"));
+  }
+  if (spec.replicas > 1) {
+    int64_t nodes = 0;  // in the pool with the most that could hold a group
+    for (const Candidate& c : candidates) {
+      const auto& sizes = c.pool->home_sizes;
+      nodes = std::max<int64_t>(
+          nodes, std::distance(sizes.lower_bound(spec.count), sizes.end()));
+    }
+    if (nodes < spec.replicas) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "replicas ", spec.replicas, " is more than the cluster holds: ",
+          nodes, " node", nodes == 1 ? "" : "s", " could ever hold ",
+          spec.count, " ", SpecUnitName(spec), spec.count == 1 ? "" : "s"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
+                                              const NodeMap& nodes,
+                                              const MatchSpec& spec,
+                                              const EligibilityRules& rules) {
+  std::vector<Candidate> candidates = Candidates(index, spec);
+  // The tie order between models; model order is kept for equal free counts.
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     return a.pool->free() > b.pool->free();
+                   });
+  int most = 0;
+  for (const Candidate& c : candidates) {
+    most = std::max(most, static_cast<int>(c.pool->homes_with_free.size()) - 1);
+  }
+  // Pairs in the rule's order: fewest free units that fit, then the model's
+  // rank, then the node's name (by_free's order within one free count).
+  for (int f = spec.count; f <= most; ++f) {
+    for (const Candidate& c : candidates) {
+      if (c.pool->HomesWithFree(f) == 0) continue;
+      for (auto it = c.pool->by_free.lower_bound({f, std::string()});
+           it != c.pool->by_free.end() && it->first == f; ++it) {
+        if (auto units = UnitsIn(index, nodes, c, it->second, spec, rules)) {
+          return units;
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
+    const CapacityIndex& index, const NodeMap& nodes, const MatchSpec& spec,
+    const EligibilityRules& rules) {
+  std::vector<Candidate> candidates = Candidates(index, spec);
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     return a.pool->free() > b.pool->free();
+                   });
+  struct Fit {
+    int free;  // of the node, before the gang
+    std::vector<const Unit*> units;
+  };
+  std::optional<std::vector<std::vector<const Unit*>>> best;
+  int64_t best_left = 0;
+  for (const Candidate& c : candidates) {
+    // domain -> the nodes that can take a group, fewest free first (by_free's
+    // order).
+    std::map<std::string, std::vector<Fit>> domains;
+    for (auto it = c.pool->by_free.lower_bound({spec.count, std::string()});
+         it != c.pool->by_free.end(); ++it) {
+      const std::string& home = it->second;
+      std::string domain;
+      if (!spec.topology_key.empty()) {
+        const Node* node = FindNode(nodes, home);
+        if (node == nullptr) continue;
+        auto label = node->labels.find(spec.topology_key);
+        if (label == node->labels.end()) continue;
+        domain = label->second;
+      }
+      if (auto units = UnitsIn(index, nodes, c, home, spec, rules)) {
+        domains[domain].push_back(Fit{it->first, *std::move(units)});
+      }
+    }
+    for (auto& [domain, fits] : domains) {
+      if (static_cast<int>(fits.size()) < spec.replicas) continue;
+      int64_t left = 0;
+      for (const Fit& f : fits) left += f.free;
+      left -= static_cast<int64_t>(spec.replicas) * spec.count;
+      if (best.has_value() && left >= best_left) continue;
+      best_left = left;
+      best.emplace();
+      for (int i = 0; i < spec.replicas; ++i) {
+        best->push_back(std::move(fits[i].units));
+      }
+    }
+  }
+  return best;
+}
+
+Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
+                    const MatchSpec& spec, const EligibilityRules& rules) {
+  const std::vector<Candidate> candidates = Candidates(index, spec);
+  const bool several = spec.models.size() != 1;
+  // Requested models that no node has.
+  std::vector<std::string> missing;
+  for (const std::string& model : spec.models) {
+    if (std::none_of(
+            candidates.begin(), candidates.end(),
+            [&](const Candidate& c) { return c.key->model == model; })) {
+      missing.push_back(model);
+    }
+  }
+  // Units of each candidate pool on each node, counting a multi-host slice on
+  // each of its hosts: on_node[node][i] for candidates[i].
+  absl::flat_hash_map<absl::string_view, std::vector<std::vector<const Unit*>>>
+      on_node;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    for (const auto& [home_name, home] : candidates[i].pool->homes) {
+      for (const std::string& key : home.units) {
+        const Unit* u = index.Find(key);
+        for (const std::string& host : u->hosts) {
+          auto& per_pool = on_node[host];
+          per_pool.resize(candidates.size());
+          per_pool[i].push_back(u);
+        }
+      }
+    }
+  }
+  Explanation out;
+  std::map<std::string, int> first_reasons;
+  for (const auto& [name, node] : nodes) {
+    std::vector<std::string> reasons;
+    std::string first;
+    auto add = [&](std::string category, std::string detail) {
+      if (first.empty()) first = category;
+      reasons.push_back(detail.empty()
+                            ? std::move(category)
+                            : absl::StrCat(category, " (", detail, ")"));
+    };
+    auto units = on_node.find(name);
+    if (units == on_node.end())
+      add(absl::StrCat("no ", SpecUnitName(spec)), "");
+    if (const char* why = Ineligible(&node, spec, rules)) add(why, "");
+    if (units != on_node.end()) {
+      // This node's own eligibility is reported above; count, per pool, the
+      // free units whose other hosts (for a multi-host TPU slice) can serve
+      // too. The node can serve when one pool has enough.
+      std::vector<std::pair<std::string, std::string>> shortfalls;
+      // Requested models this node lacks, in model order (those no node has
+      // included): "no <unit>".
+      std::map<std::string, std::string> absent;
+      for (const std::string& model : missing) {
+        absent.emplace(
+            model,
+            absl::StrCat("no ", ModelUnitName(PoolKey{spec.device_class, model,
+                                                      spec.partition})));
+      }
+      bool fits = false;
+      const std::string& this_node =
+          name;  // lambdas cannot capture a binding (C++17)
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        const std::vector<const Unit*>& pool_units = units->second[i];
+        const std::string unit = several ? ModelUnitName(*candidates[i].key)
+                                         : UnitName(*candidates[i].key);
+        if (pool_units.empty()) {
+          // Any model: only the models the node has are worth a word.
+          if (!spec.models.empty()) {
+            absent.emplace(candidates[i].key->model, absl::StrCat("no ", unit));
+          }
+          continue;
+        }
+        int free = 0;
+        std::string blocked_by;
+        for (const Unit* u : pool_units) {
+          if (!u->free()) continue;
+          const bool others_ok = std::all_of(
+              u->hosts.begin(), u->hosts.end(), [&](const std::string& host) {
+                return host == this_node || Ineligible(FindNode(nodes, host),
+                                                       spec, rules) == nullptr;
+              });
+          if (others_ok) {
+            ++free;
+          } else {
+            blocked_by = u->key.substr(u->key.find(' ') + 1);
+          }
+        }
+        if (free == 0) {
+          shortfalls.emplace_back(
+              absl::StrCat("no free ", unit),
+              blocked_by.empty() ? ""
+                                 : absl::StrCat("another host of slice ",
+                                                blocked_by, " cannot serve"));
+        } else if (free < spec.count) {
+          shortfalls.emplace_back(
+              absl::StrCat("too few free ", unit, "s"),
+              absl::StrCat(free, " free, ", spec.count, " requested"));
+        } else {
+          fits = true;
+        }
+      }
+      if (!fits) {
+        for (auto& [category, detail] : shortfalls) {
+          add(std::move(category), std::move(detail));
+        }
+        for (auto& [model, category] : absent) add(std::move(category), "");
+      }
+    }
+    if (reasons.empty()) {
+      ++out.available;
+    } else {
+      ++first_reasons[first];
+      out.nodes.push_back(NodeVerdict{name, std::move(reasons)});
+    }
+  }
+  std::vector<std::pair<std::string, int>> counts(first_reasons.begin(),
+                                                  first_reasons.end());
+  std::stable_sort(
+      counts.begin(), counts.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
+  out.summary =
+      absl::StrCat(out.available, "/", nodes.size(), " nodes available");
+  if (!counts.empty()) {
+    absl::StrAppend(
+        &out.summary, ": ",
+        absl::StrJoin(counts, ", ", [](std::string* s, const auto& c) {
+          absl::StrAppend(s, c.second, " ", c.first);
+        }));
+  }
+  return out;
+}
+
+}  // namespace accelsched

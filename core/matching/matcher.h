@@ -1,0 +1,141 @@
+// Matching a request to free units: best fit over the capacity index, and
+// Explain's per-node account of why a node cannot serve. Pure functions of
+// their inputs.
+//
+// The rule, for one model or several (a set of acceptable models, or any model
+// of a device class): best fit over every eligible (model, node) pair. The
+// pair whose node has the fewest free units of that model that still fit
+// wins; ties go to the model with the most free units in the cluster, so that
+// scarce models stay free for the requests that name them, then to the model's
+// name, then to the node's name. bench/replay_bench measures it against first
+// fit.
+#ifndef ACCELSCHED_CORE_MATCHING_MATCHER_H_
+#define ACCELSCHED_CORE_MATCHING_MATCHER_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/catalog/capacity_index.h"
+#include "core/model/catalog_model.h"
+#include "core/base/labels.h"
+
+namespace accelsched {
+
+struct MatchSpec {
+  DeviceClass device_class = DeviceClass::kNvidiaGpu;
+  // Canonical models any of which will do, sorted and unique. Empty: any model
+  // of `device_class` (whole devices only: `partition` is then "").
+  std::vector<std::string> models;
+  std::string partition;  // "" whole device; MIG profile; TPU topology
+  int count = 1;          // units per group, all on one node
+  LabelSelector selector;
+  // A gang: this many groups, each on its own node (MatchGang).
+  int replicas = 1;
+  // With replicas: every group on nodes sharing one value of this label.
+  std::string topology_key;
+
+  // A request for exactly one pool's units.
+  static MatchSpec ForPool(const PoolKey& pool, int count,
+                           LabelSelector selector = LabelSelector());
+};
+
+// A node held for a queued request (conservative backfill): from `start`,
+// its units of one pool go to `holder` or to a request whose lease ends by
+// then, so that nothing admitted ahead of the holder delays it.
+struct Reservation {
+  absl::Time start;
+  std::string holder;  // allocation id
+  // Held for a preemptor, on its victims' nodes (Kubernetes' nominated
+  // node): kept from pass to pass until it is admitted, against requests of
+  // its priority or lower only.
+  bool nominated = false;
+  int priority = 0;
+};
+// pool -> node -> reservation.
+using Reservations =
+    std::map<PoolKey, absl::flat_hash_map<std::string, Reservation>>;
+
+// What makes a node eligible beyond its free units.
+struct EligibilityRules {
+  absl::Time now;
+  // Nodes whose last heartbeat is older get nothing; zero disables the check.
+  absl::Duration heartbeat_timeout = absl::ZeroDuration();
+  // Reserved nodes are left out unless the request is their holder or its
+  // lease ends (at `ends_at`) by the reservation's start.
+  const Reservations* reservations = nullptr;
+  absl::string_view requester;  // the request's allocation id, if it has one
+  absl::Time ends_at = absl::InfiniteFuture();
+  int priority = 0;  // the request's
+};
+
+// Why `node` cannot take part in a match for `spec` ("node_selector
+// mismatch", "cordoned", "stale heartbeat"; a node not registered is stale),
+// or nullptr when it can. Reservations are not considered.
+const char* Ineligible(const Node* node, const MatchSpec& spec,
+                       const EligibilityRules& rules);
+
+// FAILED_PRECONDITION when no node could ever hold `spec.count` units of one
+// of the request's pools, or fewer than `spec.replicas` nodes of one pool
+// could (it is not a matter of waiting for releases).
+absl::Status CheckSatisfiable(const CapacityIndex& index,
+                              const MatchSpec& spec);
+
+// The units to allocate, all of one pool and on one node (a TPU slice: on its
+// hosts), chosen by the rule above; within the node, the GPUs with the fewest
+// free slices first, so that large requests still fit later. nullopt when
+// nothing fits now. Visits only pools of the request and, in each, homes in
+// free-count order: O(models x log nodes) plus the homes skipped as
+// ineligible.
+std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
+                                              const NodeMap& nodes,
+                                              const MatchSpec& spec,
+                                              const EligibilityRules& rules);
+
+// For a gang (spec.replicas groups of spec.count units, each group on a
+// distinct node, all of one pool; with spec.topology_key all on nodes that
+// share one value of that label): the groups, or nullopt when the whole gang
+// does not fit now. Within a pool, the domain whose free units left over
+// would be fewest wins (least stranded capacity), then its name; within the
+// domain, the nodes with the fewest free units that fit. Pools are tried as
+// Match orders them, and the fewest left over across them wins ("left
+// over": free units on the domain's nodes that could take a group, after
+// the gang). O(nodes with enough free units) per pool.
+std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
+    const CapacityIndex& index, const NodeMap& nodes, const MatchSpec& spec,
+    const EligibilityRules& rules);
+
+struct NodeVerdict {
+  std::string node;
+  std::vector<std::string> reasons;  // empty: the node can serve
+};
+
+struct Explanation {
+  std::vector<NodeVerdict> nodes;  // every node that cannot serve, by name
+  int available = 0;               // nodes that can serve
+  // "0/12 nodes available: 7 no free 1g.10gb slice, 5 node_selector mismatch"
+  std::string summary;
+};
+
+Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
+                    const MatchSpec& spec, const EligibilityRules& rules);
+
+// A human name for a pool's unit: "nvidia-tesla-t4 device", "1g.10gb slice",
+// "tpu-v5p-slice 2x2x2 slice".
+std::string UnitName(const PoolKey& pool);
+
+// A human name for what a request asks for: as UnitName for one model;
+// "nvidia-tesla-t4 or nvidia-l4 device", "nvidia-tesla-a100 or
+// nvidia-a100-80gb 1g.10gb slice" for several; "whole NVIDIA_GPU device" for
+// any.
+std::string RequestUnitName(DeviceClass device_class,
+                            const std::vector<std::string>& models,
+                            absl::string_view partition);
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_MATCHING_MATCHER_H_

@@ -1,0 +1,60 @@
+// The catalog's value types: nodes, their devices, MIG slices. Plain copyable
+// values.
+#ifndef ACCELSCHED_CORE_MODEL_CATALOG_MODEL_H_
+#define ACCELSCHED_CORE_MODEL_CATALOG_MODEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/model/device_class.h"
+#include "core/base/labels.h"
+
+namespace accelsched {
+
+struct MigSlice {
+  std::string id;       // MIG device UUID
+  std::string profile;  // "1g.10gb"
+  int start = 0;        // placement start slot
+
+  bool operator==(const MigSlice&) const = default;
+};
+
+struct Device {
+  std::string id;  // unique in the cluster: GPU UUID, TPU chip id
+  DeviceClass device_class = DeviceClass::kNvidiaGpu;
+  std::string model;            // as reported
+  std::string canonical_model;  // set by validation
+  uint64_t memory_bytes = 0;
+  int index = 0;
+  bool healthy = true;
+  bool mig_enabled = false;
+  std::vector<MigSlice> mig_slices;
+  std::string tpu_slice_id;
+  std::string tpu_topology;
+  // Dropped by a re-registration while in a live allocation: kept, unhealthy,
+  // until released, then removed. Never set by clients.
+  bool removed = false;
+
+  bool operator==(const Device&) const = default;
+};
+
+struct Node {
+  std::string name;
+  Labels labels;
+  std::vector<Device> devices;
+  bool schedulable = true;
+  absl::Time last_heartbeat = absl::UnixEpoch();
+
+  bool operator==(const Node&) const = default;
+};
+
+// Nodes by name.
+using NodeMap = std::map<std::string, Node, std::less<>>;
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_MODEL_CATALOG_MODEL_H_

@@ -1,0 +1,46 @@
+// Units: what the scheduler hands out. A unit is a whole device, a MIG slice
+// or a whole TPU slice, of one pool: the units that one request may take
+// interchangeably (device class, canonical model, partition).
+#ifndef ACCELSCHED_CORE_MODEL_UNIT_H_
+#define ACCELSCHED_CORE_MODEL_UNIT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/model/allocation_model.h"
+#include "core/model/device_class.h"
+
+namespace accelsched {
+
+struct PoolKey {
+  DeviceClass device_class = DeviceClass::kNvidiaGpu;
+  std::string model;      // canonical
+  std::string partition;  // "" whole device; MIG profile; TPU topology
+
+  auto operator<=>(const PoolKey&) const = default;
+  bool operator==(const PoolKey&) const = default;
+};
+
+struct Unit {
+  std::string key;  // device id, MIG slice id, or TpuUnitKey(slice id)
+  PoolKey pool;
+  std::string home;  // the node it is filed under (a TPU slice's first host)
+  std::vector<std::string> hosts;  // every node it spans, sorted; home first
+  std::vector<AllocatedDevice> devices;  // what allocating it hands out
+  std::string
+      group;      // packing group in a node: the GPU of a MIG slice, else ""
+  int order = 0;  // deterministic order within a node (device index, MIG start)
+  bool healthy = true;
+  std::string allocation;  // the live allocation holding it; "" when none
+
+  bool free() const { return healthy && allocation.empty(); }
+};
+
+// TPU slice ids and device ids share no namespace; a space cannot occur in
+// either.
+std::string TpuUnitKey(absl::string_view slice_id);
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_MODEL_UNIT_H_

@@ -1,0 +1,113 @@
+// What a Kubernetes pod needs to land on an allocation's devices: exactly what
+// Flyte's propeller puts on a task pod for the same GPUAccelerator (required
+// node affinity, tolerations, the extended resource), plus the pin to the
+// chosen node. Derived from the allocation alone (its PlacementTargets carry
+// what it needs from the nodes and the accelerator types).
+//
+// Propeller's rules, at flyteorg/flyte main 6fadb90d,
+// flyteplugins/go/tasks/pluginmachinery/flytek8s/ (README, "Placement", has
+// them side by side with accelsched's):
+// - pod_helper.go:385-404 (ApplyGPUNodeSelectors): a request naming a device
+//   gets `<device label> In [<value>]` and the toleration `<device label>
+//   Equal <value> NoSchedule`; no device, neither.
+// - pod_helper.go:431-442: partition_size gets `<partition label> In [<size>]`
+//   and `<partition label> Equal <size> NoSchedule`; pod_helper.go:416-427:
+//   unpartitioned gets `<partition label> DoesNotExist` and no toleration.
+// - pod_helper.go:97-117: requirements go into required node affinity (every
+//   term, or one new term), never nodeSelector.
+// - config/config.go:67-68 and 121-139: the labels (TPU: its own, the other
+//   classes the global ones) and each class's resource name; MIG asks for
+//   nvidia.com/gpu (container_helper.go:133-149), requests equal to limits
+//   (container_helper.go:73-86).
+// accelsched adds: the MIG mixed strategy where the node says so, and the pin
+// `kubernetes.io/hostname In [<host>]`.
+#ifndef ACCELSCHED_CORE_PLACEMENT_PLACEMENT_H_
+#define ACCELSCHED_CORE_PLACEMENT_PLACEMENT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/accelerators/accelerator_type.h"
+#include "core/model/allocation_model.h"
+#include "core/model/catalog_model.h"
+
+namespace accelsched {
+
+inline constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
+// GPU Feature Discovery's label for the device plugin's MIG strategy
+// (NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md, "Generated
+// Labels"): "none", "single" or "mixed" (the strategies of device plugin
+// 0.7.0 on).
+inline constexpr char kMigStrategyLabel[] = "nvidia.com/mig.strategy";
+
+// The node labels propeller's affinity uses for a device class.
+struct PlacementLabels {
+  absl::string_view device;     // "k8s.amazonaws.com/accelerator"
+  absl::string_view partition;  // "k8s.amazonaws.com/gpu-partition-size"
+};
+PlacementLabels PlacementLabelsOf(DeviceClass device_class);
+
+struct NodeSelectorRequirement {
+  std::string key;
+  std::string op;  // "In" or "DoesNotExist" here
+  std::vector<std::string> values;
+
+  bool operator==(const NodeSelectorRequirement&) const = default;
+};
+
+struct Toleration {
+  std::string key;
+  std::string op;  // "Exists" or "Equal"
+  std::string value;
+  std::string effect;
+
+  bool operator==(const Toleration&) const = default;
+};
+
+struct Placement {
+  // All must hold (one node-selector term), in propeller's order: device,
+  // partition, then the hostname pin.
+  std::vector<NodeSelectorRequirement> node_affinity;
+  // The single-valued In requirements above, for clients that set a
+  // nodeSelector.
+  std::map<std::string, std::string> node_selector;
+  std::string resource_name;
+  int64_t resource_count = 0;  // requests and limits alike
+  std::map<std::string, std::string> env;
+  std::vector<Toleration> tolerations;
+  // The devices this placement's pod gets (a DRA claim pins them).
+  std::vector<AllocatedDevice> devices;
+
+  bool operator==(const Placement&) const = default;
+};
+
+struct PlacementOptions {
+  // Sets NVIDIA_VISIBLE_DEVICES to the allocated GPU or MIG UUIDs. Off by
+  // default: with the device plugin the kubelet chooses a container's GPUs,
+  // and the variable could expose GPUs it gave to another pod (README).
+  bool nvidia_visible_devices = false;
+};
+
+// What the placement on `node` needs, for devices of `type`.
+PlacementTarget PlacementTargetOf(const Node& node,
+                                  const AcceleratorType& type);
+
+// The placement of the whole allocation (Allocation.placement): pinned to its
+// node when it has one. A multi-host TPU slice's is not pinned, asks for the
+// chips of one host, and requires any of its hosts' device label values (a
+// toleration for each), so that it fits every host.
+Placement BuildPlacement(const Allocation& allocation,
+                         const PlacementOptions& options);
+
+// One placement per node of the allocation, in node-name order
+// (Allocation.placements), each pinned to its node and asking for its
+// devices.
+std::vector<Placement> BuildNodePlacements(const Allocation& allocation,
+                                           const PlacementOptions& options);
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_PLACEMENT_PLACEMENT_H_

@@ -1,0 +1,582 @@
+// The scheduler's allocation half, and its load and commit plumbing.
+#include "core/scheduler/scheduler.h"
+
+#include <cstdio>
+#include <set>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/matching/allocation_request.h"
+#include "core/catalog/node_validation.h"
+#include "core/base/page_token.h"
+#include "core/placement/placement.h"
+#include "core/base/status_macros.h"
+
+namespace accelsched {
+namespace {
+
+absl::string_view StateName(AllocationState s) {
+  switch (s) {
+    case AllocationState::kActive:
+      return "ACTIVE";
+    case AllocationState::kReleased:
+      return "RELEASED";
+    case AllocationState::kExpired:
+      return "EXPIRED";
+    case AllocationState::kPending:
+      return "PENDING";
+    case AllocationState::kPreempted:
+      return "PREEMPTED";
+    case AllocationState::kUnspecified:
+      break;
+  }
+  return "UNSPECIFIED";
+}
+
+// GetAllocation's answer when the allocation's last write failed.
+absl::Status NotWritten(const std::string& id) {
+  return absl::UnavailableError(
+      absl::StrCat("allocation ", id, " was not written; retry"));
+}
+
+absl::Status AllocationNotFound(const AllocationKey& key) {
+  return absl::NotFoundError(
+      key.allocation_id.empty()
+          ? absl::StrCat("no allocation has request_id \"", key.request_id,
+                         "\"")
+          : absl::StrCat("allocation \"", key.allocation_id, "\" not found"));
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Store* store, const Clock* clock,
+                     std::shared_ptr<const AcceleratorTypeSet> types,
+                     Options options)
+    : store_(store),
+      clock_(clock),
+      options_(options),
+      events_(options.watch_buffer),
+      types_(std::move(types)),
+      committer_(std::make_unique<GroupCommitter>(
+          &store_, &events_,
+          [this](const absl::Status& s) { OnCommitFailure(s); },
+          GroupCommitter::Options{options.commit_mode,
+                                  options.max_commit_batch})) {}
+
+Scheduler::~Scheduler() { committer_.reset(); }
+
+absl::Status Scheduler::Load() {
+  absl::MutexLock lock(&mu_);
+  return LoadLocked();
+}
+
+absl::Status Scheduler::LoadLocked() {
+  // The numbering too: a commit reported failed may have committed (its
+  // connection lost at COMMIT), and its events' numbers with it.
+  ASSIGN_OR_RETURN(const uint64_t sequence, store_.LoadEventSequence());
+  committer_->set_last_event_sequence(sequence);
+  ASSIGN_OR_RETURN(std::vector<Node> nodes, store_.LoadNodes());
+  ASSIGN_OR_RETURN(std::vector<StoredAllocation> allocations,
+                   store_.LoadAllocations());
+  // The book first: the catalog asks it who holds each unit.
+  book_.Load(std::move(allocations));
+  queue_.Clear();
+  for (const Record* r : book_.Pending()) queue_.Add(r->allocation);
+  reservations_ = ReservationState();
+  ++generation_;
+  RETURN_IF_ERROR(catalog_.Load(std::move(nodes), *accelerator_types()));
+  stale_reason_ = absl::OkStatus();
+  stale_.store(false);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Ready() const {
+  if (!stale_.load()) return absl::OkStatus();
+  absl::ReaderMutexLock lock(&mu_);
+  if (stale_reason_.ok()) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "the scheduler lost track of the store after a failed commit and "
+      "retries loading it every sweep: ",
+      stale_reason_.message()));
+}
+
+void Scheduler::OnCommitFailure(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  // Queued writes were applied in memory on top of the failed ones: fail them
+  // too, and rebuild memory from what the store holds, the only state anyone
+  // was told of.
+  committer_->FailQueued(status);
+  absl::Status reload = LoadLocked();
+  if (!reload.ok()) {
+    std::fprintf(stderr,
+                 "accelsched: reloading state after a failed commit: %s\n",
+                 std::string(reload.ToString()).c_str());
+    stale_reason_ = reload;
+    stale_.store(true);
+  }
+}
+
+std::shared_ptr<GroupCommitter::Ticket> Scheduler::Commit(Write write) {
+  ++generation_;
+  return committer_->Enqueue(std::move(write.mutations),
+                             std::move(write.events));
+}
+
+void Scheduler::Complete(absl::StatusOr<Queued<bool>> queued,
+                         StatusCallback done) const {
+  Complete<bool>(std::move(queued),
+                 [done = std::move(done)](absl::StatusOr<bool> r) mutable {
+                   std::move(done)(r.status());
+                 });
+}
+
+EligibilityRules Scheduler::RulesAt(absl::Time now) const {
+  EligibilityRules rules;
+  rules.now = now;
+  rules.heartbeat_timeout = options_.heartbeat_timeout;
+  return rules;
+}
+
+void Scheduler::EndLocked(Record& record, AllocationState state,
+                          absl::string_view reason, absl::Time now,
+                          Write& write) {
+  const bool held = record.allocation.live();
+  queue_.Remove(record.allocation.id);
+  book_.End(record, state, reason, now);
+  const Allocation& a = record.allocation;
+  std::set<std::string> nodes;
+  if (held) {
+    for (const AllocatedDevice& d : a.devices) nodes.insert(d.node);
+  }
+  write.mutations.push_back(PutAllocationMutation{a, record.units});
+  for (const std::string& node : nodes) DropReleasedRemovedDevices(node, write);
+  write.events.push_back(Event{state == AllocationState::kExpired
+                                   ? Event::Type::kExpired
+                                   : Event::Type::kReleased,
+                               now, a, a.node, a.end_reason, 0});
+}
+
+std::shared_ptr<GroupCommitter::Ticket> Scheduler::ExpireDueLocked(
+    absl::Time now, int* expired) {
+  Write write;
+  std::vector<Record*> ended = book_.Due(now);
+  for (Record* record : ended) {
+    // A preempted allocation's grace is over; anything else's lease.
+    if (record->allocation.state == AllocationState::kPreempted) {
+      EndLocked(*record, AllocationState::kPreempted, kReasonPreempted, now,
+                write);
+    } else {
+      EndLocked(
+          *record, AllocationState::kExpired,
+          record->allocation.pending() ? kReasonPendingExpired : kReasonExpired,
+          now, write);
+    }
+  }
+  if (expired != nullptr) *expired = static_cast<int>(ended.size());
+  if (ended.empty()) return nullptr;
+  auto ticket = Commit(std::move(write));
+  for (Record* record : ended) record->ticket = ticket;
+  if (auto admitted = AdmitLocked(now)) return admitted;
+  return ticket;
+}
+
+namespace {
+
+// What a request asks for, as an allocation without devices, id, state or
+// times.
+Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
+  Allocation a;
+  a.request_id = request.request_id;
+  a.tenant = request.tenant;
+  a.priority = request.priority;
+  a.device_class = spec.device_class;
+  a.requested_models = spec.models;
+  a.partition = spec.partition;
+  a.count = spec.count;
+  a.replicas = spec.replicas;
+  a.topology_key = spec.topology_key;
+  a.node_selector = request.node_selector;
+  a.lease = request.lease;
+  a.unpartitioned = request.partition_kind == PartitionKind::kUnpartitioned;
+  a.container_name = request.container_name;
+  return a;
+}
+
+// Whether a retry asks for what `e` was made for: the same models in any
+// spelling and order are the same request. Unpartitioned picks the same
+// devices as no partition value but gives the pod another placement.
+bool SameRequest(const Allocation& e, const Allocation& retry) {
+  return e.device_class == retry.device_class &&
+         e.requested_models == retry.requested_models &&
+         e.partition == retry.partition && e.count == retry.count &&
+         e.unpartitioned == retry.unpartitioned &&
+         e.replicas == retry.replicas && e.topology_key == retry.topology_key;
+}
+
+}  // namespace
+
+void Scheduler::Place(
+    Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const {
+  std::set<std::string> hosts;
+  a.devices.clear();
+  a.targets.clear();
+  for (const auto& group : groups) {
+    for (const Unit* u : group) {
+      a.devices.insert(a.devices.end(), u->devices.begin(), u->devices.end());
+      for (const AllocatedDevice& d : u->devices) hosts.insert(d.node);
+    }
+  }
+  const Unit& first = *groups.front().front();
+  a.node = groups.size() == 1 ? first.home : *hosts.begin();
+  a.model = first.pool.model;
+  // Under mu_ the accelerator types know every model in the catalog (ReplaceAcceleratorTypes
+  // checks that under mu_).
+  const AcceleratorType& type = *accelerator_types()->Find(a.model);
+  a.resource_name.clear();
+  if (type.resource_name != DefaultResourceName(type.device_class)) {
+    a.resource_name = type.resource_name;
+  }
+  for (const std::string& host : hosts) {
+    a.targets.push_back(
+        PlacementTargetOf(catalog_.nodes().find(host)->second, type));
+  }
+}
+
+absl::StatusOr<Allocation> Scheduler::Allocate(
+    const AllocationRequest& request) {
+  return Await(QueueAllocate(request));
+}
+
+void Scheduler::Allocate(const AllocationRequest& request,
+                         Callback<Allocation> done) {
+  Complete(QueueAllocate(request), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
+    const AllocationRequest& request) {
+  ASSIGN_OR_RETURN(
+      MatchSpec spec,
+      ValidateAllocationRequest(*accelerator_types(), request, options_.max_lease));
+  // Expiries queued on the way commit before this call's write (in queue
+  // order); the flush after the lock is released sees to them on every path.
+  std::shared_ptr<GroupCommitter::Ticket> ticket;
+  Allocation a = Requested(request, spec);
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    ExpireDueLocked(now, nullptr);
+    if (Record* existing = book_.Find({"", request.request_id});
+        existing != nullptr &&
+        (existing->allocation.live() || existing->allocation.pending())) {
+      const Allocation& e = existing->allocation;
+      if (!SameRequest(e, a)) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "request_id \"", request.request_id, "\" already holds allocation ",
+            e.id, " for ", e.count, " x ",
+            RequestUnitName(e.device_class, e.requested_models, e.partition),
+            e.replicas > 1 ? absl::StrCat(" x ", e.replicas, " replicas") : "",
+            "; a retry must ask for the same accelerator and count"));
+      }
+      // A retry: the same allocation, once it is durable. A pending one's
+      // retry keeps its place alive (written when a tenth of the pending
+      // lease has gone by, so that polling is not a write each time).
+      if (e.pending() && now + options_.pending_lease - e.expires_at >
+                             options_.pending_lease / 10) {
+        book_.SetExpiry(*existing, now + options_.pending_lease);
+        Write write;
+        write.mutations.push_back(
+            PutAllocationMutation{existing->allocation, {}});
+        existing->ticket = Commit(std::move(write));
+      }
+      a = WithQueueFields(existing->allocation, /*may_compute=*/false);
+      ticket = existing->ticket;
+    } else {
+      const CapacityIndex& index = catalog_.index();
+      RETURN_IF_ERROR(CheckSatisfiable(index, spec));
+      const AdmissionContext ctx = ContextAt(now);
+      std::string quota;
+      // Narrowed by the tenant's quota, where there are quotas at all.
+      std::optional<MatchSpec> narrowed;
+      const MatchSpec* allowed = &spec;
+      if (tenants_->has_quotas()) {
+        narrowed = WithinQuota(ctx, request.tenant, spec, &quota);
+        allowed = narrowed.has_value() ? &*narrowed : nullptr;
+      }
+      EligibilityRules rules = RulesAt(now);
+      rules.reservations = &reservations_.reservations;
+      rules.ends_at =
+          now + (request.lease == absl::ZeroDuration() ? options_.default_lease
+                                                       : request.lease);
+      rules.priority = request.priority;
+      std::optional<std::vector<std::vector<const Unit*>>> groups;
+      if (allowed != nullptr) groups = MatchRequest(ctx, *allowed, rules);
+      a.id = book_.NewId(now);
+      a.created_at = now;
+      if (groups.has_value()) {
+        Place(a, *groups);
+        a.state = AllocationState::kActive;
+        a.admitted_at = now;
+        a.expires_at = rules.ends_at;
+        std::vector<std::string> keys;
+        for (const auto& group : *groups) {
+          for (const Unit* u : group) keys.push_back(u->key);
+        }
+        Write write;
+        write.mutations.push_back(PutAllocationMutation{a, keys, true});
+        write.events.push_back(
+            Event{Event::Type::kAllocated, now, a, a.node, "", 0});
+        ticket = Commit(std::move(write));
+        book_.Add(Record{a, std::move(keys), ticket});
+      } else if (!request.queue) {
+        return absl::ResourceExhaustedError(
+            allowed != nullptr ? accelsched::Explain(index, catalog_.nodes(),
+                                                     spec, RulesAt(now))
+                                     .summary
+                               : quota);
+      } else {
+        ticket = EnqueueLocked(a, now);
+        const Record& queued = *book_.Find({a.id, ""});
+        a = WithQueueFields(queued.allocation, /*may_compute=*/false);
+        ticket = queued.ticket;
+      }
+    }
+  }
+  return Queued<Allocation>{std::move(a), std::move(ticket)};
+}
+
+absl::StatusOr<Allocation> Scheduler::Release(const AllocationKey& key) {
+  return Await(QueueRelease(key));
+}
+
+void Scheduler::Release(const AllocationKey& key, Callback<Allocation> done) {
+  Complete(QueueRelease(key), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRelease(
+    const AllocationKey& key) {
+  std::shared_ptr<GroupCommitter::Ticket> ticket;
+  Allocation a;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    ExpireDueLocked(now, nullptr);
+    const Record* found = book_.Find(key);
+    if (found == nullptr) return AllocationNotFound(key);
+    Record& record = *book_.FindMutable(found->allocation.id);
+    if (record.allocation.live() || record.allocation.pending()) {
+      Write write;
+      // A preempted allocation released in its grace ends as preempted; a
+      // pending one is withdrawn.
+      if (record.allocation.pending()) {
+        EndLocked(record, AllocationState::kReleased, kReasonWithdrawn, now,
+                  write);
+      } else if (record.allocation.state == AllocationState::kPreempted) {
+        EndLocked(record, AllocationState::kPreempted, kReasonPreempted, now,
+                  write);
+      } else {
+        EndLocked(record, AllocationState::kReleased, kReasonReleased, now,
+                  write);
+      }
+      record.ticket = Commit(std::move(write));
+      AdmitLocked(now);
+    }
+    a = record.allocation;
+    ticket = record.ticket;
+  }
+  return Queued<Allocation>{std::move(a), std::move(ticket)};
+}
+
+absl::StatusOr<Allocation> Scheduler::RenewLease(
+    absl::string_view allocation_id, absl::Duration lease) {
+  return Await(QueueRenewLease(allocation_id, lease));
+}
+
+void Scheduler::RenewLease(absl::string_view allocation_id,
+                           absl::Duration lease, Callback<Allocation> done) {
+  Complete(QueueRenewLease(allocation_id, lease), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRenewLease(
+    absl::string_view allocation_id, absl::Duration lease) {
+  if (lease < absl::ZeroDuration() || lease > options_.max_lease) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lease ", absl::FormatDuration(lease), " is out of range [0, ",
+        absl::FormatDuration(options_.max_lease), "]"));
+  }
+  std::shared_ptr<GroupCommitter::Ticket> ticket;
+  Allocation a;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    ExpireDueLocked(now, nullptr);
+    Record* found = book_.FindMutable(allocation_id);
+    if (found == nullptr) {
+      return AllocationNotFound({std::string(allocation_id), ""});
+    }
+    Record& record = *found;
+    if (record.allocation.pending()) {
+      // Keeps its place in the queue.
+      book_.SetExpiry(
+          record, now + (lease == absl::ZeroDuration() ? options_.pending_lease
+                                                       : lease));
+      Write write;
+      write.mutations.push_back(PutAllocationMutation{record.allocation, {}});
+      record.ticket = Commit(std::move(write));
+      return Queued<Allocation>{
+          WithQueueFields(record.allocation, /*may_compute=*/false),
+          record.ticket};
+    }
+    if (record.allocation.state != AllocationState::kActive) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("allocation ", allocation_id, " is ",
+                       StateName(record.allocation.state),
+                       "; only an ACTIVE or PENDING lease "
+                       "can be renewed"));
+    }
+    book_.SetExpiry(
+        record,
+        now + (lease == absl::ZeroDuration() ? options_.default_lease : lease));
+    Write write;
+    write.mutations.push_back(
+        PutAllocationMutation{record.allocation, record.units});
+    record.ticket = Commit(std::move(write));
+    a = record.allocation;
+    ticket = record.ticket;
+  }
+  return Queued<Allocation>{std::move(a), std::move(ticket)};
+}
+
+absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::FindDurable(
+    const AllocationKey& key) const {
+  absl::ReaderMutexLock lock(&mu_);
+  const Record* record = book_.Find(key);
+  if (record == nullptr) return AllocationNotFound(key);
+  return Queued<Allocation>{WithQueueFields(record->allocation),
+                            record->ticket};
+}
+
+absl::StatusOr<Allocation> Scheduler::GetAllocation(
+    const AllocationKey& key) const {
+  absl::StatusOr<Queued<Allocation>> found = FindDurable(key);
+  if (!found.ok()) return found.status();
+  const std::string id = found->value.id;
+  absl::StatusOr<Allocation> a = Await(std::move(found));
+  if (!a.ok()) return NotWritten(id);
+  return a;
+}
+
+void Scheduler::GetAllocation(const AllocationKey& key,
+                              Callback<Allocation> done) const {
+  absl::StatusOr<Queued<Allocation>> found = FindDurable(key);
+  if (!found.ok()) {
+    std::move(done)(found.status());
+    return;
+  }
+  std::string id = found->value.id;
+  Complete<Allocation>(
+      std::move(found), [id = std::move(id), done = std::move(done)](
+                            absl::StatusOr<Allocation> a) mutable {
+        std::move(done)(a.ok() ? std::move(a) : NotWritten(id));
+      });
+}
+
+absl::StatusOr<AllocationPage> Scheduler::ListAllocations(
+    const AllocationFilter& filter, int page_size,
+    absl::string_view page_token) const {
+  ASSIGN_OR_RETURN(const PageRequest request,
+                   ParsePageRequest(page_size, page_token));
+  absl::ReaderMutexLock lock(&mu_);
+  AllocationPage page = book_.List(filter, request.size, request.after);
+  for (Allocation& a : page.allocations) {
+    if (a.pending()) a = WithQueueFields(std::move(a));
+  }
+  return page;
+}
+
+absl::StatusOr<ExplainResult> Scheduler::Explain(
+    const AllocationRequest& request) const {
+  ASSIGN_OR_RETURN(
+      MatchSpec spec,
+      ValidateAllocationRequest(*accelerator_types(), request, options_.max_lease));
+  ExplainResult result;
+  absl::ReaderMutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  if (const Record* r = book_.Find({"", request.request_id});
+      r != nullptr && r->allocation.pending()) {
+    const Allocation a = WithQueueFields(r->allocation);
+    result.queue_position = a.queue_position;
+    result.pending_reason = a.pending_reason;
+  }
+  const EligibilityRules rules = RulesAt(now);
+  const CapacityIndex& index = catalog_.index();
+  result.explanation =
+      accelsched::Explain(index, catalog_.nodes(), spec, rules);
+  absl::Status satisfiable = CheckSatisfiable(index, spec);
+  if (!satisfiable.ok()) {
+    absl::StrAppend(&result.explanation.summary, "; ", satisfiable.message());
+    return result;
+  }
+  const AdmissionContext ctx = ContextAt(now);
+  std::string quota;
+  const std::optional<MatchSpec> allowed =
+      WithinQuota(ctx, request.tenant, spec, &quota);
+  if (!allowed.has_value()) {
+    absl::StrAppend(&result.explanation.summary, "; ", quota);
+    return result;
+  }
+  EligibilityRules reserved = rules;
+  reserved.reservations = &reservations_.reservations;
+  reserved.ends_at =
+      now + (request.lease == absl::ZeroDuration() ? options_.default_lease
+                                                   : request.lease);
+  reserved.priority = request.priority;
+  std::optional<std::vector<std::vector<const Unit*>>> groups =
+      MatchRequest(ctx, *allowed, reserved);
+  if (!groups.has_value()) return result;
+  result.feasible = true;
+  result.would_allocate = Requested(request, spec);
+  Place(result.would_allocate, *groups);
+  return result;
+}
+
+absl::StatusOr<int> Scheduler::Sweep() {
+  std::vector<std::shared_ptr<GroupCommitter::Ticket>> tickets;
+  int expired = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stale_.load()) {
+      // Retried here, once a sweep. Writes queued meanwhile were made from
+      // stale memory: they fail.
+      committer_->FailQueued(absl::UnavailableError(stale_reason_.message()));
+      if (absl::Status s = LoadLocked(); !s.ok()) {
+        stale_reason_ = s;
+        return s;
+      }
+    }
+    const absl::Time now = clock_->Now();
+    if (auto t = ExpireDueLocked(now, &expired))
+      tickets.push_back(std::move(t));
+    // Time alone may let pending requests in (a node's heartbeat, a
+    // reservation's start).
+    if (auto t = AdmitLocked(now, /*refresh_reservations=*/true)) {
+      tickets.push_back(std::move(t));
+    }
+    Write write;
+    for (std::string& id : book_.Forget(now - options_.retention)) {
+      // Built in place: gcc 12 warns of a moved-from variant otherwise.
+      write.mutations.emplace_back(std::in_place_type<DeleteAllocationMutation>,
+                                   DeleteAllocationMutation{std::move(id)});
+    }
+    if (!write.mutations.empty()) tickets.push_back(Commit(std::move(write)));
+  }
+  for (const auto& t : tickets) RETURN_IF_ERROR(committer_->Wait(t));
+  return expired;
+}
+
+std::map<std::string, int64_t> Scheduler::ActiveByTenant() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return book_.ActiveByTenant();
+}
+
+}  // namespace accelsched

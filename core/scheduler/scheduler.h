@@ -1,0 +1,412 @@
+// The scheduler: the cluster catalog (core/catalog.h) and the allocation book
+// (core/allocation_book.h), held in memory under one lock and written through
+// a group committer to a Store before any change is acknowledged. It keeps
+// the lock and the commit order; the state and its rules live in those
+// classes, which rely on its lock. Thread-safe (provides internal
+// synchronization):
+// changes are applied in memory under one lock in the order they are queued for
+// commit; the commit happens without the lock, so readers and other writers
+// proceed.
+//
+// Every call that writes comes in two forms: one that blocks until its change
+// is durable, and one that returns at once and reports through a callback
+// (the gRPC handlers, which must not hold a thread per commit). A callback
+// runs exactly once: on the calling thread when the call fails or its result
+// is already durable (an expiry the call queued on the way may still be
+// committing: it is not the call's result), otherwise on the thread that
+// completes the commit, outside the scheduler's lock. It may call the
+// scheduler's reads and callback forms, never a blocking write (the commit
+// it would wait for may be queued behind it on its own thread); keep it
+// short: it delays the writes committed after it.
+#ifndef ACCELSCHED_CORE_SCHEDULER_SCHEDULER_H_
+#define ACCELSCHED_CORE_SCHEDULER_SCHEDULER_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/accelerators/accelerator_type_set.h"
+#include "core/admission/admission.h"
+#include "core/book/allocation_book.h"
+#include "core/model/allocation_model.h"
+#include "core/catalog/capacity_index.h"
+#include "core/catalog/catalog.h"
+#include "core/model/catalog_model.h"
+#include "core/base/clock.h"
+#include "core/commit/event_hub.h"
+#include "core/commit/group_committer.h"
+#include "core/base/labels.h"
+#include "core/matching/matcher.h"
+#include "core/base/page_token.h"
+#include "core/admission/queue.h"
+#include "core/commit/serialized_store.h"
+#include "core/commit/store.h"
+#include "core/admission/tenant_policy.h"
+
+namespace accelsched {
+
+struct ExplainResult {
+  bool feasible = false;
+  Allocation
+      would_allocate;  // devices and placement input only; no id or state
+  Explanation explanation;
+  // When the request's request_id is PENDING.
+  int queue_position = 0;
+  std::string pending_reason;
+};
+
+struct QueuePage {
+  std::vector<Allocation> pending;  // admission order
+  std::string next_page_token;
+};
+
+// A tenant's standing: what it holds per pool against its quota, its share.
+struct TenantStanding {
+  struct Pool {
+    PoolKey pool;
+    int64_t used = 0;
+    int64_t nominal = -1;  // -1: no quota
+    int64_t borrowed = 0;
+  };
+  std::string tenant;
+  double dominant_share = 0;
+  double weight = 1;
+  std::string cohort;
+  std::vector<Pool> pools;
+  int64_t pending = 0;
+};
+
+class Scheduler {
+ public:
+  struct Options {
+    absl::Duration default_lease = absl::Hours(1);
+    absl::Duration max_lease = absl::Hours(24 * 30);
+    // Nodes silent for longer get no new allocations; zero disables the check.
+    absl::Duration heartbeat_timeout = absl::Minutes(5);
+    // Ended allocations stay readable this long, then are forgotten.
+    absl::Duration retention = absl::Hours(24);
+    size_t watch_buffer = 1024;
+    // Writes per transaction at most; 0: no cap (group commit). 1 is the
+    // baseline of one commit per acknowledged call.
+    size_t max_commit_batch = 0;
+    // Who commits (core/group_committer.h).
+    GroupCommitter::Mode commit_mode = GroupCommitter::Mode::kLeader;
+    // A PENDING allocation expires this long after it was queued or last
+    // kept alive (a retry of its Allocate, or RenewLease).
+    absl::Duration pending_lease = absl::Minutes(10);
+    // Whether pending requests may preempt, and how long a victim keeps its
+    // devices.
+    bool preemption = true;
+    absl::Duration preemption_grace = absl::Seconds(30);
+  };
+  template <typename T>
+  using Callback = absl::AnyInvocable<void(absl::StatusOr<T>) &&>;
+  using StatusCallback = absl::AnyInvocable<void(absl::Status) &&>;
+
+  // `store` and `clock` are not owned and must outlive the scheduler.
+  // `types` resolves model names until ReplaceAcceleratorTypes.
+  Scheduler(Store* store, const Clock* clock,
+            std::shared_ptr<const AcceleratorTypeSet> types,
+            Options options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Rebuilds memory, and the event numbering, from the store. Call once, before
+  // anything else. DATA_LOSS for a stored device whose model the accelerator
+  // types do not know, or whose MIG slices or TPU topology it does not have; the
+  // store's errors otherwise.
+  absl::Status Load();
+  // OK unless memory may differ from the store: a commit failed and so did
+  // reloading from the store (unreachable). Then UNAVAILABLE with the reason
+  // until a Sweep reloads; callers should not serve from memory meanwhile.
+  // Cheap: no lock while OK.
+  absl::Status Ready() const;
+
+  // --- Catalog ---
+  // Upsert: validates, keeps the cordon state of a known node, stamps the
+  // heartbeat, and replaces labels and devices. A dropped device that a live
+  // allocation holds is kept, unhealthy, until released; changing such a device
+  // in place is FAILED_PRECONDITION.
+  absl::StatusOr<Node> RegisterNode(Node node);
+  void RegisterNode(Node node, Callback<Node> done);
+  absl::StatusOr<Node> GetNode(absl::string_view name) const;
+  // `page_size` 0 means kDefaultPageSize; at most kMaxPageSize.
+  absl::StatusOr<NodePage> ListNodes(const LabelSelector& selector,
+                                     int page_size,
+                                     absl::string_view page_token) const;
+  // FAILED_PRECONDITION while the node holds live allocations, unless `force`,
+  // which ends them with reason node_removed.
+  absl::Status RemoveNode(absl::string_view name, bool force);
+  void RemoveNode(absl::string_view name, bool force, StatusCallback done);
+  absl::StatusOr<Node> SetNodeSchedulable(absl::string_view name,
+                                          bool schedulable);
+  void SetNodeSchedulable(absl::string_view name, bool schedulable,
+                          Callback<Node> done);
+  // `unhealthy_device_ids` is the node's complete set of unhealthy devices now.
+  // `reported_ids` names what the caller reports statistics for (kept apart,
+  // in a DeviceStatsTable): each must be a device or MIG slice of the node.
+  // NOT_FOUND for an unknown node; INVALID_ARGUMENT naming the first id that
+  // is not the node's, and then nothing changes. Once the heartbeat is
+  // accepted, `accepted` runs under the scheduler's lock (so that it is
+  // ordered with the node's registration and removal: keep it short, and
+  // call nothing of the scheduler's from it); then the blocking form waits
+  // for the commit, and the callback form reports once it is done.
+  absl::Status Heartbeat(
+      absl::string_view name,
+      const std::vector<std::string>& unhealthy_device_ids,
+      const std::vector<std::string>& reported_ids = {},
+      absl::FunctionRef<void()> accepted = [] {});
+  void Heartbeat(absl::string_view name,
+                 const std::vector<std::string>& unhealthy_device_ids,
+                 const std::vector<std::string>& reported_ids,
+                 absl::FunctionRef<void()> accepted, StatusCallback done);
+  // Sorted by device class, model, partition.
+  std::vector<CapacityEntry> GetCapacity() const;
+
+  // --- Accelerator types ---
+  // The accelerator types in use now; requests and registrations already validated
+  // keep the one they were checked against.
+  std::shared_ptr<const AcceleratorTypeSet> accelerator_types() const;
+  // Makes `next` the accelerator types for every later request, unless a device in the
+  // catalog would lose its type: FAILED_PRECONDITION naming the node and
+  // device when `next` does not know a device's model, gives it another
+  // canonical model or class, lacks a MIG profile or TPU topology (of the
+  // same chips and hosts) that the device uses. Blocks catalog changes while
+  // it checks.
+  absl::Status ReplaceAcceleratorTypes(std::shared_ptr<const AcceleratorTypeSet> next);
+
+  // --- Allocation ---
+  absl::StatusOr<Allocation> Allocate(const AllocationRequest& request);
+  void Allocate(const AllocationRequest& request, Callback<Allocation> done);
+  // Idempotent: an ended allocation is returned as it is.
+  absl::StatusOr<Allocation> Release(const AllocationKey& key);
+  void Release(const AllocationKey& key, Callback<Allocation> done);
+  absl::StatusOr<Allocation> RenewLease(absl::string_view allocation_id,
+                                        absl::Duration lease);
+  void RenewLease(absl::string_view allocation_id, absl::Duration lease,
+                  Callback<Allocation> done);
+  // Shows nothing that is not yet durable: waits for the allocation's last
+  // write (UNAVAILABLE when that failed).
+  absl::StatusOr<Allocation> GetAllocation(const AllocationKey& key) const;
+  void GetAllocation(const AllocationKey& key, Callback<Allocation> done) const;
+  absl::StatusOr<AllocationPage> ListAllocations(
+      const AllocationFilter& filter, int page_size,
+      absl::string_view page_token) const;
+  absl::StatusOr<ExplainResult> Explain(const AllocationRequest& request) const;
+  // Expires due leases, admits what can be admitted and forgets ended
+  // allocations past retention; returns how many leases expired. The server
+  // calls it periodically; writes also expire what is due.
+  absl::StatusOr<int> Sweep();
+
+  // --- Queue ---
+  // Pending allocations in admission order, of `tenant` (empty: all);
+  // `page_size` as ListAllocations. INVALID_ARGUMENT for a bad page token.
+  absl::StatusOr<QueuePage> GetQueue(absl::string_view tenant, int page_size,
+                                     absl::string_view page_token) const;
+  // Every tenant that holds units, waits, or is named by the policies.
+  std::vector<TenantStanding> TenantStandings(absl::string_view tenant) const;
+  // Makes `policies` the tenants' weights, quotas and cohorts from now on,
+  // and admits what they let in; blocks until that is durable.
+  absl::Status SetTenantPolicies(std::shared_ptr<const TenantPolicies> next);
+  // Pending allocations per tenant.
+  std::map<std::string, int64_t> PendingByTenant() const;
+
+  EventHub& events() { return events_; }
+  GroupCommitter& committer() { return *committer_; }
+  // Live allocations per tenant.
+  std::map<std::string, int64_t> ActiveByTenant() const;
+  // Nodes by schedulable flag: {schedulable, cordoned}.
+  std::pair<int64_t, int64_t> NodeCounts() const;
+
+ private:
+  using Record = AllocationBook::Record;
+  // Mutations and events of one acknowledged call, queued together.
+  struct Write {
+    std::vector<Mutation> mutations;
+    std::vector<Event> events;
+  };
+  // A write call's result once its memory change is made and queued: what it
+  // returns when `ticket` (its last queued write; null when nothing needs to
+  // be waited for) is durable.
+  template <typename T>
+  struct Queued {
+    T value;
+    std::shared_ptr<GroupCommitter::Ticket> ticket;
+  };
+  // The two ends of every write call, with the scheduler's lock released:
+  // flush the committer (the caller may have to lead it), then block, or hand
+  // the result to `done` once durable.
+  template <typename T>
+  absl::StatusOr<T> Await(absl::StatusOr<Queued<T>> queued) const;
+  template <typename T>
+  void Complete(absl::StatusOr<Queued<T>> queued, Callback<T> done) const;
+  void Complete(absl::StatusOr<Queued<bool>> queued, StatusCallback done) const;
+
+  // The write calls up to their commit: each takes mu_, changes memory,
+  // queues its write and releases mu_ before it returns.
+  absl::StatusOr<Queued<Node>> QueueRegisterNode(Node node);
+  absl::StatusOr<Queued<bool>> QueueRemoveNode(absl::string_view name,
+                                               bool force);
+  absl::StatusOr<Queued<Node>> QueueSetNodeSchedulable(absl::string_view name,
+                                                       bool schedulable);
+  absl::StatusOr<Queued<bool>> QueueHeartbeat(
+      absl::string_view name,
+      const std::vector<std::string>& unhealthy_device_ids,
+      const std::vector<std::string>& reported_ids,
+      absl::FunctionRef<void()> accepted);
+  absl::StatusOr<Queued<Allocation>> QueueAllocate(
+      const AllocationRequest& request);
+  absl::StatusOr<Queued<Allocation>> QueueRelease(const AllocationKey& key);
+  absl::StatusOr<Queued<Allocation>> QueueRenewLease(
+      absl::string_view allocation_id, absl::Duration lease);
+  absl::StatusOr<Queued<Allocation>> FindDurable(
+      const AllocationKey& key) const;
+
+  absl::Status LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnCommitFailure(const absl::Status& status);
+  // Queues `write` for commit in the order of memory changes; returns its
+  // ticket.
+  std::shared_ptr<GroupCommitter::Ticket> Commit(Write write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Drops kept (removed) devices of `node_name` that no live allocation holds
+  // any more.
+  void DropReleasedRemovedDevices(const std::string& node_name, Write& write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Allocation helpers (scheduler.cc).
+  // Ends a live or pending allocation: frees its units and records why.
+  void EndLocked(Record& record, AllocationState state,
+                 absl::string_view reason, absl::Time now, Write& write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Expires every live or pending allocation whose lease (or grace) has
+  // passed, queued as its own write, then admits what that let in; returns
+  // the last ticket (nullptr when nothing was due); `expired` gets the count.
+  std::shared_ptr<GroupCommitter::Ticket> ExpireDueLocked(absl::Time now,
+                                                          int* expired)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives `a` (the request's fields) the devices and placement input of
+  // `groups`: node, model, devices, targets, resource name. Shared by
+  // Allocate, admission and Explain.
+  void Place(Allocation& a,
+             const std::vector<std::vector<const Unit*>>& groups) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  EligibilityRules RulesAt(absl::Time now) const;
+
+  // Queueing (scheduler_queue.cc).
+  AdmissionContext ContextAt(absl::Time now) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // One admission pass, queued as its own write; its ticket, or nullptr when
+  // it changed nothing durable.
+  std::shared_ptr<GroupCommitter::Ticket> AdmitLocked(
+      absl::Time now, bool refresh_reservations = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Enters a new PENDING allocation for `a` and runs a pass.
+  std::shared_ptr<GroupCommitter::Ticket> EnqueueLocked(Allocation a,
+                                                        absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `a` with its queue position and reason when PENDING. The position comes
+  // from the last order computed unless `may_compute` (and that is stale):
+  // writers, which hold mu_ exclusively, do not sort the queue.
+  Allocation WithQueueFields(Allocation a, bool may_compute = true) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The pending ids in admission order: O(pending x log pending), so
+  // computed once per change when `fresh`, else reused for up to
+  // kPositionsMaxAge of real time (what one allocation's queue_position
+  // shows).
+  std::shared_ptr<const std::vector<std::string>> PendingOrder(bool fresh) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  // The store, its calls serialised: a sweep may reload while a batch
+  // commits.
+  SerializedStore store_;
+  const Clock* const clock_;
+  const Options options_;
+  EventHub events_;
+
+  mutable absl::Mutex mu_;
+  // Replaced only with mu_ held too, so that under mu_ it cannot change
+  // between a registration's check and its entry into the catalog.
+  mutable absl::Mutex types_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::shared_ptr<const AcceleratorTypeSet> types_
+      ABSL_GUARDED_BY(types_mu_);
+  // Each relies on mu_; the book marks units held in the catalog's index.
+  Catalog catalog_ ABSL_GUARDED_BY(mu_){&book_};
+  AllocationBook book_ ABSL_GUARDED_BY(mu_){&catalog_.mutable_index()};
+  Queue queue_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const TenantPolicies> tenants_ ABSL_GUARDED_BY(mu_) =
+      std::make_shared<const TenantPolicies>();
+  // Made by the last admission pass; respected until the next.
+  ReservationState reservations_ ABSL_GUARDED_BY(mu_);
+  // Set when memory could not be reloaded after a failed commit; cleared by
+  // the next successful load.
+  std::atomic<bool> stale_{false};
+  absl::Status stale_reason_ ABSL_GUARDED_BY(mu_);
+  // Bumped with every write, which may change the queue's order.
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // The order computed for a generation, shared by readers (which hold mu_
+  // shared only).
+  mutable absl::Mutex order_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  mutable uint64_t order_generation_ ABSL_GUARDED_BY(order_mu_) = ~0ull;
+  mutable absl::Time order_computed_ ABSL_GUARDED_BY(order_mu_);
+  mutable std::shared_ptr<const std::vector<std::string>> order_
+      ABSL_GUARDED_BY(order_mu_);
+  mutable absl::flat_hash_map<std::string, int> positions_
+      ABSL_GUARDED_BY(order_mu_);
+
+  // Last, so that it is destroyed first: draining its queue calls back into
+  // the members above (the failure handler reloads them).
+  std::unique_ptr<GroupCommitter> committer_;
+};
+
+template <typename T>
+absl::StatusOr<T> Scheduler::Await(absl::StatusOr<Queued<T>> queued) const {
+  committer_->Flush();
+  if (!queued.ok()) return queued.status();
+  if (queued->ticket != nullptr) {
+    absl::Status committed = committer_->Wait(queued->ticket);
+    if (!committed.ok()) return committed;
+  }
+  return std::move(queued->value);
+}
+
+template <typename T>
+void Scheduler::Complete(absl::StatusOr<Queued<T>> queued,
+                         Callback<T> done) const {
+  if (!queued.ok() || queued->ticket == nullptr) {
+    // Answer first: this thread may then have to lead a commit.
+    if (queued.ok()) {
+      std::move(done)(std::move(queued->value));
+    } else {
+      std::move(done)(queued.status());
+    }
+    committer_->Flush();
+    return;
+  }
+  committer_->OnDone(queued->ticket,
+                     [value = std::move(queued->value),
+                      done = std::move(done)](const absl::Status& s) mutable {
+                       if (s.ok()) {
+                         std::move(done)(std::move(value));
+                       } else {
+                         std::move(done)(s);
+                       }
+                     });
+  committer_->Flush();
+}
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_SCHEDULER_SCHEDULER_H_

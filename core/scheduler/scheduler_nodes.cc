@@ -1,0 +1,236 @@
+// The scheduler's catalog calls: node registration, removal, cordon,
+// heartbeats and replacement of the accelerator types, ordered and committed around Catalog.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/catalog/node_validation.h"
+#include "core/base/page_token.h"
+#include "core/scheduler/scheduler.h"
+#include "core/base/status_macros.h"
+
+namespace accelsched {
+
+void Scheduler::DropReleasedRemovedDevices(const std::string& node_name,
+                                           Write& write) {
+  std::optional<Node> changed = catalog_.DropReleasedRemovedDevices(node_name);
+  if (changed.has_value()) {
+    write.mutations.push_back(PutNodeMutation{*std::move(changed)});
+  }
+}
+
+absl::StatusOr<Node> Scheduler::RegisterNode(Node node) {
+  return Await(QueueRegisterNode(std::move(node)));
+}
+
+void Scheduler::RegisterNode(Node node, Callback<Node> done) {
+  Complete(QueueRegisterNode(std::move(node)), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
+    Node node) {
+  // As sent: normalisation fills fields in, and a second check must not see
+  // them.
+  const Node incoming = node;
+  std::shared_ptr<const AcceleratorTypeSet> types = this->accelerator_types();
+  RETURN_IF_ERROR(NormalizeAndValidateNode(*types, node));
+  std::shared_ptr<GroupCommitter::Ticket> ticket;
+  {
+    absl::MutexLock lock(&mu_);
+    if (std::shared_ptr<const AcceleratorTypeSet> now = this->accelerator_types();
+        now != types) {
+      // Replaced since the check (rare): check again against the one that
+      // cannot change while mu_ is held.
+      types = std::move(now);
+      node = incoming;
+      RETURN_IF_ERROR(NormalizeAndValidateNode(*types, node));
+    }
+    ASSIGN_OR_RETURN(node,
+                     catalog_.Put(*types, std::move(node), clock_->Now()));
+    Write write;
+    write.mutations.push_back(PutNodeMutation{node});
+    write.events.push_back(Event{Event::Type::kNodeRegistered,
+                                 node.last_heartbeat,
+                                 {},
+                                 node.name,
+                                 "",
+                                 0});
+    ticket = Commit(std::move(write));
+    AdmitLocked(node.last_heartbeat);
+  }
+  return Queued<Node>{std::move(node), std::move(ticket)};
+}
+
+absl::StatusOr<Node> Scheduler::GetNode(absl::string_view name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(const Node* node, catalog_.FindNode(name));
+  return *node;
+}
+
+absl::StatusOr<NodePage> Scheduler::ListNodes(
+    const LabelSelector& selector, int page_size,
+    absl::string_view page_token) const {
+  ASSIGN_OR_RETURN(const PageRequest request,
+                   ParsePageRequest(page_size, page_token));
+  absl::ReaderMutexLock lock(&mu_);
+  return catalog_.ListNodes(selector, request.size, request.after);
+}
+
+absl::Status Scheduler::RemoveNode(absl::string_view name, bool force) {
+  return Await(QueueRemoveNode(name, force)).status();
+}
+
+void Scheduler::RemoveNode(absl::string_view name, bool force,
+                           StatusCallback done) {
+  Complete(QueueRemoveNode(name, force), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueRemoveNode(
+    absl::string_view name, bool force) {
+  std::shared_ptr<GroupCommitter::Ticket> ticket;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(catalog_.FindNode(name).status());
+    const std::set<std::string> live = catalog_.HoldersOn(name);
+    if (!live.empty() && !force) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node \"", name, "\" holds ", live.size(), " live allocation",
+          live.size() == 1 ? "" : "s", " (", absl::StrJoin(live, ", "),
+          "); release them first or set force"));
+    }
+    const absl::Time now = clock_->Now();
+    Write write;
+    for (const std::string& id : live) {
+      EndLocked(*book_.FindMutable(id), AllocationState::kReleased,
+                kReasonNodeRemoved, now, write);
+    }
+    const std::string node_name(name);
+    RETURN_IF_ERROR(catalog_.Remove(node_name));  // found above
+    write.mutations.push_back(DeleteNodeMutation{node_name});
+    write.events.push_back(
+        Event{Event::Type::kNodeRemoved, now, {}, node_name, "", 0});
+    ticket = Commit(std::move(write));
+    if (!live.empty()) AdmitLocked(now);
+    // What the allocations now show is durable with this write only.
+    for (const std::string& id : live) book_.FindMutable(id)->ticket = ticket;
+  }
+  return Queued<bool>{true, std::move(ticket)};
+}
+
+absl::StatusOr<Node> Scheduler::SetNodeSchedulable(absl::string_view name,
+                                                   bool schedulable) {
+  return Await(QueueSetNodeSchedulable(name, schedulable));
+}
+
+void Scheduler::SetNodeSchedulable(absl::string_view name, bool schedulable,
+                                   Callback<Node> done) {
+  Complete(QueueSetNodeSchedulable(name, schedulable), std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueSetNodeSchedulable(
+    absl::string_view name, bool schedulable) {
+  std::shared_ptr<GroupCommitter::Ticket> ticket;
+  Node updated;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(updated, catalog_.SetSchedulable(name, schedulable));
+    Write write;
+    write.mutations.push_back(PutNodeStatusMutation{updated});
+    write.events.push_back(Event{Event::Type::kNodeSchedulableChanged,
+                                 clock_->Now(),
+                                 {},
+                                 updated.name,
+                                 schedulable ? "schedulable" : "cordoned",
+                                 0});
+    ticket = Commit(std::move(write));
+    if (schedulable) AdmitLocked(clock_->Now());
+  }
+  return Queued<Node>{std::move(updated), std::move(ticket)};
+}
+
+absl::Status Scheduler::Heartbeat(
+    absl::string_view name,
+    const std::vector<std::string>& unhealthy_device_ids,
+    const std::vector<std::string>& reported_ids,
+    absl::FunctionRef<void()> accepted) {
+  return Await(
+             QueueHeartbeat(name, unhealthy_device_ids, reported_ids, accepted))
+      .status();
+}
+
+void Scheduler::Heartbeat(absl::string_view name,
+                          const std::vector<std::string>& unhealthy_device_ids,
+                          const std::vector<std::string>& reported_ids,
+                          absl::FunctionRef<void()> accepted,
+                          StatusCallback done) {
+  Complete(QueueHeartbeat(name, unhealthy_device_ids, reported_ids, accepted),
+           std::move(done));
+}
+
+absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueHeartbeat(
+    absl::string_view name,
+    const std::vector<std::string>& unhealthy_device_ids,
+    const std::vector<std::string>& reported_ids,
+    absl::FunctionRef<void()> accepted) {
+  if (unhealthy_device_ids.size() > kMaxDevicesPerNode) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unhealthy_device_ids has ", unhealthy_device_ids.size(),
+                     " entries; at most ", kMaxDevicesPerNode));
+  }
+  std::shared_ptr<GroupCommitter::Ticket> ticket;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    // A node heard from again after going stale may take pending requests.
+    bool was_stale = false;
+    if (auto node = catalog_.FindNode(name);
+        node.ok() && options_.heartbeat_timeout > absl::ZeroDuration()) {
+      was_stale = now - (*node)->last_heartbeat > options_.heartbeat_timeout;
+    }
+    ASSIGN_OR_RETURN(
+        const std::vector<HealthChange> changes,
+        catalog_.Heartbeat(name, unhealthy_device_ids, reported_ids, now));
+    Write write;
+    for (const HealthChange& change : changes) {
+      write.events.push_back(
+          Event{Event::Type::kDeviceHealthChanged,
+                now,
+                {},
+                std::string(name),
+                absl::StrCat(change.device_id,
+                             change.healthy ? " healthy" : " unhealthy"),
+                0});
+    }
+    write.mutations.push_back(
+        PutNodeStatusMutation{**catalog_.FindNode(name)});  // found above
+    ticket = Commit(std::move(write));
+    if (was_stale || !changes.empty()) AdmitLocked(now);
+    accepted();
+  }
+  return Queued<bool>{true, std::move(ticket)};
+}
+
+std::vector<CapacityEntry> Scheduler::GetCapacity() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return catalog_.index().Capacity();
+}
+
+std::shared_ptr<const AcceleratorTypeSet> Scheduler::accelerator_types() const {
+  absl::ReaderMutexLock lock(&types_mu_);
+  return types_;
+}
+
+absl::Status Scheduler::ReplaceAcceleratorTypes(
+    std::shared_ptr<const AcceleratorTypeSet> next) {
+  absl::MutexLock lock(&mu_);
+  const std::shared_ptr<const AcceleratorTypeSet> current = accelerator_types();
+  RETURN_IF_ERROR(catalog_.CheckAcceleratorTypes(*current, *next));
+  absl::MutexLock types_lock(&types_mu_);
+  types_ = std::move(next);
+  return absl::OkStatus();
+}
+
+std::pair<int64_t, int64_t> Scheduler::NodeCounts() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return catalog_.NodeCounts();
+}
+
+}  // namespace accelsched

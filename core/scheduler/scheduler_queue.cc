@@ -1,0 +1,258 @@
+// The scheduler's queue calls: admission passes, pending requests, tenants'
+// policies and standings, ordered and committed around core/admission.h.
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/page_token.h"
+#include "core/scheduler/scheduler.h"
+#include "core/base/status_macros.h"
+
+namespace accelsched {
+namespace {
+
+// See AdmissionContext::reservation_walk_limit: about 100 us of walking.
+constexpr size_t kReservationWalkLimit = 2048;
+
+}  // namespace
+
+AdmissionContext Scheduler::ContextAt(absl::Time now) const {
+  AdmissionContext ctx;
+  ctx.catalog = &catalog_;
+  ctx.book = &book_;
+  ctx.tenants = tenants_.get();
+  ctx.rules = RulesAt(now);
+  ctx.default_lease = options_.default_lease;
+  ctx.preemption = options_.preemption;
+  ctx.preemption_grace = options_.preemption_grace;
+  return ctx;
+}
+
+std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
+    absl::Time now, bool refresh_reservations) {
+  if (queue_.empty()) {
+    if (!reservations_.reservations.empty() ||
+        !reservations_.unplaced.empty()) {
+      reservations_ = ReservationState();
+    }
+    return nullptr;
+  }
+  Write write;
+  std::vector<Record*> written;
+  AdmissionContext ctx = ContextAt(now);
+  ctx.previous = &reservations_;
+  ctx.refresh_reservations = refresh_reservations;
+  ctx.reservation_walk_limit = kReservationWalkLimit;
+  auto admit =
+      [&](const std::string& id, std::vector<std::vector<const Unit*>> groups)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            Record& r = *book_.FindMutable(id);
+            Allocation a = r.allocation;
+            Place(a, groups);
+            a.state = AllocationState::kActive;
+            a.admitted_at = now;
+            a.expires_at =
+                now + (a.lease == absl::ZeroDuration() ? options_.default_lease
+                                                       : a.lease);
+            std::vector<std::string> keys;
+            for (const auto& group : groups) {
+              for (const Unit* u : group) keys.push_back(u->key);
+            }
+            // Written again whole: a stored allocation's devices
+            // never change in place.
+            write.mutations.push_back(DeleteAllocationMutation{id});
+            write.mutations.push_back(PutAllocationMutation{a, keys, true});
+            write.events.push_back(
+                Event{Event::Type::kAdmitted, now, a, a.node, "", 0});
+            book_.Admit(r, std::move(a), std::move(keys));
+            written.push_back(&r);
+          };
+  auto preempt =
+      [&](const std::string& victim,
+          const std::string& preemptor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        Record& r = *book_.FindMutable(victim);
+        // The grace never outlasts the victim's own lease.
+        book_.Preempt(
+            r, preemptor,
+            std::min(r.allocation.expires_at, now + options_.preemption_grace));
+        write.mutations.push_back(PutAllocationMutation{r.allocation, r.units});
+        write.events.push_back(
+            Event{Event::Type::kPreempted, now, r.allocation, r.allocation.node,
+                  absl::StrCat("preempted for ", preemptor), 0});
+        written.push_back(&r);
+      };
+  auto wait =
+      [&](const std::string& id, const std::string& reason)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { queue_.SetReason(id, reason); };
+  reservations_ =
+      RunAdmissionPass(ctx, queue_, AdmissionActions{admit, preempt, wait});
+  // Taken out after the walk, which must not see the queue change.
+  for (Record* r : written) {
+    if (r->allocation.live()) queue_.Remove(r->allocation.id);
+  }
+  ++generation_;
+  if (write.mutations.empty()) return nullptr;
+  auto ticket = Commit(std::move(write));
+  for (Record* r : written) r->ticket = ticket;
+  return ticket;
+}
+
+std::shared_ptr<GroupCommitter::Ticket> Scheduler::EnqueueLocked(
+    Allocation a, absl::Time now) {
+  a.state = AllocationState::kPending;
+  a.expires_at = now + options_.pending_lease;
+  Write write;
+  write.mutations.push_back(PutAllocationMutation{a, {}, true});
+  auto ticket = Commit(std::move(write));
+  queue_.Add(a);
+  book_.Add(Record{std::move(a), {}, ticket});
+  if (auto admitted = AdmitLocked(now)) return admitted;
+  return ticket;
+}
+
+namespace {
+
+// How stale one allocation's queue_position may be (GetQueue is exact).
+constexpr absl::Duration kPositionsMaxAge = absl::Milliseconds(200);
+
+}  // namespace
+
+std::shared_ptr<const std::vector<std::string>> Scheduler::PendingOrder(
+    bool fresh) const {
+  absl::MutexLock lock(&order_mu_);
+  // Real time, not the scheduler's clock: this bounds CPU, not semantics.
+  const absl::Time now = absl::Now();
+  if (order_generation_ != generation_ &&
+      (fresh || order_ == nullptr ||
+       now - order_computed_ > kPositionsMaxAge)) {
+    const AdmissionContext ctx = ContextAt(clock_->Now());
+    auto order = std::make_shared<std::vector<std::string>>(queue_.Order(
+        [&](const std::string& tenant) { return DominantShare(ctx, tenant); },
+        [&](const std::string& id) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+          // What admitting it would add to its tenant's share, counted
+          // against every pool it may take.
+          const Allocation& a = book_.Find({id, ""})->allocation;
+          int64_t total = 0;
+          for (const PoolKey& key : PoolsFor(catalog_.index(), SpecOf(a))) {
+            if (const auto* pool = catalog_.index().FindPool(key)) {
+              total += pool->total;
+            }
+          }
+          return static_cast<double>(a.count) * a.replicas /
+                 std::max<int64_t>(total, 1) / tenants_->Find(a.tenant).weight;
+        }));
+    positions_.clear();
+    for (size_t i = 0; i < order->size(); ++i) {
+      positions_[(*order)[i]] = static_cast<int>(i) + 1;
+    }
+    order_ = std::move(order);
+    order_generation_ = generation_;
+    order_computed_ = now;
+  }
+  return order_;
+}
+
+Allocation Scheduler::WithQueueFields(Allocation a, bool may_compute) const {
+  if (!a.pending()) return a;
+  if (may_compute) PendingOrder(/*fresh=*/false);
+  {
+    absl::MutexLock lock(&order_mu_);
+    auto it = positions_.find(a.id);
+    // Queued since the order was last computed: last, for now.
+    a.queue_position =
+        it == positions_.end() ? static_cast<int>(queue_.size()) : it->second;
+  }
+  a.pending_reason = queue_.Reason(a.id);
+  if (a.pending_reason.empty()) a.pending_reason = "waiting for a pass";
+  return a;
+}
+
+absl::StatusOr<QueuePage> Scheduler::GetQueue(
+    absl::string_view tenant, int page_size,
+    absl::string_view page_token) const {
+  ASSIGN_OR_RETURN(const PageRequest request,
+                   ParsePageRequest(page_size, page_token));
+  size_t start = 0;
+  if (!request.after.empty() && !absl::SimpleAtoi(request.after, &start)) {
+    return absl::InvalidArgumentError("page_token is not one GetQueue gave");
+  }
+  QueuePage page;
+  absl::ReaderMutexLock lock(&mu_);
+  const std::shared_ptr<const std::vector<std::string>> order =
+      PendingOrder(/*fresh=*/true);
+  size_t seen = 0;
+  for (const std::string& id : *order) {
+    const Allocation& a = book_.Find({id, ""})->allocation;
+    if (!tenant.empty() && a.tenant != tenant) continue;
+    if (seen++ < start) continue;
+    if (static_cast<int>(page.pending.size()) == request.size) {
+      page.next_page_token = EncodePageToken(absl::StrCat(seen - 1));
+      break;
+    }
+    page.pending.push_back(WithQueueFields(a));
+  }
+  return page;
+}
+
+std::vector<TenantStanding> Scheduler::TenantStandings(
+    absl::string_view tenant) const {
+  absl::ReaderMutexLock lock(&mu_);
+  const AdmissionContext ctx = ContextAt(clock_->Now());
+  const std::map<std::string, int64_t> pending = queue_.CountByTenant();
+  std::set<std::string> names;
+  for (const auto& entry : book_.usage()) names.insert(entry.first);
+  for (const auto& entry : tenants_->tenants()) names.insert(entry.first);
+  for (const auto& entry : pending) names.insert(entry.first);
+  std::vector<TenantStanding> out;
+  for (const std::string& name : names) {
+    if (!tenant.empty() && name != tenant) continue;
+    const TenantPolicy& policy = tenants_->Find(name);
+    TenantStanding t;
+    t.tenant = name;
+    t.dominant_share = DominantShare(ctx, name);
+    t.weight = policy.weight;
+    t.cohort = policy.cohort;
+    auto p = pending.find(name);
+    t.pending = p == pending.end() ? 0 : p->second;
+    std::map<PoolKey, TenantStanding::Pool> pools;
+    for (const auto& [key, quota] : policy.quotas) {
+      pools[key] = TenantStanding::Pool{key, 0, quota.nominal, 0};
+    }
+    if (auto u = book_.usage().find(name); u != book_.usage().end()) {
+      for (const auto& [key, used] : u->second) {
+        auto [it, fresh] =
+            pools.try_emplace(key, TenantStanding::Pool{key, 0, -1, 0});
+        it->second.used = used;
+      }
+    }
+    for (auto& [key, pool] : pools) {
+      if (pool.nominal >= 0) {
+        pool.borrowed = std::max<int64_t>(0, pool.used - pool.nominal);
+      }
+      t.pools.push_back(pool);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+absl::Status Scheduler::SetTenantPolicies(
+    std::shared_ptr<const TenantPolicies> next) {
+  std::shared_ptr<GroupCommitter::Ticket> ticket;
+  {
+    absl::MutexLock lock(&mu_);
+    tenants_ = std::move(next);
+    ++generation_;
+    ticket = AdmitLocked(clock_->Now());
+  }
+  committer_->Flush();
+  return ticket == nullptr ? absl::OkStatus() : committer_->Wait(ticket);
+}
+
+std::map<std::string, int64_t> Scheduler::PendingByTenant() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return queue_.CountByTenant();
+}
+
+}  // namespace accelsched

@@ -1,0 +1,144 @@
+// The allocation book on its own: no store, no scheduler.
+#include "core/book/allocation_book.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accelsched {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+Unit WholeGpu(std::string key) {
+  Unit u;
+  u.key = std::move(key);
+  u.pool = PoolKey{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", ""};
+  u.home = "n1";
+  u.hosts = {"n1"};
+  u.devices = {AllocatedDevice{"n1", u.key, "", ""}};
+  return u;
+}
+
+class AllocationBookTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* key : {"g0", "g1", "g2"}) index_.Put(WholeGpu(key));
+  }
+  AllocationBook::Record Live(std::string id, std::string request_id,
+                              std::vector<std::string> units,
+                              absl::Time expires_at, std::string tenant = "") {
+    AllocationBook::Record r;
+    r.allocation.id = std::move(id);
+    r.allocation.request_id = std::move(request_id);
+    r.allocation.state = AllocationState::kActive;
+    r.allocation.tenant = std::move(tenant);
+    r.allocation.expires_at = expires_at;
+    for (const std::string& u : units) {
+      r.allocation.devices.push_back(AllocatedDevice{"n1", u, "", ""});
+    }
+    r.units = std::move(units);
+    return r;
+  }
+  int64_t Allocated() {
+    return index_
+        .FindPool(PoolKey{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", ""})
+        ->allocated;
+  }
+
+  CapacityIndex index_;
+  AllocationBook book_{&index_};
+};
+
+TEST_F(AllocationBookTest, HoldingAndEndingMoveOwnerAndIndexTogether) {
+  book_.Add(Live("a-1", "r1", {"g0", "g1"}, kT0 + absl::Hours(1)));
+  EXPECT_EQ(book_.OwnerOf("g0"), "a-1");
+  EXPECT_EQ(index_.Find("g1")->allocation, "a-1");
+  EXPECT_EQ(Allocated(), 2);
+  AllocationBook::Record& r = *book_.FindMutable("a-1");
+  book_.End(r, AllocationState::kReleased, kReasonReleased, kT0);
+  EXPECT_EQ(book_.OwnerOf("g0"), "");
+  EXPECT_EQ(Allocated(), 0);
+  EXPECT_EQ(r.allocation.state, AllocationState::kReleased);
+  EXPECT_EQ(r.allocation.end_reason, "released");
+  EXPECT_EQ(r.allocation.ended_at, kT0);
+  // Ended, it is no longer due for expiry and no longer counted as active.
+  EXPECT_THAT(book_.Due(kT0 + absl::Hours(2)), IsEmpty());
+  EXPECT_THAT(book_.ActiveByTenant(), IsEmpty());
+}
+
+TEST_F(AllocationBookTest, ARequestIdFindsItsNewestAllocation) {
+  AllocationBook::Record& first =
+      book_.Add(Live("a-1", "r1", {"g0"}, kT0 + absl::Hours(1)));
+  book_.End(first, AllocationState::kExpired, kReasonExpired, kT0);
+  book_.Add(Live("a-2", "r1", {"g1"}, kT0 + absl::Hours(1)));
+  EXPECT_EQ(book_.Find({"", "r1"})->allocation.id, "a-2");
+  EXPECT_EQ(book_.Find({"a-1", ""})->allocation.state,
+            AllocationState::kExpired);
+  EXPECT_EQ(book_.Find({"", "r9"}), nullptr);
+  EXPECT_EQ(book_.Find({"a-9", ""}), nullptr);
+  // Forgetting the older one keeps the request id's newest.
+  EXPECT_THAT(book_.Forget(kT0 + absl::Seconds(1)), ElementsAre("a-1"));
+  EXPECT_EQ(book_.Find({"", "r1"})->allocation.id, "a-2");
+  EXPECT_EQ(book_.Find({"a-1", ""}), nullptr);
+}
+
+TEST_F(AllocationBookTest, LeasesComeDueInExpiryOrder) {
+  book_.Add(Live("a-1", "r1", {"g0"}, kT0 + absl::Minutes(3)));
+  book_.Add(Live("a-2", "r2", {"g1"}, kT0 + absl::Minutes(1)));
+  book_.Add(Live("a-3", "r3", {"g2"}, kT0 + absl::Minutes(2)));
+  book_.SetExpiry(*book_.FindMutable("a-3"), kT0 + absl::Minutes(9));
+  std::vector<std::string> due;
+  for (auto* r : book_.Due(kT0 + absl::Minutes(3))) {
+    due.push_back(r->allocation.id);
+  }
+  EXPECT_THAT(due, ElementsAre("a-2", "a-1"));
+  EXPECT_THAT(book_.Due(kT0), IsEmpty());
+}
+
+TEST_F(AllocationBookTest, LoadTakesOwnersWithoutMarkingTheIndex) {
+  StoredAllocation live{Live("a-1", "r1", {"g0"}, kT0).allocation, {"g0"}};
+  StoredAllocation ended{Live("a-2", "r2", {"g1"}, kT0).allocation, {"g1"}};
+  ended.allocation.state = AllocationState::kReleased;
+  book_.Load({live, ended});
+  EXPECT_EQ(book_.OwnerOf("g0"), "a-1");
+  EXPECT_EQ(book_.OwnerOf("g1"), "");
+  EXPECT_EQ(Allocated(), 0);  // the catalog, loaded next, asks OwnerOf
+  EXPECT_EQ(book_.ActiveByTenant(), (std::map<std::string, int64_t>{{"", 1}}));
+}
+
+TEST_F(AllocationBookTest, ListFiltersAndPagesInIdOrder) {
+  book_.Add(Live("a-1", "r1", {"g0"}, kT0, "x"));
+  book_.Add(Live("a-2", "r2", {"g1"}, kT0, "y"));
+  book_.Add(Live("a-3", "r3", {"g2"}, kT0, "x"));
+  AllocationFilter x;
+  x.tenant = "x";
+  AllocationPage page = book_.List(x, 1, "");
+  ASSERT_EQ(page.allocations.size(), 1u);
+  EXPECT_EQ(page.allocations[0].id, "a-1");
+  EXPECT_FALSE(page.next_page_token.empty());
+  page = book_.List(x, 1, "a-1");
+  ASSERT_EQ(page.allocations.size(), 1u);
+  EXPECT_EQ(page.allocations[0].id, "a-3");
+  EXPECT_TRUE(page.next_page_token.empty());
+  AllocationFilter on_node;
+  on_node.node = "n2";
+  EXPECT_THAT(book_.List(on_node, 10, "").allocations, IsEmpty());
+}
+
+TEST_F(AllocationBookTest, NewIdsSortByTime) {
+  const std::string a = book_.NewId(kT0);
+  const std::string b = book_.NewId(kT0);
+  const std::string c = book_.NewId(kT0 + absl::Microseconds(1));
+  EXPECT_NE(a, b);
+  EXPECT_LT(a, c);
+  EXPECT_LT(b, c);
+}
+
+}  // namespace
+}  // namespace accelsched

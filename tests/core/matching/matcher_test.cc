@@ -1,0 +1,187 @@
+#include "core/matching/matcher.h"
+
+#include "core/catalog/capacity_index.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+
+namespace accelsched {
+namespace {
+
+// At t=1000 s, nodes heard from in the last 5 minutes.
+EligibilityRules Rules() {
+  EligibilityRules rules;
+  rules.now = absl::FromUnixSeconds(1000);
+  rules.heartbeat_timeout = absl::Minutes(5);
+  return rules;
+}
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const PoolKey kT4{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", ""};
+
+Unit T4(const std::string& key, const std::string& node, int order) {
+  return Unit{key, kT4,   node, {node}, {{node, key, "", ""}},
+              "",  order, true, ""};
+}
+
+Node Healthy(const std::string& name) {
+  Node n;
+  n.name = name;
+  n.last_heartbeat = absl::FromUnixSeconds(1000);
+  return n;
+}
+
+TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
+  CapacityIndex index;
+  index.Put(T4("a", "n1", 0));
+  index.Put(T4("b", "n1", 1));
+  Unit sick = T4("c", "n2", 0);
+  sick.healthy = false;
+  index.Put(sick);
+  index.SetAllocation("a", "alloc-1");
+  EXPECT_THAT(index.Capacity(),
+              ElementsAre(CapacityEntry{DeviceClass::kNvidiaGpu,
+                                        "nvidia-tesla-t4", "", 3, 1, 1, 1}));
+  const CapacityIndex::Pool* pool = index.FindPool(kT4);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_THAT(pool->by_free, ElementsAre(std::make_pair(1, std::string("n1"))));
+  EXPECT_EQ(*pool->home_sizes.rbegin(), 2);
+  index.SetAllocation("a", "");
+  EXPECT_THAT(pool->by_free, ElementsAre(std::make_pair(2, std::string("n1"))));
+  index.Remove("a");
+  index.Remove("b");
+  index.Remove("c");
+  EXPECT_TRUE(index.Capacity().empty());
+  EXPECT_EQ(index.FindPool(kT4), nullptr);
+  EXPECT_TRUE(index.UnitsOnNode("n1").empty());
+}
+
+TEST(MatcherTest, MatchCostDoesNotDependOnNodesThatCannotFit) {
+  // by_free is ordered by free count: a request for 4 never visits the 1-free
+  // nodes.
+  CapacityIndex index;
+  NodeMap nodes;
+  for (int i = 0; i < 100; ++i) {
+    const std::string name = "small-" + std::to_string(i);
+    index.Put(T4(name + "-g", name, 0));
+    nodes[name] = Healthy(name);
+  }
+  for (int g = 0; g < 4; ++g)
+    index.Put(T4("big-g" + std::to_string(g), "big", g));
+  nodes["big"] = Healthy("big");
+  MatchSpec spec = MatchSpec::ForPool(kT4, 4);
+  const EligibilityRules rules = Rules();
+  auto chosen = Match(index, nodes, spec, rules);
+  ASSERT_TRUE(chosen.has_value());
+  ASSERT_EQ(chosen->size(), 4u);
+  EXPECT_EQ((*chosen)[0]->home, "big");
+  EXPECT_OK(CheckSatisfiable(index, spec));
+  spec.count = 5;
+  EXPECT_THAT(
+      CheckSatisfiable(index, spec),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("at most 4 nvidia-tesla-t4 devices on one node")));
+}
+
+TEST(MatcherTest, UnitNames) {
+  EXPECT_EQ(UnitName(kT4), "nvidia-tesla-t4 device");
+  EXPECT_EQ(UnitName({DeviceClass::kNvidiaGpu, "nvidia-h100", "1g.10gb"}),
+            "1g.10gb slice");
+  EXPECT_EQ(UnitName({DeviceClass::kGoogleTpu, "tpu-v6e-slice", "2x4"}),
+            "tpu-v6e-slice 2x4 slice");
+  EXPECT_EQ(RequestUnitName(DeviceClass::kNvidiaGpu, {}, ""),
+            "whole NVIDIA_GPU device");
+  EXPECT_EQ(RequestUnitName(DeviceClass::kNvidiaGpu, {"nvidia-tesla-t4"}, ""),
+            "nvidia-tesla-t4 device");
+  EXPECT_EQ(RequestUnitName(DeviceClass::kNvidiaGpu,
+                            {"nvidia-a100-80gb", "nvidia-h100", "nvidia-h200"},
+                            "1g.20gb"),
+            "nvidia-a100-80gb, nvidia-h100 or nvidia-h200 1g.20gb slice");
+}
+
+const PoolKey kL4{DeviceClass::kNvidiaGpu, "nvidia-l4", ""};
+
+Unit Whole(const PoolKey& pool, const std::string& key, const std::string& node,
+           int order) {
+  Unit u = T4(key, node, order);
+  u.pool = pool;
+  return u;
+}
+
+TEST(CapacityIndexTest, KnowsHowManyHomesHaveEachFreeCount) {
+  CapacityIndex index;
+  for (int i = 0; i < 3; ++i) index.Put(T4("a" + std::to_string(i), "a", i));
+  index.Put(T4("b0", "b", 0));
+  index.Put(Whole(kL4, "c0", "c", 0));
+  index.Put(Unit{"m0",
+                 {DeviceClass::kNvidiaGpu, "nvidia-h100", "1g.10gb"},
+                 "d",
+                 {"d"},
+                 {},
+                 "g",
+                 0,
+                 true,
+                 ""});
+  const CapacityIndex::Pool* t4 = index.FindPool(kT4);
+  EXPECT_EQ(t4->HomesWithFree(1), 1);
+  EXPECT_EQ(t4->HomesWithFree(3), 1);
+  EXPECT_EQ(t4->HomesWithFree(4), 0);
+  index.SetAllocation("a0", "x");
+  EXPECT_EQ(t4->HomesWithFree(1), 1);
+  EXPECT_EQ(t4->HomesWithFree(2), 1);
+  EXPECT_EQ(t4->HomesWithFree(3), 0);
+  index.SetAllocation("b0", "x");
+  EXPECT_EQ(t4->HomesWithFree(1), 0);
+  EXPECT_EQ(t4->free(), 2);
+  // Whole NVIDIA pools in model order; the MIG pool is not one.
+  std::vector<std::string> models;
+  for (const auto& [key, pool] : index.PoolsOf(DeviceClass::kNvidiaGpu, "")) {
+    models.push_back(key->model);
+  }
+  EXPECT_THAT(models, ElementsAre("nvidia-l4", "nvidia-tesla-t4"));
+  EXPECT_TRUE(index.PoolsOf(DeviceClass::kAmdGpu, "").empty());
+}
+
+TEST(MatcherTest, AcrossModelsTheBestEligiblePairWins) {
+  CapacityIndex index;
+  NodeMap nodes;
+  // t: one free T4, the best fit, but cordoned; l: two free L4s; u: two T4s.
+  index.Put(T4("t0", "t", 0));
+  index.Put(Whole(kL4, "l0", "l", 0));
+  index.Put(Whole(kL4, "l1", "l", 1));
+  index.Put(T4("u0", "u", 0));
+  index.Put(T4("u1", "u", 1));
+  for (const char* n : {"t", "l", "u"}) nodes[n] = Healthy(n);
+  nodes["t"].schedulable = false;
+  const EligibilityRules rules = Rules();
+  MatchSpec any;  // any NVIDIA GPU
+  // l and u both leave one free; T4 has three free units to L4's two.
+  auto chosen = Match(index, nodes, any, rules);
+  ASSERT_TRUE(chosen.has_value());
+  EXPECT_EQ((*chosen)[0]->home, "u");
+  // Once u is down to one, it is the best fit.
+  index.SetAllocation("u0", "x");
+  chosen = Match(index, nodes, any, rules);
+  ASSERT_TRUE(chosen.has_value());
+  EXPECT_EQ((*chosen)[0]->key, "u1");
+  // Only the named models count.
+  MatchSpec l4 = any;
+  l4.models = {"nvidia-l4"};
+  l4.count = 2;
+  chosen = Match(index, nodes, l4, rules);
+  ASSERT_TRUE(chosen.has_value());
+  EXPECT_EQ((*chosen)[0]->home, "l");
+  any.count = 2;
+  index.SetAllocation("l0", "x");
+  EXPECT_FALSE(Match(index, nodes, any, rules).has_value());
+  EXPECT_OK(CheckSatisfiable(index, any));
+  any.count = 3;
+  EXPECT_THAT(CheckSatisfiable(index, any),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("at most 2 whole NVIDIA_GPU devices")));
+}
+
+}  // namespace
+}  // namespace accelsched

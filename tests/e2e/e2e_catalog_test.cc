@@ -1,0 +1,293 @@
+// End-to-end: the real accelschedd process, a real SQLite file, a real gRPC
+// channel.
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+
+#include "accelsched/v1/accelsched.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/support/e2e_fixture.h"
+
+namespace accelsched {
+namespace {
+
+using ::google::protobuf::util::MessageDifferencer;
+using ::testing::HasSubstr;
+using ::testing::IsSupersetOf;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(E2eTest, ReflectionListsTheServicesAndHealthIsServing) {
+  ASSERT_TRUE(StartServer());
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  for (const char* service : {"", "accelsched.v1.AcceleratorScheduler"}) {
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service(service);
+    grpc::health::v1::HealthCheckResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = health->Check(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.status(), grpc::health::v1::HealthCheckResponse::SERVING)
+        << service;
+  }
+
+  namespace refl = grpc::reflection::v1alpha;
+  auto reflection = refl::ServerReflection::NewStub(channel_);
+  grpc::ClientContext ctx;
+  auto stream = reflection->ServerReflectionInfo(&ctx);
+  refl::ServerReflectionRequest list;
+  list.set_list_services("");
+  ASSERT_TRUE(stream->Write(list));
+  refl::ServerReflectionResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  std::set<std::string> names;
+  for (const auto& s : resp.list_services_response().service())
+    names.insert(s.name());
+  EXPECT_THAT(names,
+              IsSupersetOf({"accelsched.v1.AcceleratorScheduler",
+                            "grpc.health.v1.Health",
+                            "grpc.reflection.v1alpha.ServerReflection"}));
+  // `grpcurl describe` needs the descriptors themselves, for ours and for
+  // health.
+  for (const char* symbol :
+       {"accelsched.v1.AcceleratorScheduler", "grpc.health.v1.Health"}) {
+    refl::ServerReflectionRequest describe;
+    describe.set_file_containing_symbol(symbol);
+    ASSERT_TRUE(stream->Write(describe));
+    ASSERT_TRUE(stream->Read(&resp));
+    EXPECT_GT(resp.file_descriptor_response().file_descriptor_proto_size(), 0)
+        << symbol;
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(E2eTest, CatalogSurvivesRestartAndKill) {
+  ASSERT_TRUE(StartServer());
+  v1::Node stored;
+  ASSERT_TRUE(Register(GpuNode(), &stored).ok());
+  EXPECT_EQ(stored.devices(0).canonical_model(), "nvidia-tesla-a100");
+  EXPECT_TRUE(stored.schedulable());
+  ASSERT_TRUE(Register(TpuHost("tpu-host-a", "chip-a")).ok());
+  ASSERT_TRUE(Register(TpuHost("tpu-host-b", "chip-b")).ok());
+
+  v1::SetNodeSchedulableRequest cordon;
+  cordon.set_name("tpu-host-b");
+  v1::Node cordoned;
+  ASSERT_TRUE(Call(&v1::AcceleratorScheduler::Stub::SetNodeSchedulable, cordon,
+                   &cordoned)
+                  .ok());
+  EXPECT_FALSE(cordoned.schedulable());
+  v1::HeartbeatRequest hb;
+  hb.set_name("gpu-node-1");
+  hb.add_unhealthy_device_ids("GPU-0001");
+  v1::HeartbeatResponse hb_resp;
+  ASSERT_TRUE(
+      Call(&v1::AcceleratorScheduler::Stub::Heartbeat, hb, &hb_resp).ok());
+
+  const v1::ListNodesResponse before = ListAll();
+  ASSERT_EQ(before.nodes_size(), 3);
+  EXPECT_EQ(ListAll("pool=tpu").nodes_size(), 2);
+  EXPECT_EQ(ListAll("pool=tpu,pool!=tpu").nodes_size(), 0);
+  const v1::GetCapacityResponse capacity = Capacity();
+  // A100 whole (unhealthy), A100 1g.5gb x7, v5p 2x2x2 x1.
+  ASSERT_EQ(capacity.entries_size(), 3) << capacity.DebugString();
+  EXPECT_EQ(capacity.entries(0).partition(), "");
+  EXPECT_EQ(capacity.entries(0).unhealthy(), 1);
+  EXPECT_EQ(capacity.entries(1).partition(), "1g.5gb");
+  EXPECT_EQ(capacity.entries(1).free(), 7);
+  EXPECT_EQ(capacity.entries(2).model(), "tpu-v5p-slice");
+  EXPECT_EQ(capacity.entries(2).free(), 1);
+
+  // Clean restart.
+  EXPECT_EQ(server_->Stop(SIGTERM), 0);
+  EXPECT_THAT(server_->output(), HasSubstr("accelschedd: stopped"));
+  ASSERT_TRUE(StartServer());
+  EXPECT_TRUE(MessageDifferencer::Equals(ListAll(), before));
+  EXPECT_TRUE(MessageDifferencer::Equals(Capacity(), capacity));
+
+  // A change acknowledged just before kill -9 is there after restart.
+  v1::RemoveNodeRequest remove;
+  remove.set_name("gpu-node-1");
+  v1::RemoveNodeResponse removed;
+  ASSERT_TRUE(
+      Call(&v1::AcceleratorScheduler::Stub::RemoveNode, remove, &removed).ok());
+  server_->Stop(SIGKILL);
+  ASSERT_TRUE(StartServer());
+  EXPECT_EQ(ListAll().nodes_size(), 2);
+  v1::GetNodeRequest get;
+  get.set_name("gpu-node-1");
+  v1::Node node;
+  EXPECT_EQ(
+      Call(&v1::AcceleratorScheduler::Stub::GetNode, get, &node).error_code(),
+      grpc::StatusCode::NOT_FOUND);
+  get.set_name("tpu-host-b");
+  ASSERT_TRUE(Call(&v1::AcceleratorScheduler::Stub::GetNode, get, &node).ok());
+  EXPECT_FALSE(node.schedulable());
+}
+
+TEST_F(E2eTest, BadInputIsRejectedNamingTheFieldAndChangesNothing) {
+  ASSERT_TRUE(StartServer());
+  ASSERT_TRUE(Register(GpuNode()).ok());
+  const v1::ListNodesResponse before = ListAll();
+
+  struct Case {
+    const char* what;
+    std::function<void(v1::Node&)> mutate;
+    const char* message;
+  };
+  const Case kCases[] = {
+      {"unknown model",
+       [](v1::Node& n) { n.mutable_devices(0)->set_model("nvidia-z9000"); },
+       "node.devices[0].model \"nvidia-z9000\""},
+      {"empty name", [](v1::Node& n) { n.set_name(""); },
+       "node.name is required"},
+      {"long id",
+       [](v1::Node& n) { n.mutable_devices(0)->set_id(std::string(200, 'x')); },
+       "node.devices[0].id is 200 characters"},
+      {"device of another node",
+       [](v1::Node& n) {
+         n.set_name("gpu-node-2");
+         n.mutable_devices()->DeleteSubrange(1, 1);
+       },
+       "node.devices[0].id \"GPU-0001\" is already registered on node "
+       "\"gpu-node-1\""},
+      {"MIG on a T4",
+       [](v1::Node& n) { n.mutable_devices(1)->set_model("nvidia-tesla-t4"); },
+       "node.devices[1].mig_enabled is set but nvidia-tesla-t4 has no MIG "
+       "support"},
+      {"overlapping MIG",
+       [](v1::Node& n) {
+         n.mutable_devices(1)->mutable_mig_slices(1)->set_start(0);
+       },
+       "node.devices[1].mig_slices[1] 1g.5gb at start 0 overlaps"},
+      {"TPU chip without slice",
+       [](v1::Node& n) {
+         v1::Device* d = AddGpu(&n, "chip-x", "V5E", 9);
+         d->set_tpu_topology("2x4");
+       },
+       "node.devices[2].tpu_slice_id is required"},
+      {"TPU topology of another generation",
+       [](v1::Node& n) {
+         v1::Device* d = AddGpu(&n, "chip-x", "V5E", 9);
+         d->set_tpu_slice_id("s");
+         d->set_tpu_topology("2x2x1");
+       },
+       "node.devices[2].tpu_topology \"2x2x1\" is not a topology of "
+       "tpu-v5-lite-podslice"},
+      {"bad device class",
+       [](v1::Node& n) {
+         n.mutable_devices(0)->set_device_class(
+             static_cast<v1::DeviceClass>(42));
+       },
+       "node.devices[0].device_class 42"},
+  };
+  for (const Case& c : kCases) {
+    v1::Node n = GpuNode();
+    n.mutable_devices(0)->set_model(
+        "A100");  // a harmless change, so a bug would show
+    c.mutate(n);
+    grpc::Status s = Register(n);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.what;
+    EXPECT_THAT(s.error_message(), HasSubstr(c.message)) << c.what;
+  }
+  v1::RegisterNodeRequest empty;
+  v1::Node out;
+  grpc::Status s =
+      Call(&v1::AcceleratorScheduler::Stub::RegisterNode, empty, &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "node is required");
+
+  v1::GetNodeRequest get;
+  get.set_name("Not A Name");
+  EXPECT_EQ(
+      Call(&v1::AcceleratorScheduler::Stub::GetNode, get, &out).error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
+  get.set_name("absent");
+  EXPECT_EQ(
+      Call(&v1::AcceleratorScheduler::Stub::GetNode, get, &out).error_code(),
+      grpc::StatusCode::NOT_FOUND);
+  v1::ListNodesRequest list;
+  list.set_label_selector("a b");
+  v1::ListNodesResponse list_resp;
+  s = Call(&v1::AcceleratorScheduler::Stub::ListNodes, list, &list_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("label_selector"));
+  v1::HeartbeatRequest hb;
+  hb.set_name("gpu-node-1");
+  hb.add_unhealthy_device_ids("GPU-nope");
+  v1::HeartbeatResponse hb_resp;
+  s = Call(&v1::AcceleratorScheduler::Stub::Heartbeat, hb, &hb_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("unhealthy_device_ids[0]"));
+  v1::RemoveNodeRequest remove;
+  v1::RemoveNodeResponse removed;
+  s = Call(&v1::AcceleratorScheduler::Stub::RemoveNode, remove, &removed);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("name is required"));
+
+  EXPECT_TRUE(MessageDifferencer::Equals(ListAll(), before));
+}
+
+TEST_F(E2eTest, UnusableDatabaseOrPortExitsNonZeroWithAMessage) {
+  std::string output;
+  // Not a database: refused, and the file is left as it was.
+  {
+    std::ofstream out(db_, std::ios::binary);
+    out << std::string(8192, 'z');
+  }
+  const std::string before = ReadFile(db_);
+  EXPECT_EQ(ServerProcess::RunToExit({"--db=" + db_, "--listen=127.0.0.1:0",
+                                      "--metrics_listen=127.0.0.1:0"},
+                                     &output),
+            1);
+  EXPECT_THAT(output, HasSubstr("cannot open database"));
+  EXPECT_EQ(ReadFile(db_), before);
+
+  EXPECT_EQ(ServerProcess::RunToExit(
+                {"--db=" + dir_.File("no/such/dir.db"), "--listen=127.0.0.1:0",
+                 "--metrics_listen=127.0.0.1:0"},
+                &output),
+            1);
+  EXPECT_THAT(output, HasSubstr("cannot open database"));
+
+  // A port that is taken.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string taken = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  const std::string good_db = "--db=" + dir_.File("ok.db");
+  EXPECT_EQ(ServerProcess::RunToExit(
+                {good_db, "--listen=" + taken, "--metrics_listen=127.0.0.1:0"},
+                &output),
+            1);
+  EXPECT_THAT(output, HasSubstr("cannot serve gRPC on \"" + taken + "\""));
+  EXPECT_EQ(ServerProcess::RunToExit(
+                {good_db, "--listen=127.0.0.1:0", "--metrics_listen=" + taken},
+                &output),
+            1);
+  EXPECT_THAT(output, HasSubstr("cannot serve metrics on \"" + taken + "\""));
+  close(fd);
+}
+
+}  // namespace
+}  // namespace accelsched

@@ -1,0 +1,368 @@
+// The PostgreSQL store against a real PostgreSQL 15 started for this test
+// binary: the Store contract (tests/store_conformance.h), then what only a
+// shared database has: leader election, fencing, reconnection, concurrent
+// migration. One process runs every case (tests/CMakeLists.txt), so one
+// server serves them all, each case on a database of its own.
+#include "storage/pg_store.h"
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/base/status_macros.h"
+#include "core/commit/store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "storage/pg_connection.h"
+#include "storage/pg_leader_election.h"
+#include "storage/pg_schema.h"
+#include "tests/support/postgres_instance.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/store_conformance.h"
+
+namespace accelsched {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The server every case shares, started on first use and stopped at exit.
+class SharedPostgres : public testing::Environment {
+ public:
+  static PostgresInstance& Get() {
+    EXPECT_NE(instance_, nullptr) << "PostgreSQL did not start";
+    return *instance_;
+  }
+  void SetUp() override {
+    dir_ = std::filesystem::path(testing::TempDir()) /
+           absl::StrCat("accelsched-pg-store-test-", getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    absl::StatusOr<std::unique_ptr<PostgresInstance>> pg =
+        PostgresInstance::Start(dir_.string());
+    ASSERT_OK(pg);
+    instance_ = pg->release();
+  }
+  void TearDown() override {
+    delete instance_;
+    instance_ = nullptr;
+    std::filesystem::remove_all(dir_);
+  }
+
+ private:
+  static PostgresInstance* instance_;
+  std::filesystem::path dir_;
+};
+PostgresInstance* SharedPostgres::instance_ = nullptr;
+const auto* const kEnvironment =
+    testing::AddGlobalTestEnvironment(new SharedPostgres);
+
+// A database of its own per test.
+std::string FreshDatabase() {
+  static std::atomic<int> next{0};
+  absl::StatusOr<std::string> uri =
+      SharedPostgres::Get().CreateDatabase(absl::StrCat("t", next++));
+  EXPECT_OK(uri);
+  return uri.ok() ? *uri : "";
+}
+
+PgLeaderElection::Options ElectionOptions(const std::string& address,
+                                          absl::Duration lease) {
+  PgLeaderElection::Options options;
+  options.address = address;
+  options.lease = lease;
+  return options;
+}
+
+// Opens a PgStore on a fresh database and makes it leader, as a server does:
+// the conformance suite's writes are a leader's writes.
+class PgFactory {
+ public:
+  PgFactory() {
+    absl::StatusOr<std::unique_ptr<PgLeaderElection>> election =
+        PgLeaderElection::Open(uri_, ElectionOptions("test", absl::Hours(1)));
+    EXPECT_OK(election);
+    if (!election.ok()) return;
+    election_ = std::move(*election);
+    absl::StatusOr<int64_t> epoch = election_->TryAcquire();
+    EXPECT_OK(epoch);
+    epoch_ = epoch.ok() ? *epoch : 0;
+    EXPECT_GT(epoch_, 0);
+    absl::StatusOr<std::unique_ptr<Store>> first = OpenStore();
+    EXPECT_OK(first);
+    if (first.ok()) first_ = std::move(*first);
+  }
+
+  std::unique_ptr<Store> Open() {
+    if (first_ != nullptr) return std::move(first_);
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore();
+    EXPECT_OK(store);
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+ private:
+  absl::StatusOr<std::unique_ptr<Store>> OpenStore() {
+    ASSIGN_OR_RETURN(std::unique_ptr<PgStore> store,
+                     PgStore::Open(uri_, PgStore::Options()));
+    store->set_epoch(epoch_);
+    return std::unique_ptr<Store>(std::move(store));
+  }
+
+  std::string uri_ = FreshDatabase();
+  std::unique_ptr<Store> first_;
+  std::unique_ptr<PgLeaderElection> election_;
+  int64_t epoch_ = 0;
+};
+
+class PgFactoryName {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    return "Postgres";
+  }
+};
+
+INSTANTIATE_TYPED_TEST_SUITE_P(All, StoreConformanceTest,
+                               ::testing::Types<PgFactory>, PgFactoryName);
+
+Node OneNode(const std::string& name) {
+  Node n;
+  n.name = name;
+  n.schedulable = true;
+  n.last_heartbeat = absl::FromUnixSeconds(1700000000);
+  Device d;
+  d.id = name + "-gpu0";
+  d.model = "nvidia-tesla-t4";
+  d.healthy = true;
+  n.devices.push_back(d);
+  return n;
+}
+
+absl::Status PutNode(Store& store, const std::string& name) {
+  const Mutation m = PutNodeMutation{OneNode(name)};
+  return store.Apply(absl::MakeConstSpan(&m, 1));
+}
+
+std::vector<std::string> NodeNames(Store& store) {
+  std::vector<std::string> names;
+  absl::StatusOr<std::vector<Node>> nodes = store.LoadNodes();
+  EXPECT_OK(nodes);
+  if (nodes.ok()) {
+    for (const Node& n : *nodes) names.push_back(n.name);
+  }
+  return names;
+}
+
+class PgLeaderTest : public testing::Test {
+ protected:
+  std::unique_ptr<PgStore> OpenStore(std::function<void()> on_fenced = {}) {
+    PgStore::Options options;
+    options.on_fenced = std::move(on_fenced);
+    absl::StatusOr<std::unique_ptr<PgStore>> store =
+        PgStore::Open(uri_, std::move(options));
+    EXPECT_OK(store);
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+  std::unique_ptr<PgLeaderElection> OpenElection(const std::string& address,
+                                                 absl::Duration lease) {
+    absl::StatusOr<std::unique_ptr<PgLeaderElection>> e =
+        PgLeaderElection::Open(uri_, ElectionOptions(address, lease));
+    EXPECT_OK(e);
+    return e.ok() ? std::move(*e) : nullptr;
+  }
+
+  std::string uri_ = FreshDatabase();
+};
+
+TEST_F(PgLeaderTest, OneLeaderAtATimeAndANewOneWhenItsSessionEnds) {
+  auto a = OpenElection("a:1", absl::Hours(1));
+  auto b = OpenElection("b:1", absl::Hours(1));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_OK_AND_ASSIGN(const int64_t first, a->TryAcquire());
+  EXPECT_EQ(first, 1);
+  // Held, with an hour's lease and a live session: nobody else gets it.
+  EXPECT_THAT(b->TryAcquire(), IsOkAndHolds(0));
+  EXPECT_THAT(a->TryAcquire(), IsOkAndHolds(0));
+  ASSERT_OK_AND_ASSIGN(PgLeaderElection::Leader leader, b->Current());
+  EXPECT_EQ(leader.epoch, 1);
+  EXPECT_EQ(leader.address, "a:1");
+  EXPECT_OK(a->Renew(first));
+  // The holder's session ends (its process killed): taken over at once,
+  // though its lease has an hour to run.
+  a.reset();
+  ASSERT_OK_AND_ASSIGN(const int64_t second, b->TryAcquire());
+  EXPECT_EQ(second, 2);
+  ASSERT_OK_AND_ASSIGN(leader, b->Current());
+  EXPECT_EQ(leader.address, "b:1");
+}
+
+TEST_F(PgLeaderTest, AnExpiredLeaseIsTakenOverAndItsHolderCannotRenew) {
+  auto a = OpenElection("a:1", absl::Milliseconds(300));
+  auto b = OpenElection("b:1", absl::Milliseconds(300));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_OK_AND_ASSIGN(const int64_t first, a->TryAcquire());
+  // `a` stays connected (frozen, say) and stops renewing.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  int64_t second = 0;
+  while (second == 0 && absl::Now() < deadline) {
+    ASSERT_OK_AND_ASSIGN(second, b->TryAcquire());
+    if (second == 0) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(second, first + 1);
+  EXPECT_THAT(a->Renew(first),
+              StatusIs(absl::StatusCode::kFailedPrecondition, testing::_));
+  EXPECT_OK(b->Renew(second));
+}
+
+TEST_F(PgLeaderTest, AResignedLeaseIsTakenOverAtOnce) {
+  auto a = OpenElection("a:1", absl::Hours(1));
+  auto b = OpenElection("b:1", absl::Hours(1));
+  ASSERT_OK_AND_ASSIGN(const int64_t first, a->TryAcquire());
+  EXPECT_OK(a->Resign(first));
+  EXPECT_THAT(b->TryAcquire(), IsOkAndHolds(first + 1));
+  // Resigning an epoch that is no longer current changes nothing.
+  EXPECT_OK(a->Resign(first));
+  EXPECT_THAT(a->TryAcquire(), IsOkAndHolds(0));
+}
+
+TEST_F(PgLeaderTest, AWriteOfAnOldEpochNeverCommits) {
+  auto a = OpenElection("a:1", absl::Hours(1));
+  auto b = OpenElection("b:1", absl::Hours(1));
+  std::atomic<int> fenced{0};
+  auto old_store = OpenStore([&fenced] { ++fenced; });
+  auto new_store = OpenStore();
+  ASSERT_OK_AND_ASSIGN(const int64_t first, a->TryAcquire());
+  old_store->set_epoch(first);
+  ASSERT_OK(PutNode(*old_store, "before"));
+  a.reset();
+  ASSERT_OK_AND_ASSIGN(const int64_t second, b->TryAcquire());
+  ASSERT_GT(second, first);
+  new_store->set_epoch(second);
+
+  absl::Status s = PutNode(*old_store, "after");
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(s.message(), HasSubstr("the leader is at b:1"));
+  EXPECT_EQ(fenced.load(), 1);
+  EXPECT_OK(PutNode(*new_store, "by-new"));
+  EXPECT_THAT(NodeNames(*new_store), testing::ElementsAre("before", "by-new"));
+  // A store no server was elected with writes nothing either.
+  auto unelected = OpenStore();
+  EXPECT_THAT(PutNode(*unelected, "x"),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(NodeNames(*new_store), testing::ElementsAre("before", "by-new"));
+}
+
+TEST_F(PgLeaderTest, ATakeoverWaitsForTheOldLeadersWriteInProgress) {
+  auto a = OpenElection("a:1", absl::Milliseconds(200));
+  auto b = OpenElection("b:1", absl::Milliseconds(200));
+  ASSERT_OK_AND_ASSIGN(const int64_t first, a->TryAcquire());
+  // The old leader's write transaction, open past its lease: it holds the
+  // share lock a store's Apply takes on the leader row.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgConnection> writer,
+                       PgConnection::Open(uri_, PgConnection::Options()));
+  ASSERT_OK(writer->Exec("BEGIN"));
+  ASSERT_OK_AND_ASSIGN(
+      PgResult locked,
+      writer->Run("SELECT epoch FROM leader WHERE id = 1 FOR SHARE", {}));
+  ASSERT_OK(writer
+                ->Run("INSERT INTO nodes (name, schedulable, "
+                      "last_heartbeat_unix_ns) VALUES ('in-flight', true, 0)",
+                      {})
+                .status());
+  absl::SleepFor(absl::Milliseconds(300));  // the lease runs out
+  // The takeover cannot raise the epoch under that lock: it gives up after
+  // its lock timeout, and the old write still commits under the old epoch.
+  EXPECT_THAT(b->TryAcquire(),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  ASSERT_OK(writer->Exec("COMMIT"));
+  ASSERT_OK_AND_ASSIGN(const int64_t second, b->TryAcquire());
+  EXPECT_EQ(second, first + 1);
+  // What committed before the takeover is there for the new leader.
+  auto store = OpenStore();
+  EXPECT_THAT(NodeNames(*store), testing::ElementsAre("in-flight"));
+}
+
+TEST_F(PgLeaderTest, TwoServersOpeningANewDatabaseMigrateItOnce) {
+  const std::string uri = FreshDatabase();
+  std::vector<absl::Status> results(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < results.size(); ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = PgStore::Open(uri, PgStore::Options()).status();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : results) EXPECT_OK(s);
+  ASSERT_OK_AND_ASSIGN(
+      std::string version,
+      SharedPostgres::Get().Psql("SELECT string_agg(version::text, ',') FROM "
+                                 "schema_version",
+                                 uri.substr(uri.rfind('/') + 1)));
+  EXPECT_EQ(version, absl::StrCat(PgSchemaVersion()));
+}
+
+TEST_F(PgLeaderTest, ANewerSchemaIsRefusedAndUntouched) {
+  ASSERT_NE(OpenStore(), nullptr);
+  const std::string db = uri_.substr(uri_.rfind('/') + 1);
+  ASSERT_OK(SharedPostgres::Get()
+                .Psql("UPDATE schema_version SET version = 99", db)
+                .status());
+  absl::StatusOr<std::unique_ptr<PgStore>> store =
+      PgStore::Open(uri_, PgStore::Options());
+  EXPECT_THAT(store.status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, testing::_));
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 99"));
+  EXPECT_THAT(
+      SharedPostgres::Get().Psql("SELECT version FROM schema_version", db),
+      IsOkAndHolds("99"));
+}
+
+TEST_F(PgLeaderTest, WrongPasswordOrNoServerIsUnavailableWithoutThePassword) {
+  PostgresInstance& pg = SharedPostgres::Get();
+  absl::Status s =
+      PgStore::Open(pg.UriWithWrongPassword(), PgStore::Options()).status();
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(s.message(),
+              HasSubstr(absl::StrCat("cannot connect to PostgreSQL at "
+                                     "postgresql://accelsched@127.0.0.1:",
+                                     pg.port(), "/accelsched")));
+  EXPECT_THAT(s.message(), HasSubstr("password authentication failed"));
+  EXPECT_THAT(s.message(), Not(HasSubstr(PostgresInstance::kPassword)));
+  EXPECT_THAT(
+      PgStore::Open("postgresql://u:p@127.0.0.1:1/db", PgStore::Options())
+          .status(),
+      StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(PgStore::Open("postgresql://[bad", PgStore::Options()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, testing::_));
+}
+
+// Last: it restarts the shared server.
+TEST_F(PgLeaderTest, ZReconnectsAfterTheDatabaseRestarts) {
+  auto election = OpenElection("a:1", absl::Hours(1));
+  auto store = OpenStore();
+  ASSERT_OK_AND_ASSIGN(const int64_t epoch, election->TryAcquire());
+  store->set_epoch(epoch);
+  ASSERT_OK(PutNode(*store, "before"));
+  ASSERT_OK(SharedPostgres::Get().Stop());
+  EXPECT_THAT(PutNode(*store, "while-down"),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  EXPECT_THAT(election->Renew(epoch),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  ASSERT_OK(SharedPostgres::Get().Start());
+  // Both connections come back on their next call, the lease with its epoch.
+  EXPECT_OK(election->Renew(epoch));
+  EXPECT_OK(PutNode(*store, "after"));
+  EXPECT_THAT(NodeNames(*store), testing::ElementsAre("after", "before"));
+}
+
+}  // namespace
+}  // namespace accelsched

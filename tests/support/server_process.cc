@@ -1,0 +1,167 @@
+#include "tests/support/server_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace accelsched {
+namespace {
+
+// fork + exec accelschedd with stdout and stderr on a pipe; returns the pid and
+// the read end.
+pid_t Spawn(const std::string& binary, const std::vector<std::string>& flags,
+            int* read_fd) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  std::vector<std::string> args = {binary};
+  args.insert(args.end(), flags.begin(), flags.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  *read_fd = fds[0];
+  return pid;
+}
+
+int ExitCode(int wstatus) {
+  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+  return -1;
+}
+
+}  // namespace
+
+ServerProcess::ServerProcess(pid_t pid, int fd) : pid_(pid), fd_(fd) {
+  reader_ = std::thread([this] { ReadOutput(); });
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
+    const std::string& db, const std::vector<std::string>& extra_flags) {
+  std::vector<std::string> flags = {"--db=" + db, "--listen=127.0.0.1:0",
+                                    "--metrics_listen=127.0.0.1:0"};
+  flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
+  std::unique_ptr<ServerProcess> p;
+  {
+    absl::StatusOr<std::unique_ptr<ServerProcess>> started =
+        StartProgram(ACCELSCHEDD_PATH, flags, "accelschedd ready:");
+    if (!started.ok()) return started.status();
+    p = std::move(*started);
+  }
+  const std::string out = p->output();
+  if (std::sscanf(out.c_str() + out.find("accelschedd ready:"),
+                  "accelschedd ready: grpc_port=%d metrics_port=%d",
+                  &p->grpc_port_, &p->metrics_port_) != 2) {
+    return absl::InternalError(
+        absl::StrCat("unexpected ready line in:\n", out));
+  }
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartProgram(
+    const std::string& binary, const std::vector<std::string>& args,
+    const std::string& ready_marker) {
+  int fd = -1;
+  pid_t pid = Spawn(binary, args, &fd);
+  if (pid < 0)
+    return absl::InternalError(absl::StrCat("cannot spawn ", binary));
+  std::unique_ptr<ServerProcess> p(new ServerProcess(pid, fd));
+  if (!p->WaitForOutput(ready_marker, absl::Seconds(30))) {
+    p->Stop(SIGKILL);
+    return absl::UnavailableError(absl::StrCat(
+        binary, " did not become ready; it printed:\n", p->output()));
+  }
+  return p;
+}
+
+int ServerProcess::RunToExit(const std::vector<std::string>& flags,
+                             std::string* output, absl::Duration timeout) {
+  return RunProgramToExit(ACCELSCHEDD_PATH, flags, output, timeout);
+}
+
+int ServerProcess::RunProgramToExit(const std::string& binary,
+                                    const std::vector<std::string>& args,
+                                    std::string* output,
+                                    absl::Duration timeout) {
+  const std::vector<std::string>& flags = args;
+  int fd = -1;
+  pid_t pid = Spawn(binary, flags, &fd);
+  if (pid < 0) return -1;
+  ServerProcess p(pid, fd);
+  const absl::Time deadline = absl::Now() + timeout;
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, WNOHANG) == 0) {
+    if (absl::Now() > deadline) {
+      *output = p.output();
+      p.Stop(SIGKILL);
+      return -1;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  p.exit_code_ = ExitCode(wstatus);
+  p.pid_ = -1;
+  p.reader_.join();
+  *output = p.output();
+  return p.exit_code_;
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) Stop(SIGKILL);
+  if (reader_.joinable()) reader_.join();
+  close(fd_);
+}
+
+void ServerProcess::ReadOutput() {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    // Pass the server's log through, so that a failing test shows it.
+    fwrite(buf, 1, static_cast<size_t>(n), stderr);
+    absl::MutexLock lock(&mu_);
+    output_.append(buf, static_cast<size_t>(n));
+  }
+  absl::MutexLock lock(&mu_);
+  eof_ = true;
+}
+
+bool ServerProcess::WaitForOutput(const std::string& marker,
+                                  absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return eof_ || output_.find(marker) != std::string::npos;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  return output_.find(marker) != std::string::npos;
+}
+
+int ServerProcess::Stop(int signal) {
+  if (pid_ <= 0) return exit_code_;
+  kill(pid_, signal);
+  int wstatus = 0;
+  waitpid(pid_, &wstatus, 0);
+  pid_ = -1;
+  exit_code_ = ExitCode(wstatus);
+  if (reader_.joinable()) reader_.join();
+  return exit_code_;
+}
+
+std::string ServerProcess::output() const {
+  absl::MutexLock lock(&mu_);
+  return output_;
+}
+
+}  // namespace accelsched
