@@ -80,7 +80,7 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
       if (model == nullptr) {
         fits = absl::DataLossError(absl::StrCat(
             "stored device \"", d.id, "\" has model \"", d.model,
-            "\", which the set of accelerator types does not know (add it "
+            "\", which the accelerator-type registry does not know (add it "
             "with --accelerator_types)"));
       } else {
         d.canonical_model = model->canonical_model;
@@ -91,7 +91,7 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
         if (!fits.ok()) {
           fits = absl::DataLossError(
               absl::StrCat("stored device \"", d.id, "\" of node \"", node.name,
-                           "\" does not fit the set of accelerator types: ",
+                           "\" does not fit the accelerator-type registry: ",
                            fits.message()));
         }
       }
