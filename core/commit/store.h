@@ -1,11 +1,14 @@
 // The durable record the scheduler writes through. core/ defines it; storage/
-// implements it (SQLite today), so another engine can be added without touching
-// core. tests/store_conformance_test.cc holds every implementation, and the
-// fake, to this contract.
+// implements it (SQLite and PostgreSQL), so another engine can be added without
+// touching core. tests/support/store_conformance.h holds every implementation,
+// and the fake, to this contract.
 //
-// Implementations need not be thread-safe: the scheduler calls Load* before it
-// serves, then Apply from its group committer, which runs one transaction at a
-// time (calls are serialised, from whichever thread leads the commit).
+// Implementations need not be thread-safe: the scheduler serialises every call
+// (core/commit/serialized_store.h). It calls Load* before it serves, and again
+// whenever memory must be rebuilt while it serves (after a commit failed, and
+// from the periodic sweep while the last reload failed); Apply comes from its
+// group committer, which runs one transaction at a time, from whichever thread
+// leads the commit.
 #ifndef ACCELSCHED_CORE_COMMIT_STORE_H_
 #define ACCELSCHED_CORE_COMMIT_STORE_H_
 

@@ -7,8 +7,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/accelerators/accelerator_type_set.h"
-#include "core/model/allocation_model.h"
 #include "core/matching/matcher.h"
+#include "core/model/allocation_model.h"
 
 namespace accelsched {
 
@@ -17,6 +17,10 @@ inline constexpr int kMaxReplicas = 1024;
 inline constexpr size_t kMaxTenantLength = 128;
 inline constexpr size_t kMaxSelectorTerms = 64;
 inline constexpr size_t kMaxAlternatives = 32;
+
+// INVALID_ARGUMENT naming `field` unless `tenant` is printable ASCII of at most
+// kMaxTenantLength characters (empty is allowed).
+absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field);
 
 // The request's models are accelerator.device (when not empty) and every
 // alternative_devices entry, resolved through `types`, sorted and
@@ -31,10 +35,6 @@ inline constexpr size_t kMaxAlternatives = 32;
 // count, more than one TPU slice, a malformed node_selector, tenant or
 // container_name, a negative or huge replicas, a topology_key that is not a
 // label key, a negative lease or one longer than `max_lease`.
-// INVALID_ARGUMENT naming `field` unless `tenant` is printable ASCII of at most
-// kMaxTenantLength characters (empty is allowed).
-absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field);
-
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AcceleratorTypeSet& types, const AllocationRequest& request,
     absl::Duration max_lease);

@@ -286,8 +286,8 @@ std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
   return best;
 }
 
-Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
-                    const MatchSpec& spec, const EligibilityRules& rules) {
+Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
+                         const MatchSpec& spec, const EligibilityRules& rules) {
   const std::vector<Candidate> candidates = Candidates(index, spec);
   const bool several = spec.models.size() != 1;
   // Requested models that no node has.

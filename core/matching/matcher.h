@@ -20,9 +20,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/base/labels.h"
 #include "core/catalog/capacity_index.h"
 #include "core/model/catalog_model.h"
-#include "core/base/labels.h"
 
 namespace accelsched {
 
@@ -121,8 +121,8 @@ struct Explanation {
   std::string summary;
 };
 
-Explanation Explain(const CapacityIndex& index, const NodeMap& nodes,
-                    const MatchSpec& spec, const EligibilityRules& rules);
+Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
+                         const MatchSpec& spec, const EligibilityRules& rules);
 
 // A human name for a pool's unit: "nvidia-tesla-t4 device", "1g.10gb slice",
 // "tpu-v5p-slice 2x2x2 slice".

@@ -7,11 +7,11 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/matching/allocation_request.h"
-#include "core/catalog/node_validation.h"
 #include "core/base/page_token.h"
-#include "core/placement/placement.h"
 #include "core/base/status_macros.h"
+#include "core/catalog/node_validation.h"
+#include "core/matching/allocation_request.h"
+#include "core/placement/placement.h"
 
 namespace accelsched {
 namespace {
@@ -216,7 +216,7 @@ bool SameRequest(const Allocation& e, const Allocation& retry) {
 
 }  // namespace
 
-void Scheduler::Place(
+void Scheduler::Assign(
     Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const {
   std::set<std::string> hosts;
   a.devices.clear();
@@ -230,8 +230,8 @@ void Scheduler::Place(
   const Unit& first = *groups.front().front();
   a.node = groups.size() == 1 ? first.home : *hosts.begin();
   a.model = first.pool.model;
-  // Under mu_ the accelerator types know every model in the catalog (ReplaceAcceleratorTypes
-  // checks that under mu_).
+  // Under mu_ the accelerator types know every model in the catalog
+  // (ReplaceAcceleratorTypes checks that under mu_).
   const AcceleratorType& type = *accelerator_types()->Find(a.model);
   a.resource_name.clear();
   if (type.resource_name != DefaultResourceName(type.device_class)) {
@@ -255,9 +255,9 @@ void Scheduler::Allocate(const AllocationRequest& request,
 
 absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
     const AllocationRequest& request) {
-  ASSIGN_OR_RETURN(
-      MatchSpec spec,
-      ValidateAllocationRequest(*accelerator_types(), request, options_.max_lease));
+  ASSIGN_OR_RETURN(MatchSpec spec,
+                   ValidateAllocationRequest(*accelerator_types(), request,
+                                             options_.max_lease));
   // Expiries queued on the way commit before this call's write (in queue
   // order); the flush after the lock is released sees to them on every path.
   std::shared_ptr<GroupCommitter::Ticket> ticket;
@@ -314,7 +314,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       a.id = book_.NewId(now);
       a.created_at = now;
       if (groups.has_value()) {
-        Place(a, *groups);
+        Assign(a, *groups);
         a.state = AllocationState::kActive;
         a.admitted_at = now;
         a.expires_at = rules.ends_at;
@@ -330,10 +330,10 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
         book_.Add(Record{a, std::move(keys), ticket});
       } else if (!request.queue) {
         return absl::ResourceExhaustedError(
-            allowed != nullptr ? accelsched::Explain(index, catalog_.nodes(),
-                                                     spec, RulesAt(now))
-                                     .summary
-                               : quota);
+            allowed != nullptr
+                ? ExplainNodes(index, catalog_.nodes(), spec, RulesAt(now))
+                      .summary
+                : quota);
       } else {
         ticket = EnqueueLocked(a, now);
         const Record& queued = *book_.Find({a.id, ""});
@@ -496,9 +496,9 @@ absl::StatusOr<AllocationPage> Scheduler::ListAllocations(
 
 absl::StatusOr<ExplainResult> Scheduler::Explain(
     const AllocationRequest& request) const {
-  ASSIGN_OR_RETURN(
-      MatchSpec spec,
-      ValidateAllocationRequest(*accelerator_types(), request, options_.max_lease));
+  ASSIGN_OR_RETURN(MatchSpec spec,
+                   ValidateAllocationRequest(*accelerator_types(), request,
+                                             options_.max_lease));
   ExplainResult result;
   absl::ReaderMutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
@@ -510,8 +510,7 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   }
   const EligibilityRules rules = RulesAt(now);
   const CapacityIndex& index = catalog_.index();
-  result.explanation =
-      accelsched::Explain(index, catalog_.nodes(), spec, rules);
+  result.explanation = ExplainNodes(index, catalog_.nodes(), spec, rules);
   absl::Status satisfiable = CheckSatisfiable(index, spec);
   if (!satisfiable.ok()) {
     absl::StrAppend(&result.explanation.summary, "; ", satisfiable.message());
@@ -536,7 +535,7 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   if (!groups.has_value()) return result;
   result.feasible = true;
   result.would_allocate = Requested(request, spec);
-  Place(result.would_allocate, *groups);
+  Assign(result.would_allocate, *groups);
   return result;
 }
 

@@ -39,21 +39,21 @@
 #include "absl/time/time.h"
 #include "core/accelerators/accelerator_type_set.h"
 #include "core/admission/admission.h"
+#include "core/admission/queue.h"
+#include "core/admission/tenant_policy.h"
+#include "core/base/clock.h"
+#include "core/base/labels.h"
+#include "core/base/page_token.h"
 #include "core/book/allocation_book.h"
-#include "core/model/allocation_model.h"
 #include "core/catalog/capacity_index.h"
 #include "core/catalog/catalog.h"
-#include "core/model/catalog_model.h"
-#include "core/base/clock.h"
 #include "core/commit/event_hub.h"
 #include "core/commit/group_committer.h"
-#include "core/base/labels.h"
-#include "core/matching/matcher.h"
-#include "core/base/page_token.h"
-#include "core/admission/queue.h"
 #include "core/commit/serialized_store.h"
 #include "core/commit/store.h"
-#include "core/admission/tenant_policy.h"
+#include "core/matching/matcher.h"
+#include "core/model/allocation_model.h"
+#include "core/model/catalog_model.h"
 
 namespace accelsched {
 
@@ -118,16 +118,15 @@ class Scheduler {
   // `store` and `clock` are not owned and must outlive the scheduler.
   // `types` resolves model names until ReplaceAcceleratorTypes.
   Scheduler(Store* store, const Clock* clock,
-            std::shared_ptr<const AcceleratorTypeSet> types,
-            Options options);
+            std::shared_ptr<const AcceleratorTypeSet> types, Options options);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Rebuilds memory, and the event numbering, from the store. Call once, before
   // anything else. DATA_LOSS for a stored device whose model the accelerator
-  // types do not know, or whose MIG slices or TPU topology it does not have; the
-  // store's errors otherwise.
+  // types do not know, or whose MIG slices or TPU topology it does not have;
+  // the store's errors otherwise.
   absl::Status Load();
   // OK unless memory may differ from the store: a commit failed and so did
   // reloading from the store (unreachable). Then UNAVAILABLE with the reason
@@ -177,16 +176,17 @@ class Scheduler {
   std::vector<CapacityEntry> GetCapacity() const;
 
   // --- Accelerator types ---
-  // The accelerator types in use now; requests and registrations already validated
-  // keep the one they were checked against.
+  // The accelerator types in use now; requests and registrations already
+  // validated keep the one they were checked against.
   std::shared_ptr<const AcceleratorTypeSet> accelerator_types() const;
-  // Makes `next` the accelerator types for every later request, unless a device in the
-  // catalog would lose its type: FAILED_PRECONDITION naming the node and
+  // Makes `next` the accelerator types for every later request, unless a device
+  // in the catalog would lose its type: FAILED_PRECONDITION naming the node and
   // device when `next` does not know a device's model, gives it another
   // canonical model or class, lacks a MIG profile or TPU topology (of the
   // same chips and hosts) that the device uses. Blocks catalog changes while
   // it checks.
-  absl::Status ReplaceAcceleratorTypes(std::shared_ptr<const AcceleratorTypeSet> next);
+  absl::Status ReplaceAcceleratorTypes(
+      std::shared_ptr<const AcceleratorTypeSet> next);
 
   // --- Allocation ---
   absl::StatusOr<Allocation> Allocate(const AllocationRequest& request);
@@ -300,8 +300,8 @@ class Scheduler {
   // Gives `a` (the request's fields) the devices and placement input of
   // `groups`: node, model, devices, targets, resource name. Shared by
   // Allocate, admission and Explain.
-  void Place(Allocation& a,
-             const std::vector<std::vector<const Unit*>>& groups) const
+  void Assign(Allocation& a,
+              const std::vector<std::vector<const Unit*>>& groups) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   EligibilityRules RulesAt(absl::Time now) const;
 
@@ -340,8 +340,7 @@ class Scheduler {
   // Replaced only with mu_ held too, so that under mu_ it cannot change
   // between a registration's check and its entry into the catalog.
   mutable absl::Mutex types_mu_ ABSL_ACQUIRED_AFTER(mu_);
-  std::shared_ptr<const AcceleratorTypeSet> types_
-      ABSL_GUARDED_BY(types_mu_);
+  std::shared_ptr<const AcceleratorTypeSet> types_ ABSL_GUARDED_BY(types_mu_);
   // Each relies on mu_; the book marks units held in the catalog's index.
   Catalog catalog_ ABSL_GUARDED_BY(mu_){&book_};
   AllocationBook book_ ABSL_GUARDED_BY(mu_){&catalog_.mutable_index()};

@@ -6,8 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/page_token.h"
-#include "core/scheduler/scheduler.h"
 #include "core/base/status_macros.h"
+#include "core/scheduler/scheduler.h"
 
 namespace accelsched {
 namespace {
@@ -49,7 +49,7 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
             Record& r = *book_.FindMutable(id);
             Allocation a = r.allocation;
-            Place(a, groups);
+            Assign(a, groups);
             a.state = AllocationState::kActive;
             a.admitted_at = now;
             a.expires_at =
