@@ -29,10 +29,8 @@ class AdmissionRound {
         queue_(queue),
         actions_(actions),
         shares_(ctx),
-        reservations_(ctx,
-                      [&queue](absl::string_view id) {
-                        return queue.contains(id);
-                      }),
+        reservations_(
+            ctx, [&queue](absl::string_view id) { return queue.contains(id); }),
         preemption_(ctx, reservations_) {}
   AdmissionRound(const AdmissionRound&) = delete;
   AdmissionRound& operator=(const AdmissionRound&) = delete;

@@ -134,9 +134,9 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
         const AllocationBook::Record& r = *ctx_.book->Find({victim, ""});
         const Allocation& a = r.allocation;
         if (auto rank = victim_rank(a)) {
-          candidates.push_back(
-              Candidate{*rank, a.priority, a.admitted_at, &a, units,
-                        static_cast<int64_t>(r.units.size())});
+          candidates.push_back(Candidate{*rank, a.priority, a.admitted_at, &a,
+                                         units,
+                                         static_cast<int64_t>(r.units.size())});
         }
       }
       // Borrowed first, lowest priority first, most recently admitted
@@ -169,9 +169,9 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
       // It must fit, and a reclaim must give back the quota it lacks.
       if (have < spec.count || freed < quota_units) continue;
       // The fewest victims; then the lowest priorities among them.
-      if (!best.has_value() || std::make_tuple(victims.size(), worst, home) <
-                                   std::make_tuple(best->victims.size(),
-                                                   best->worst, best->node)) {
+      if (!best.has_value() ||
+          std::make_tuple(victims.size(), worst, home) <
+              std::make_tuple(best->victims.size(), best->worst, best->node)) {
         best = Choice{std::move(victims), home, worst};
       }
     }

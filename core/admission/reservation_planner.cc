@@ -12,11 +12,10 @@ namespace {
 
 // What to add to a holder's reason.
 std::string Holds(const std::vector<std::string>& nodes, absl::Time start) {
-  return absl::StrCat("; holds ", nodes.front(),
-                      nodes.size() > 1
-                          ? absl::StrCat(" and ", nodes.size() - 1, " more")
-                          : "",
-                      " from ", absl::FormatTime(start));
+  return absl::StrCat(
+      "; holds ", nodes.front(),
+      nodes.size() > 1 ? absl::StrCat(" and ", nodes.size() - 1, " more") : "",
+      " from ", absl::FormatTime(start));
 }
 
 }  // namespace
@@ -66,8 +65,7 @@ bool ReservationPlanner::ReservedForOther(const PoolKey& pool,
   return !(r->second.nominated && priority > r->second.priority);
 }
 
-void ReservationPlanner::HoldFit(const std::string& id,
-                                 const MatchSpec& spec,
+void ReservationPlanner::HoldFit(const std::string& id, const MatchSpec& spec,
                                  const EligibilityRules& rules) {
   std::optional<std::vector<std::vector<const Unit*>>> groups =
       MatchRequest(ctx_, spec, rules);
@@ -81,9 +79,8 @@ void ReservationPlanner::HoldFit(const std::string& id,
   }
 }
 
-void ReservationPlanner::HoldVictimNodes(
-    const std::string& id, int priority,
-    const std::set<std::string>& victims) {
+void ReservationPlanner::HoldVictimNodes(const std::string& id, int priority,
+                                         const std::set<std::string>& victims) {
   for (const std::string& victim : victims) {
     const AllocationBook::Record& r = *ctx_.book->Find({victim, ""});
     const PoolKey pool = PoolOf(r.allocation);
@@ -102,8 +99,7 @@ void ReservationPlanner::HoldVictimNodes(
   }
 }
 
-std::optional<std::string> ReservationPlanner::Reuse(
-    const std::string& id) {
+std::optional<std::string> ReservationPlanner::Reuse(const std::string& id) {
   if (ctx_.previous == nullptr || ctx_.refresh_reservations) {
     return std::nullopt;
   }
@@ -133,8 +129,7 @@ std::optional<std::string> ReservationPlanner::Reuse(
 }
 
 std::string ReservationPlanner::Reserve(const std::string& id,
-                                        const MatchSpec& spec,
-                                        int priority) {
+                                        const MatchSpec& spec, int priority) {
   if (std::optional<std::string> reused = Reuse(id)) return *reused;
   if (!ctx_.refresh_reservations && ctx_.previous != nullptr &&
       ctx_.previous->unplaced.contains(id)) {
@@ -193,26 +188,24 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     }
     if (!start.has_value()) {
       size_t walked = 0;
-      ctx_.book->ForEachLiveByExpiry(
-          key, [&](const AllocationBook::Record& r) {
-            const Allocation& a = r.allocation;
-            if (a.expires_at >= best.start) return false;
-            if (!ctx_.refresh_reservations &&
-                ctx_.reservation_walk_limit > 0 &&
-                ++walked > ctx_.reservation_walk_limit) {
-              cut = true;
-              return false;
-            }
-            for (const std::string& unit : r.units) {
-              const Unit* u = index_.Find(unit);
-              if (u == nullptr || !u->healthy) continue;
-              if (add(u->home, 1)) {
-                start = a.expires_at;
-                return false;
-              }
-            }
-            return true;
-          });
+      ctx_.book->ForEachLiveByExpiry(key, [&](const AllocationBook::Record& r) {
+        const Allocation& a = r.allocation;
+        if (a.expires_at >= best.start) return false;
+        if (!ctx_.refresh_reservations && ctx_.reservation_walk_limit > 0 &&
+            ++walked > ctx_.reservation_walk_limit) {
+          cut = true;
+          return false;
+        }
+        for (const std::string& unit : r.units) {
+          const Unit* u = index_.Find(unit);
+          if (u == nullptr || !u->healthy) continue;
+          if (add(u->home, 1)) {
+            start = a.expires_at;
+            return false;
+          }
+        }
+        return true;
+      });
     }
     if (start.has_value() && *start < best.start) {
       best = Best{*start, key, *chosen};

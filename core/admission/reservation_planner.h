@@ -65,17 +65,20 @@ class ReservationPlanner {
                const EligibilityRules& rules);
 
   // Holds the nodes of `victims` (ids of PREEMPTED allocations in the book)
-  // for preemptor `id` of `priority`, nominated, from the latest of their
-  // grace ends; nodes an earlier request holds this pass stay its. Their
-  // pools count as held for Reserve.
+  // for preemptor `id` of `priority`, nominated, each from the latest grace
+  // end of its victims; nodes an earlier request holds this pass stay its.
+  // Their pools count as held for Reserve.
   void HoldVictimNodes(const std::string& id, int priority,
                        const std::set<std::string>& victims);
 
   // Reserves for `id` (a request of `priority` for `spec` that must wait),
   // when it is the first of one of its pools to wait this pass, the nodes of
   // that pool that free first (now, or at a lease end; the earliest pool
-  // wins). Returns what to add to its reason: "; holds n3 and 1 more from
-  // <time>", or "" when it holds nothing (not first of any pool, nothing
+  // wins, the first of spec's pools on a tie). Between refreshes it first
+  // takes over its last reservation as it was (unless a pool of it is held
+  // already this pass), and one `unplaced` last time stays so and holds
+  // nothing. Returns what to add to its reason: "; holds n3 and 1 more from
+  // <start>", or "" when it holds nothing (not first of any pool, nothing
   // found, or `unplaced`).
   std::string Reserve(const std::string& id, const MatchSpec& spec,
                       int priority);

@@ -33,10 +33,12 @@ struct VictimCase {
   std::vector<std::pair<std::string, int>> nodes;  // name, T4 GPUs
   std::map<std::string, TenantPolicy> tenants;
   std::vector<AdmissionFixture::Live> live;
-  int count;     // the request's units
-  int priority;  // the request's
+  int count;                         // the request's units
+  int priority;                      // the request's
   std::vector<std::string> victims;  // empty: no choice
   std::string node;
+
+  friend void PrintTo(const VictimCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class VictimChoiceTest : public PreemptionPlannerTest,
@@ -78,20 +80,32 @@ INSTANTIATE_TEST_SUITE_P(
                    {L{.id = "x-1", .tenant = "x", .node = "n1"},
                     L{.id = "x-2", .tenant = "x", .node = "n1"},
                     L{.id = "x-3", .tenant = "x", .node = "n2", .units = 2}},
-                   2, 5, {"x-3"}, "n2"},
+                   2,
+                   5,
+                   {"x-3"},
+                   "n2"},
         VictimCase{"ThenTheLowestVictimPriority",
                    {{"n1", 2}, {"n2", 2}},
                    {},
-                   {L{.id = "x-1", .tenant = "x", .node = "n1", .units = 2,
+                   {L{.id = "x-1",
+                      .tenant = "x",
+                      .node = "n1",
+                      .units = 2,
                       .priority = 1},
                     L{.id = "x-2", .tenant = "x", .node = "n2", .units = 2}},
-                   2, 5, {"x-2"}, "n2"},
+                   2,
+                   5,
+                   {"x-2"},
+                   "n2"},
         VictimCase{"ThenTheNodeName",
                    {{"n1", 2}, {"n2", 2}},
                    {},
                    {L{.id = "x-1", .tenant = "x", .node = "n2", .units = 2},
                     L{.id = "x-2", .tenant = "x", .node = "n1", .units = 2}},
-                   2, 5, {"x-2"}, "n1"},
+                   2,
+                   5,
+                   {"x-2"},
+                   "n1"},
         VictimCase{"LowestPriorityGoesFirstOnANode",
                    {{"n1", 4}},
                    {},
@@ -99,48 +113,74 @@ INSTANTIATE_TEST_SUITE_P(
                     L{.id = "x-2", .tenant = "x", .node = "n1", .priority = 1},
                     L{.id = "x-3", .tenant = "x", .node = "n1", .priority = 3},
                     L{.id = "x-4", .tenant = "x", .node = "n1"}},
-                   2, 5, {"x-4", "x-2"}, "n1"},
+                   2,
+                   5,
+                   {"x-4", "x-2"},
+                   "n1"},
         VictimCase{"MostRecentlyAdmittedGoesFirst",
                    {{"n1", 2}},
                    {},
-                   {L{.id = "x-1", .tenant = "x", .node = "n1",
+                   {L{.id = "x-1",
+                      .tenant = "x",
+                      .node = "n1",
                       .admitted_ago = absl::Minutes(5)},
-                    L{.id = "x-2", .tenant = "x", .node = "n1",
+                    L{.id = "x-2",
+                      .tenant = "x",
+                      .node = "n1",
                       .admitted_ago = absl::Minutes(50)}},
-                   1, 1, {"x-1"}, "n1"},
+                   1,
+                   1,
+                   {"x-1"},
+                   "n1"},
         VictimCase{"AdmittedTogetherTheLaterIdGoesFirst",
                    {{"n1", 2}},
                    {},
                    {L{.id = "x-1", .tenant = "x", .node = "n1"},
                     L{.id = "x-2", .tenant = "x", .node = "n1"}},
-                   1, 1, {"x-2"}, "n1"},
+                   1,
+                   1,
+                   {"x-2"},
+                   "n1"},
         VictimCase{"FreeUnitsCount",
                    {{"n1", 3}},
                    {},
                    {L{.id = "x-1", .tenant = "x", .node = "n1"},
                     L{.id = "x-2", .tenant = "x", .node = "n1"}},
-                   2, 1, {"x-2"}, "n1"},
+                   2,
+                   1,
+                   {"x-2"},
+                   "n1"},
         VictimCase{"TheSamePriorityIsNoVictim",
                    {{"n1", 2}},
                    {},
-                   {L{.id = "x-1", .tenant = "x", .node = "n1", .units = 2,
+                   {L{.id = "x-1",
+                      .tenant = "x",
+                      .node = "n1",
+                      .units = 2,
                       .priority = 5}},
-                   1, 5, {}, ""},
+                   1,
+                   5,
+                   {},
+                   ""},
         VictimCase{"AnUnpreemptibleTenantIsNoVictim",
                    {{"n1", 2}},
                    {{"keep", Unpreemptible()}},
-                   {L{.id = "x-1", .tenant = "keep", .node = "n1",
-                      .units = 2}},
-                   1, 5, {}, ""},
+                   {L{.id = "x-1", .tenant = "keep", .node = "n1", .units = 2}},
+                   1,
+                   5,
+                   {},
+                   ""},
         VictimCase{"NoneWhenEvenAllLowerOnesWouldNotDo",
                    {{"n1", 2}, {"n2", 2}},
                    {},
                    {L{.id = "x-1", .tenant = "x", .node = "n1"},
-                    L{.id = "x-2", .tenant = "x", .node = "n1",
-                      .priority = 9},
+                    L{.id = "x-2", .tenant = "x", .node = "n1", .priority = 9},
                     L{.id = "x-3", .tenant = "x", .node = "n2", .priority = 9},
                     L{.id = "x-4", .tenant = "x", .node = "n2"}},
-                   2, 5, {}, ""}),
+                   2,
+                   5,
+                   {},
+                   ""}),
     [](const testing::TestParamInfo<VictimCase>& info) {
       return std::string(info.param.name);
     });
@@ -175,8 +215,8 @@ TEST_F(PreemptionPlannerTest, ANodeHeldForAHigherPreemptorIsPassedBy) {
   AddNode("n2", 2);
   AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
   AddLive({.id = "x-2", .tenant = "x", .node = "n1"});
-  AddLive({.id = "x-3", .tenant = "x", .node = "n2", .units = 2,
-           .priority = 1});
+  AddLive(
+      {.id = "x-3", .tenant = "x", .node = "n2", .units = 2, .priority = 1});
   Preempted("x-2", "q-1");
   const Allocation& p = AddPending("p-1", "t", 2, 5);
   {
@@ -208,9 +248,14 @@ class ReclaimTest : public PreemptionPlannerTest {
     quota.cohort = "c";
     quota.quotas[GpuPool(kT4)] = Quota{2, std::nullopt};
     SetTenants({{"a", quota}, {"b", quota}});
-    AddLive({.id = "a-1", .tenant = "a", .node = "n1", .units = 2,
+    AddLive({.id = "a-1",
+             .tenant = "a",
+             .node = "n1",
+             .units = 2,
              .admitted_ago = absl::Hours(2)});
-    AddLive({.id = "a-2", .tenant = "a", .node = "n1",
+    AddLive({.id = "a-2",
+             .tenant = "a",
+             .node = "n1",
              .admitted_ago = absl::Hours(1)});
     AddLive({.id = "x-1", .tenant = "x", .node = "n1", .priority = -1});
   }

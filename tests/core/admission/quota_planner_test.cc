@@ -34,6 +34,8 @@ struct BlockCase {
   int64_t demand;
   std::string reason;  // "" : it may
   int64_t excess;      // what a reclaim may take back
+
+  friend void PrintTo(const BlockCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class QuotaBlockTest : public AdmissionFixture,
@@ -44,7 +46,9 @@ TEST_P(QuotaBlockTest, ReasonAndExcess) {
   AddNode("n1", 8);
   SetTenants(c.tenants);
   for (const auto& [tenant, units] : c.used) {
-    AddLive({.id = "live-" + tenant, .tenant = tenant, .node = "n1",
+    AddLive({.id = "live-" + tenant,
+             .tenant = tenant,
+             .node = "n1",
              .units = units});
   }
   int64_t excess = 0;
@@ -57,10 +61,20 @@ TEST_P(QuotaBlockTest, ReasonAndExcess) {
 INSTANTIATE_TEST_SUITE_P(
     Verdicts, QuotaBlockTest,
     testing::Values(
-        BlockCase{"NoQuotaIsNotLimited", {{"a", TenantPolicy()}}, {{"a", 6}},
-                  "a", 2, "", 0},
-        BlockCase{"WithinNominalWithoutCohort", {{"a", Quoted(4)}}, {{"a", 2}},
-                  "a", 2, "", 0},
+        BlockCase{"NoQuotaIsNotLimited",
+                  {{"a", TenantPolicy()}},
+                  {{"a", 6}},
+                  "a",
+                  2,
+                  "",
+                  0},
+        BlockCase{"WithinNominalWithoutCohort",
+                  {{"a", Quoted(4)}},
+                  {{"a", 2}},
+                  "a",
+                  2,
+                  "",
+                  0},
         BlockCase{"OverNominalWithoutCohort",
                   {{"a", Quoted(2)}},
                   {{"a", 2}},
@@ -191,8 +205,7 @@ TEST_F(QuotaPlannerTest, AMemberWithinNominalMayReclaimFromABorrower) {
 
   AddLive({.id = "b-0", .tenant = "b", .node = "n1", .units = 1});
   reason.clear();
-  EXPECT_EQ(WithinQuota(ctx_, "b", SpecOf(b), &reason, &reclaim),
-            std::nullopt);
+  EXPECT_EQ(WithinQuota(ctx_, "b", SpecOf(b), &reason, &reclaim), std::nullopt);
   EXPECT_EQ(reason,
             "quota: cohort c at 4/4 nvidia-tesla-t4 devices, tenant b asks 1 "
             "more");

@@ -57,6 +57,8 @@ struct ReserveCase {
   std::string holds;     // the nodes in the reason, "" for none
   absl::Duration start;  // after T0
   std::vector<std::string> reserved;
+
+  friend void PrintTo(const ReserveCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class ReserveTest : public ReservationPlannerTest,
@@ -92,48 +94,137 @@ INSTANTIATE_TEST_SUITE_P(
         ReserveCase{"AFreeNodeFromNow",
                     {{"n1", 2}, {"n2", 2}},
                     {L{.id = "x-1", .tenant = "x", .node = "n1", .units = 2}},
-                    2, 1, "n2", absl::ZeroDuration(), {"n2"}},
+                    2,
+                    1,
+                    "n2",
+                    absl::ZeroDuration(),
+                    {"n2"}},
         ReserveCase{"TheNodeWhoseLeaseEndsFirst",
                     {{"n1", 2}, {"n2", 2}},
-                    {L{.id = "x-1", .tenant = "x", .node = "n1", .units = 2,
+                    {L{.id = "x-1",
+                       .tenant = "x",
+                       .node = "n1",
+                       .units = 2,
                        .lease_left = absl::Hours(2)},
-                     L{.id = "x-2", .tenant = "x", .node = "n2", .units = 2,
+                     L{.id = "x-2",
+                       .tenant = "x",
+                       .node = "n2",
+                       .units = 2,
                        .lease_left = absl::Hours(1)}},
-                    2, 1, "n2", absl::Hours(1), {"n2"}},
+                    2,
+                    1,
+                    "n2",
+                    absl::Hours(1),
+                    {"n2"}},
         ReserveCase{"UnitsAddUpOnANodeAcrossLeases",
                     {{"n1", 2}, {"n2", 2}},
-                    {L{.id = "x-1", .tenant = "x", .node = "n1",
+                    {L{.id = "x-1",
+                       .tenant = "x",
+                       .node = "n1",
                        .lease_left = absl::Minutes(30)},
-                     L{.id = "x-2", .tenant = "x", .node = "n1",
+                     L{.id = "x-2",
+                       .tenant = "x",
+                       .node = "n1",
                        .lease_left = absl::Hours(3)},
-                     L{.id = "x-3", .tenant = "x", .node = "n2",
+                     L{.id = "x-3",
+                       .tenant = "x",
+                       .node = "n2",
                        .lease_left = absl::Hours(1)},
-                     L{.id = "x-4", .tenant = "x", .node = "n2",
+                     L{.id = "x-4",
+                       .tenant = "x",
+                       .node = "n2",
                        .lease_left = absl::Hours(2)}},
-                    2, 1, "n2", absl::Hours(2), {"n2"}},
+                    2,
+                    1,
+                    "n2",
+                    absl::Hours(2),
+                    {"n2"}},
         ReserveCase{"FreeUnitsCountTowardsALease",
                     {{"n1", 3}, {"n2", 2}},
-                    {L{.id = "x-1", .tenant = "x", .node = "n1", .units = 2,
+                    {L{.id = "x-1",
+                       .tenant = "x",
+                       .node = "n1",
+                       .units = 2,
                        .lease_left = absl::Hours(3)},
-                     L{.id = "x-2", .tenant = "x", .node = "n2", .units = 2,
+                     L{.id = "x-2",
+                       .tenant = "x",
+                       .node = "n2",
+                       .units = 2,
                        .lease_left = absl::Hours(1)}},
-                    3, 1, "n1", absl::Hours(3), {"n1"}},
+                    3,
+                    1,
+                    "n1",
+                    absl::Hours(3),
+                    {"n1"}},
         ReserveCase{"AGangHoldsAsManyNodesAsReplicas",
                     {{"n1", 2}, {"n2", 2}, {"n3", 2}},
-                    {L{.id = "x-1", .tenant = "x", .node = "n1", .units = 2,
+                    {L{.id = "x-1",
+                       .tenant = "x",
+                       .node = "n1",
+                       .units = 2,
                        .lease_left = absl::Hours(1)},
-                     L{.id = "x-2", .tenant = "x", .node = "n2", .units = 2,
+                     L{.id = "x-2",
+                       .tenant = "x",
+                       .node = "n2",
+                       .units = 2,
                        .lease_left = absl::Hours(3)},
-                     L{.id = "x-3", .tenant = "x", .node = "n3", .units = 2,
+                     L{.id = "x-3",
+                       .tenant = "x",
+                       .node = "n3",
+                       .units = 2,
                        .lease_left = absl::Hours(2)}},
-                    2, 2, "n1 and 1 more", absl::Hours(2), {"n1", "n3"}},
+                    2,
+                    2,
+                    "n1 and 1 more",
+                    absl::Hours(2),
+                    {"n1", "n3"}},
         ReserveCase{"NothingWhenNoNodeCouldEverHoldIt",
                     {{"n1", 2}},
                     {L{.id = "x-1", .tenant = "x", .node = "n1", .units = 2}},
-                    3, 1, "", absl::ZeroDuration(), {}}),
+                    3,
+                    1,
+                    "",
+                    absl::ZeroDuration(),
+                    {}}),
     [](const testing::TestParamInfo<ReserveCase>& info) {
       return std::string(info.param.name);
     });
+
+// Each pool the request may take has its own candidate: the earliest start
+// wins, and on a tie the pool it names first.
+TEST_F(ReservationPlannerTest, ThePoolThatFreesFirstWinsThenTheFirstNamed) {
+  AddNode("n1", 2, kT4);
+  AddNode("n2", 2, kL4);
+  AddLive({.id = "x-1",
+           .tenant = "x",
+           .node = "n1",
+           .units = 2,
+           .lease_left = absl::Hours(2)});
+  AddLive({.id = "x-2",
+           .tenant = "x",
+           .node = "n2",
+           .units = 2,
+           .lease_left = absl::Hours(1),
+           .model = kL4});
+  MatchSpec either = T4s(2);
+  either.models = {kT4, kL4};
+  {
+    ReservationPlanner planner(ctx_, NoneWaiting);
+    EXPECT_EQ(planner.Reserve("p-1", either, 0),
+              HoldsFrom("n2", T0() + absl::Hours(1)));
+    EXPECT_THAT(Held(*planner.reservations()), IsEmpty());  // no T4 held
+    EXPECT_EQ(planner.reservations()->at(GpuPool(kL4)).at("n2").holder, "p-1");
+  }
+  // Both free now: a tie.
+  for (const char* id : {"x-1", "x-2"}) {
+    book_.End(*book_.FindMutable(id), AllocationState::kReleased,
+              kReasonReleased, T0());
+  }
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  EXPECT_EQ(planner.Reserve("p-1", either, 0), HoldsFrom("n1", T0()));
+  EXPECT_EQ(Held(*planner.reservations()), (HeldMap{{"n1", {"p-1", T0()}}}));
+  EXPECT_FALSE(planner.reservations()->contains(GpuPool(kL4)));
+}
 
 TEST_F(ReservationPlannerTest, OnlyThePoolsFirstWaitingRequestHolds) {
   AddNode("n1", 2);
@@ -150,10 +241,10 @@ TEST_F(ReservationPlannerTest, OnlyThePoolsFirstWaitingRequestHolds) {
 
 TEST_F(ReservationPlannerTest, PastTheWalkLimitTheHolderWaitsForARefresh) {
   AddNode("n1", 2);
-  AddLive({.id = "x-1", .tenant = "x", .node = "n1",
-           .lease_left = absl::Hours(1)});
-  AddLive({.id = "x-2", .tenant = "x", .node = "n1",
-           .lease_left = absl::Hours(2)});
+  AddLive(
+      {.id = "x-1", .tenant = "x", .node = "n1", .lease_left = absl::Hours(1)});
+  AddLive(
+      {.id = "x-2", .tenant = "x", .node = "n1", .lease_left = absl::Hours(2)});
   const ReservationState previous{};
   ctx_.previous = &previous;
   ctx_.reservation_walk_limit = 1;
@@ -182,9 +273,15 @@ TEST_F(ReservationPlannerTest, PastTheWalkLimitTheHolderWaitsForARefresh) {
 TEST_F(ReservationPlannerTest, BetweenRefreshesAHolderTakesItsOldOneOver) {
   AddNode("n1", 2);
   AddNode("n2", 2);
-  AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2,
+  AddLive({.id = "x-1",
+           .tenant = "x",
+           .node = "n1",
+           .units = 2,
            .lease_left = absl::Hours(1)});
-  AddLive({.id = "x-2", .tenant = "x", .node = "n2", .units = 2,
+  AddLive({.id = "x-2",
+           .tenant = "x",
+           .node = "n2",
+           .units = 2,
            .lease_left = absl::Hours(2)});
   // Held last pass from a later start than n1 now offers.
   ReservationState previous;
@@ -212,11 +309,10 @@ TEST_F(ReservationPlannerTest, NominatedHoldsOfWaitingHoldersAreKept) {
   pool["n2"] = Reservation{T0(), "p-2", /*nominated=*/true, 5};
   pool["n3"] = Reservation{T0(), "p-3", /*nominated=*/false, 5};
   ctx_.previous = &previous;
-  ReservationPlanner planner(
-      ctx_, [](absl::string_view id) { return id != "p-2"; });
+  ReservationPlanner planner(ctx_,
+                             [](absl::string_view id) { return id != "p-2"; });
   EXPECT_THAT(planner.kept_holders(), ElementsAre("p-1"));
-  EXPECT_EQ(Held(*planner.reservations()),
-            (HeldMap{{"n1", {"p-1", T0()}}}));
+  EXPECT_EQ(Held(*planner.reservations()), (HeldMap{{"n1", {"p-1", T0()}}}));
 }
 
 TEST_F(ReservationPlannerTest, ANominatedHoldYieldsToAHigherPriorityOnly) {
@@ -226,8 +322,7 @@ TEST_F(ReservationPlannerTest, ANominatedHoldYieldsToAHigherPriorityOnly) {
   previous.reservations[GpuPool(kT4)]["n1"] =
       Reservation{T0(), "p-1", /*nominated=*/true, 5};
   ctx_.previous = &previous;
-  ReservationPlanner planner(ctx_,
-                             [](absl::string_view id) { return true; });
+  ReservationPlanner planner(ctx_, [](absl::string_view id) { return true; });
   planner.Reserve("p-2", T4s(2), 0);  // takes n2, from now
   EXPECT_TRUE(planner.ReservedForOther(GpuPool(kT4), "n1", "p-9", 5));
   EXPECT_FALSE(planner.ReservedForOther(GpuPool(kT4), "n1", "p-9", 6));
@@ -248,8 +343,7 @@ TEST_F(ReservationPlannerTest, APreemptorHoldsItsVictimsNodesUntilGraceEnds) {
   EXPECT_EQ(Held(*planner.reservations()),
             (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}},
                      {"n2", {"p-1", T0() + absl::Seconds(45)}}}));
-  const Reservation& r =
-      planner.reservations()->at(GpuPool(kT4)).at("n1");
+  const Reservation& r = planner.reservations()->at(GpuPool(kT4)).at("n1");
   EXPECT_TRUE(r.nominated);
   EXPECT_EQ(r.priority, 7);
   // Its pool has had its holder: a later waiting request holds nothing.
