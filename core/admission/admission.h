@@ -24,90 +24,32 @@
 //   keep their devices for the grace period (never past their lease); their
 //   nodes are held for the preemptor against requests of its priority or
 //   lower, and when the last has ended it goes first in the next pass.
+//
+// Each rule is a planner with its own state and tests: the order is Queue's
+// walk with ShareCache (dominant_share.h); quota, the verdicts of
+// quota_planner.h; reservations, ReservationPlanner (reservation_planner.h);
+// preemption, PreemptionPlanner (preemption_planner.h). The pass
+// (AdmissionRound, in admission.cc) only composes them: it visits the queue
+// in order, asks the quota, matches, else preempts or reserves, and tells
+// the scheduler through AdmissionActions. This header includes the
+// planners' headers, so that the scheduler sees the whole admission API
+// through it.
 #ifndef ACCELSCHED_CORE_ADMISSION_ADMISSION_H_
 #define ACCELSCHED_CORE_ADMISSION_ADMISSION_H_
 
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
-#include "absl/time/time.h"
-#include "core/book/allocation_book.h"
-#include "core/catalog/catalog.h"
-#include "core/matching/matcher.h"
+#include "core/admission/admission_context.h"
+#include "core/admission/dominant_share.h"
+#include "core/admission/preemption_planner.h"
 #include "core/admission/queue.h"
+#include "core/admission/quota_planner.h"
+#include "core/admission/reservation_planner.h"
 #include "core/admission/tenant_policy.h"
 
 namespace accelsched {
-
-// What an admission pass leaves for the next one and for requests that are
-// not queued.
-struct ReservationState {
-  Reservations reservations;
-  // Holders whose reservation was not found within the walk limit: they look
-  // again at the next refresh.
-  absl::flat_hash_set<std::string> unplaced;
-};
-
-struct AdmissionContext {
-  const Catalog* catalog = nullptr;
-  const AllocationBook* book = nullptr;
-  const TenantPolicies* tenants = nullptr;
-  EligibilityRules rules;  // now and heartbeat timeout
-  absl::Duration default_lease;
-  bool preemption = true;
-  absl::Duration preemption_grace = absl::Seconds(30);
-  // The last pass's reservations, taken over for holders that still wait
-  // unless `refresh_reservations`: a pass after a release then need not
-  // walk the leases again; the periodic sweep refreshes them. A reservation
-  // taken over may start later than the node could now (a release came
-  // early): what it promised still holds.
-  const ReservationState* previous = nullptr;
-  bool refresh_reservations = true;
-  // Leases a new reservation may look through when not refreshing (0: no
-  // limit): past it the holder waits for the next refresh for one, so that
-  // a release never pays for a walk through the whole cluster's leases.
-  size_t reservation_walk_limit = 0;
-};
-
-// What a pending (or new) allocation asks for, as a match spec.
-MatchSpec SpecOf(const Allocation& request);
-
-// The pools `spec` may be met from, whether or not any units are free.
-std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
-                              const MatchSpec& spec);
-
-// The tenant's dominant resource share: the largest fraction of any pool's
-// units it holds, divided by its weight.
-double DominantShare(const AdmissionContext& ctx, absl::string_view tenant);
-
-// Units of `pool` a tenant within its nominal quota may take back from its
-// cohort's borrowers, when the cohort's quota is what stops it.
-struct Reclaim {
-  PoolKey pool;
-  int64_t units = 0;
-};
-
-// `spec` narrowed to the pools `tenant` may take spec.count x spec.replicas
-// more units of under its quota; when none, `reason` says why ("quota:
-// tenant a at 8/8 nvidia-tesla-a100 devices, asks 1 more") and the result is
-// nullopt, with `reclaim` (when not null) set for the first pool a reclaim
-// would open.
-std::optional<MatchSpec> WithinQuota(const AdmissionContext& ctx,
-                                     absl::string_view tenant,
-                                     const MatchSpec& spec, std::string* reason,
-                                     Reclaim* reclaim = nullptr);
-
-// Units for `spec` (a group per replica) under `rules`, or nullopt.
-std::optional<std::vector<std::vector<const Unit*>>> MatchRequest(
-    const AdmissionContext& ctx, const MatchSpec& spec,
-    const EligibilityRules& rules);
-
-// Why `spec` does not fit now, cheaply (no per-node account): "no node has 2
-// free nvidia-h100 devices (5 free of 16)".
-std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec);
 
 // The scheduler's side of a pass: each call changes its state at once.
 struct AdmissionActions {

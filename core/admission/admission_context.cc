@@ -1,0 +1,93 @@
+#include "core/admission/admission_context.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace accelsched {
+
+MatchSpec SpecOf(const Allocation& a) {
+  MatchSpec spec;
+  spec.device_class = a.device_class;
+  spec.models = a.requested_models;
+  spec.partition = a.partition;
+  spec.count = a.count;
+  spec.selector = LabelSelector::FromMap(a.node_selector);
+  spec.replicas = a.replicas;
+  spec.topology_key = a.topology_key;
+  return spec;
+}
+
+int64_t Demand(const MatchSpec& spec) {
+  return static_cast<int64_t>(spec.count) * spec.replicas;
+}
+
+std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
+                              const MatchSpec& spec) {
+  std::vector<PoolKey> out;
+  if (spec.models.empty()) {
+    for (const auto& [key, pool] :
+         index.PoolsOf(spec.device_class, spec.partition)) {
+      out.push_back(*key);
+    }
+    return out;
+  }
+  for (const std::string& model : spec.models) {
+    out.push_back(PoolKey{spec.device_class, model, spec.partition});
+  }
+  return out;
+}
+
+absl::Time LeaseEnd(const AdmissionContext& ctx, const Allocation& p) {
+  return ctx.rules.now +
+         (p.lease == absl::ZeroDuration() ? ctx.default_lease : p.lease);
+}
+
+bool EligibleHome(const AdmissionContext& ctx, const std::string& home,
+                  const MatchSpec& spec, std::string* domain) {
+  auto it = ctx.catalog->nodes().find(home);
+  const Node* node = it == ctx.catalog->nodes().end() ? nullptr : &it->second;
+  if (Ineligible(node, spec, ctx.rules) != nullptr) return false;
+  if (!spec.topology_key.empty()) {
+    auto label = node->labels.find(spec.topology_key);
+    if (label == node->labels.end()) return false;
+    *domain = label->second;
+  }
+  return true;
+}
+
+std::optional<std::vector<std::vector<const Unit*>>> MatchRequest(
+    const AdmissionContext& ctx, const MatchSpec& spec,
+    const EligibilityRules& rules) {
+  if (spec.replicas > 1) {
+    return MatchGang(ctx.catalog->index(), ctx.catalog->nodes(), spec, rules);
+  }
+  std::optional<std::vector<const Unit*>> units =
+      Match(ctx.catalog->index(), ctx.catalog->nodes(), spec, rules);
+  if (!units.has_value()) return std::nullopt;
+  return std::vector<std::vector<const Unit*>>{*std::move(units)};
+}
+
+std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec) {
+  int64_t free = 0, total = 0;
+  for (const PoolKey& key : PoolsFor(ctx.catalog->index(), spec)) {
+    if (const auto* pool = ctx.catalog->index().FindPool(key)) {
+      free += pool->free();
+      total += pool->total;
+    }
+  }
+  const std::string unit =
+      RequestUnitName(spec.device_class, spec.models, spec.partition);
+  if (spec.replicas > 1) {
+    return absl::StrCat("no ", spec.replicas, " nodes",
+                        spec.topology_key.empty()
+                            ? ""
+                            : absl::StrCat(" sharing one ", spec.topology_key),
+                        " with ", spec.count, " free ", unit,
+                        spec.count == 1 ? "" : "s", " each (", free,
+                        " free of ", total, ")");
+  }
+  return absl::StrCat("no node has ", spec.count, " free ", unit,
+                      spec.count == 1 ? "" : "s", " (", free, " free of ",
+                      total, ")");
+}
+
+}  // namespace accelsched

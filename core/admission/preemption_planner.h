@@ -1,0 +1,84 @@
+// Preemption in an admission pass (Kubernetes' default preemption, Kueue's
+// reclaim within a cohort): which ACTIVE allocations a request that cannot
+// be placed may displace. Not thread-safe: one pass builds one, under the
+// scheduler's lock. It chooses only; the pass preempts the victims (through
+// AdmissionActions) and holds their nodes (ReservationPlanner), and the
+// scheduler gives each victim its grace (never past its lease).
+//
+// A victim is an ACTIVE allocation of a preemptible tenant, not admitted in
+// this very pass, that is either of lower priority than the request, or,
+// when the request's tenant may reclaim (quota_planner.h: ReclaimPossible),
+// of a cohort member that borrows the pool (such a borrower goes first, and
+// no more of a tenant's allocations are taken than it borrows, when they are
+// not of lower priority anyway).
+#ifndef ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
+#define ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "core/admission/admission_context.h"
+#include "core/admission/quota_planner.h"
+#include "core/admission/reservation_planner.h"
+
+namespace accelsched {
+
+// Whom to preempt for a request, and the node it will then fit on.
+struct VictimChoice {
+  std::vector<std::string> victims;  // in the order they were taken
+  std::string node;
+};
+
+class PreemptionPlanner {
+ public:
+  // `ctx` and `reservations` are not owned and must outlive the planner.
+  PreemptionPlanner(const AdmissionContext& ctx,
+                    const ReservationPlanner& reservations)
+      : ctx_(ctx), index_(ctx.catalog->index()), reservations_(reservations) {}
+  PreemptionPlanner(const PreemptionPlanner&) = delete;
+  PreemptionPlanner& operator=(const PreemptionPlanner&) = delete;
+
+  // `id` was admitted by this pass: it is never a victim in it.
+  void NoteAdmitted(const std::string& id) { admitted_.insert(id); }
+
+  // The fewest victims that let pending `request` (allocation `id`, asking
+  // for `spec`) fit on one node, or nullopt when none would do (or `spec` is
+  // a gang: gangs wait). On each eligible node not held for another request
+  // of its priority or higher, victims are taken in order: borrowers first,
+  // then the lowest priority, then the most recently admitted (the later id
+  // on a tie), until the request fits and, with `quota_units`, that many
+  // units of the pool come back (a reclaim). Between nodes: the fewest
+  // victims, then the lowest highest-victim priority, then the node's name.
+  // `borrowed_only`: cohort borrowers only (a reclaim, where nothing else
+  // would free quota). A search that finds nothing is not made again this
+  // pass for the same pool, priority, rights and shape.
+  std::optional<VictimChoice> ChooseVictims(const std::string& id,
+                                            const Allocation& request,
+                                            const MatchSpec& spec,
+                                            bool borrowed_only = false,
+                                            int64_t quota_units = 0);
+
+  // The borrowers' allocations of `reclaim.pool` in `request`'s cohort to
+  // preempt, from anywhere, so that `reclaim.units` come back: the lowest
+  // priority first, then the most recently admitted (the later id on a tie),
+  // no more of a tenant's than it borrows. Empty when what they borrow is
+  // not enough.
+  std::vector<std::string> ChooseReclaimVictims(const Allocation& request,
+                                                const Reclaim& reclaim) const;
+
+ private:
+  const AdmissionContext& ctx_;
+  const CapacityIndex& index_;
+  const ReservationPlanner& reservations_;
+  // Allocations admitted by this pass: never its victims.
+  absl::flat_hash_set<std::string> admitted_;
+  // Preemption searches (pool, rights, shape) that found no victims.
+  absl::flat_hash_set<std::string> no_victims_;
+};
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_

@@ -1,0 +1,128 @@
+#include "core/admission/quota_planner.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace accelsched {
+namespace {
+
+std::string Plural(const PoolKey& pool, int64_t n) {
+  return absl::StrCat(UnitName(pool), n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::string QuotaBlock(const AdmissionContext& ctx, absl::string_view tenant,
+                       const TenantPolicy& policy, const PoolKey& pool,
+                       int64_t demand, int64_t* excess) {
+  auto q = policy.quotas.find(pool);
+  if (q == policy.quotas.end()) return "";
+  const int64_t used = ctx.book->Usage(tenant, pool);
+  const int64_t nominal = q->second.nominal;
+  const bool within = used + demand <= nominal;
+  if (within && policy.cohort.empty()) return "";
+  if (policy.cohort.empty()) {
+    return absl::StrCat("quota: tenant ", tenant, " at ", used, "/", nominal,
+                        " ", Plural(pool, nominal), ", asks ", demand, " more");
+  }
+  const int64_t borrow = used + demand - nominal;
+  if (!within && q->second.borrowing_limit &&
+      borrow > *q->second.borrowing_limit) {
+    return absl::StrCat("quota: tenant ", tenant, " at ", used, "/", nominal,
+                        " ", Plural(pool, nominal), " would borrow ", borrow,
+                        ", over its borrowing limit ",
+                        *q->second.borrowing_limit);
+  }
+  int64_t cohort_nominal = 0, cohort_used = 0;
+  for (const std::string& member : ctx.tenants->CohortMembers(policy.cohort)) {
+    const TenantPolicy& m = ctx.tenants->Find(member);
+    auto mq = m.quotas.find(pool);
+    if (mq == m.quotas.end()) continue;
+    cohort_nominal += mq->second.nominal;
+    cohort_used += ctx.book->Usage(member, pool);
+  }
+  if (cohort_used + demand > cohort_nominal) {
+    if (within && excess != nullptr) {
+      *excess = cohort_used + demand - cohort_nominal;
+    }
+    return absl::StrCat("quota: cohort ", policy.cohort, " at ", cohort_used,
+                        "/", cohort_nominal, " ", Plural(pool, cohort_nominal),
+                        ", tenant ", tenant, " asks ", demand, " more");
+  }
+  return "";
+}
+
+bool WithinNominal(const AdmissionContext& ctx, absl::string_view tenant,
+                   const PoolKey& pool, int64_t demand) {
+  const TenantPolicy& policy = ctx.tenants->Find(tenant);
+  auto q = policy.quotas.find(pool);
+  return q != policy.quotas.end() &&
+         ctx.book->Usage(tenant, pool) + demand <= q->second.nominal;
+}
+
+int64_t Borrowed(const AdmissionContext& ctx, absl::string_view tenant,
+                 const PoolKey& pool) {
+  const TenantPolicy& policy = ctx.tenants->Find(tenant);
+  auto q = policy.quotas.find(pool);
+  if (q == policy.quotas.end()) return 0;
+  return std::max<int64_t>(0, ctx.book->Usage(tenant, pool) -
+                                  ctx.book->PreemptedUsage(tenant, pool) -
+                                  q->second.nominal);
+}
+
+std::optional<MatchSpec> WithinQuota(const AdmissionContext& ctx,
+                                     absl::string_view tenant,
+                                     const MatchSpec& spec, std::string* reason,
+                                     Reclaim* reclaim) {
+  const TenantPolicy& policy = ctx.tenants->Find(tenant);
+  if (policy.quotas.empty()) return spec;
+  std::vector<std::string> allowed;
+  bool narrowed = false;
+  for (const PoolKey& pool : PoolsFor(ctx.catalog->index(), spec)) {
+    int64_t excess = 0;
+    std::string why =
+        QuotaBlock(ctx, tenant, policy, pool, Demand(spec), &excess);
+    if (excess > 0 && reclaim != nullptr && reclaim->units == 0) {
+      *reclaim = Reclaim{pool, excess};
+    }
+    if (why.empty()) {
+      allowed.push_back(pool.model);
+    } else {
+      narrowed = true;
+      if (reason->empty()) *reason = std::move(why);
+    }
+  }
+  if (!narrowed) return spec;
+  if (allowed.empty()) return std::nullopt;
+  MatchSpec out = spec;
+  std::sort(allowed.begin(), allowed.end());
+  out.models = std::move(allowed);
+  return out;
+}
+
+bool ReclaimPossible(const AdmissionContext& ctx, const Allocation& p,
+                     const PoolKey& key) {
+  const TenantPolicy& policy = ctx.tenants->Find(p.tenant);
+  if (policy.cohort.empty() ||
+      !WithinNominal(ctx, p.tenant, key, Demand(SpecOf(p)))) {
+    return false;
+  }
+  for (const std::string& m : ctx.tenants->CohortMembers(policy.cohort)) {
+    if (m != p.tenant && Borrowed(ctx, m, key) > 0) return true;
+  }
+  return false;
+}
+
+bool MayReclaim(const AdmissionContext& ctx, const Allocation& p,
+                const MatchSpec& spec) {
+  if (!ctx.preemption) return false;
+  for (const PoolKey& key : PoolsFor(ctx.catalog->index(), spec)) {
+    if (ReclaimPossible(ctx, p, key)) return true;
+  }
+  return false;
+}
+
+}  // namespace accelsched

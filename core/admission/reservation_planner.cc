@@ -1,0 +1,223 @@
+#include "core/admission/reservation_planner.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace accelsched {
+namespace {
+
+// What to add to a holder's reason.
+std::string Holds(const std::vector<std::string>& nodes, absl::Time start) {
+  return absl::StrCat(
+      "; holds ", nodes.front(),
+      nodes.size() > 1 ? absl::StrCat(" and ", nodes.size() - 1, " more") : "",
+      " from ", absl::FormatTime(start));
+}
+
+}  // namespace
+
+ReservationPlanner::ReservationPlanner(
+    const AdmissionContext& ctx,
+    absl::FunctionRef<bool(absl::string_view id)> waiting)
+    : ctx_(ctx), index_(ctx.catalog->index()) {
+  // A preemptor's hold on its victims' nodes stands until it is admitted:
+  // kept from the last pass while it waits, so that no request of its
+  // priority or lower takes what was freed for it, even one ahead of it in
+  // this pass's order. Other reservations are made afresh.
+  if (ctx.previous != nullptr) {
+    for (const auto& [pool, nodes] : ctx.previous->reservations) {
+      for (const auto& [node, r] : nodes) {
+        if (r.nominated && waiting(r.holder)) {
+          state_.reservations[pool][node] = r;
+          kept_holders_.insert(r.holder);
+        }
+      }
+    }
+  }
+}
+
+void ReservationPlanner::Forget(const std::string& id) {
+  for (auto pool = state_.reservations.begin();
+       pool != state_.reservations.end();) {
+    absl::erase_if(pool->second, [&](const auto& entry) {
+      return entry.second.holder == id;
+    });
+    if (pool->second.empty()) {
+      state_.reservations.erase(pool++);
+    } else {
+      ++pool;
+    }
+  }
+}
+
+bool ReservationPlanner::ReservedForOther(const PoolKey& pool,
+                                          const std::string& home,
+                                          const std::string& id,
+                                          int priority) const {
+  auto p = state_.reservations.find(pool);
+  if (p == state_.reservations.end()) return false;
+  auto r = p->second.find(home);
+  if (r == p->second.end() || r->second.holder == id) return false;
+  return !(r->second.nominated && priority > r->second.priority);
+}
+
+void ReservationPlanner::HoldFit(const std::string& id, const MatchSpec& spec,
+                                 const EligibilityRules& rules) {
+  std::optional<std::vector<std::vector<const Unit*>>> groups =
+      MatchRequest(ctx_, spec, rules);
+  if (!groups.has_value()) return;
+  for (const auto& group : *groups) {
+    const Unit& u = *group.front();
+    if (ReservedForOther(u.pool, u.home, id, rules.priority)) continue;
+    reserved_pools_.insert(u.pool);
+    state_.reservations[u.pool][u.home] =
+        Reservation{ctx_.rules.now, id, /*nominated=*/true, rules.priority};
+  }
+}
+
+void ReservationPlanner::HoldVictimNodes(const std::string& id, int priority,
+                                         const std::set<std::string>& victims) {
+  for (const std::string& victim : victims) {
+    const AllocationBook::Record& r = *ctx_.book->Find({victim, ""});
+    const PoolKey pool = PoolOf(r.allocation);
+    reserved_pools_.insert(pool);
+    for (const std::string& unit : r.units) {
+      const Unit* u = index_.Find(unit);
+      if (u == nullptr) continue;
+      // A node an earlier request holds this pass stays its.
+      if (ReservedForOther(pool, u->home, id, priority)) continue;
+      Reservation& res = state_.reservations[pool][u->home];
+      res.holder = id;
+      res.start = std::max(res.start, r.allocation.expires_at);
+      res.nominated = true;
+      res.priority = priority;
+    }
+  }
+}
+
+std::optional<std::string> ReservationPlanner::Reuse(const std::string& id) {
+  if (ctx_.previous == nullptr || ctx_.refresh_reservations) {
+    return std::nullopt;
+  }
+  if (!previous_indexed_) {
+    previous_indexed_ = true;
+    for (const auto& [pool, nodes] : ctx_.previous->reservations) {
+      for (const auto& [node, r] : nodes) {
+        previous_by_holder_[r.holder].push_back({&pool, &node, &r});
+      }
+    }
+  }
+  auto it = previous_by_holder_.find(id);
+  if (it == previous_by_holder_.end()) return std::nullopt;
+  std::vector<std::string> nodes;
+  absl::Time start = absl::InfinitePast();
+  for (const Held& h : it->second) {
+    if (reserved_pools_.contains(*h.pool)) return std::nullopt;
+  }
+  for (const Held& h : it->second) {
+    state_.reservations[*h.pool][*h.node] = *h.reservation;
+    nodes.push_back(*h.node);
+    start = std::max(start, h.reservation->start);
+  }
+  for (const Held& h : it->second) reserved_pools_.insert(*h.pool);
+  std::sort(nodes.begin(), nodes.end());
+  return Holds(nodes, start);
+}
+
+std::string ReservationPlanner::Reserve(const std::string& id,
+                                        const MatchSpec& spec, int priority) {
+  if (std::optional<std::string> reused = Reuse(id)) return *reused;
+  if (!ctx_.refresh_reservations && ctx_.previous != nullptr &&
+      ctx_.previous->unplaced.contains(id)) {
+    // Looked for in vain under the walk limit: again at the next refresh.
+    for (const PoolKey& key : PoolsFor(index_, spec)) {
+      reserved_pools_.insert(key);
+    }
+    state_.unplaced.insert(id);
+    return "";
+  }
+  Forget(id);  // what it held is looked for again
+  bool cut = false;
+  struct Best {
+    absl::Time start = absl::InfiniteFuture();
+    PoolKey pool;
+    std::vector<std::string> nodes;
+  } best;
+  for (const PoolKey& key : PoolsFor(index_, spec)) {
+    // The pool's first request that must wait is its holder, whether or
+    // not a reservation is found for it.
+    if (!reserved_pools_.insert(key).second) continue;
+    const CapacityIndex::Pool* pool = index_.FindPool(key);
+    if (pool == nullptr) continue;
+    absl::flat_hash_map<std::string, int> avail;
+    absl::flat_hash_map<std::string, bool> eligible;
+    std::map<std::string, std::vector<std::string>> ready;
+    std::optional<absl::Time> start;
+    std::vector<std::string>* chosen = nullptr;
+    // Counts `home` ready when it reaches spec.count; true once a domain
+    // has enough ready nodes.
+    auto add = [&](const std::string& home, int units) {
+      int& a = avail[home];
+      const int before = a;
+      a += units;
+      if (before >= spec.count || a < spec.count) return false;
+      auto [e, fresh] = eligible.try_emplace(home, false);
+      std::string domain;
+      if (fresh) {
+        e->second = !ReservedForOther(key, home, id, priority) &&
+                    EligibleHome(ctx_, home, spec, &domain);
+      } else if (e->second && !spec.topology_key.empty()) {
+        EligibleHome(ctx_, home, spec, &domain);
+      }
+      if (!e->second) return false;
+      std::vector<std::string>& nodes = ready[domain];
+      nodes.push_back(home);
+      if (static_cast<int>(nodes.size()) < spec.replicas) return false;
+      chosen = &nodes;
+      return true;
+    };
+    for (const auto& [free, home] : pool->by_free) {
+      if (add(home, free)) {
+        start = ctx_.rules.now;
+        break;
+      }
+    }
+    if (!start.has_value()) {
+      size_t walked = 0;
+      ctx_.book->ForEachLiveByExpiry(key, [&](const AllocationBook::Record& r) {
+        const Allocation& a = r.allocation;
+        if (a.expires_at >= best.start) return false;
+        if (!ctx_.refresh_reservations && ctx_.reservation_walk_limit > 0 &&
+            ++walked > ctx_.reservation_walk_limit) {
+          cut = true;
+          return false;
+        }
+        for (const std::string& unit : r.units) {
+          const Unit* u = index_.Find(unit);
+          if (u == nullptr || !u->healthy) continue;
+          if (add(u->home, 1)) {
+            start = a.expires_at;
+            return false;
+          }
+        }
+        return true;
+      });
+    }
+    if (start.has_value() && *start < best.start) {
+      best = Best{*start, key, *chosen};
+    }
+  }
+  if (best.nodes.empty()) {
+    if (cut) state_.unplaced.insert(id);
+    return "";
+  }
+  for (const std::string& node : best.nodes) {
+    state_.reservations[best.pool][node] = Reservation{best.start, id};
+  }
+  return Holds(best.nodes, best.start);
+}
+}  // namespace accelsched

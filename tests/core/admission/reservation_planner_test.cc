@@ -1,0 +1,354 @@
+// Backfill reservations on their own: leases in a real allocation book, the
+// planner asked directly for the reservation a waiting head gets.
+#include "core/admission/reservation_planner.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/admission_fixture.h"
+
+namespace accelsched {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+std::string HoldsFrom(const std::string& nodes, absl::Time start) {
+  return absl::StrCat("; holds ", nodes, " from ", absl::FormatTime(start));
+}
+
+class ReservationPlannerTest : public AdmissionFixture {
+ protected:
+  static bool NoneWaiting(absl::string_view) { return false; }
+
+  MatchSpec T4s(int count, int replicas = 1) {
+    MatchSpec spec;
+    spec.device_class = DeviceClass::kNvidiaGpu;
+    spec.models = {kT4};
+    spec.count = count;
+    spec.replicas = replicas;
+    return spec;
+  }
+  // node -> (holder, start) of the T4 pool's reservations.
+  using HeldMap = std::map<std::string, std::pair<std::string, absl::Time>>;
+  static HeldMap Held(const Reservations& r) {
+    HeldMap out;
+    auto pool = r.find(GpuPool(kT4));
+    if (pool == r.end()) return out;
+    for (const auto& [node, res] : pool->second) {
+      out[node] = {res.holder, res.start};
+    }
+    return out;
+  }
+};
+
+struct ReserveCase {
+  const char* name;
+  std::vector<std::pair<std::string, int>> nodes;  // name, T4 GPUs
+  std::vector<AdmissionFixture::Live> live;
+  int count;
+  int replicas;
+  std::string holds;     // the nodes in the reason, "" for none
+  absl::Duration start;  // after T0
+  std::vector<std::string> reserved;
+
+  friend void PrintTo(const ReserveCase& c, std::ostream* os) { *os << c.name; }
+};
+
+class ReserveTest : public ReservationPlannerTest,
+                    public testing::WithParamInterface<ReserveCase> {};
+
+TEST_P(ReserveTest, TheHeadHoldsTheNodesThatFreeFirst) {
+  const ReserveCase& c = GetParam();
+  for (const auto& [name, gpus] : c.nodes) AddNode(name, gpus);
+  for (const Live& l : c.live) AddLive(l);
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  const std::string reason =
+      planner.Reserve("p-1", T4s(c.count, c.replicas), 0);
+  if (c.holds.empty()) {
+    EXPECT_EQ(reason, "");
+    EXPECT_THAT(Held(*planner.reservations()), IsEmpty());
+    return;
+  }
+  EXPECT_EQ(reason, HoldsFrom(c.holds, T0() + c.start));
+  std::vector<std::string> reserved;
+  for (const auto& [node, held] : Held(*planner.reservations())) {
+    EXPECT_EQ(held.first, "p-1");
+    EXPECT_EQ(held.second, T0() + c.start);
+    reserved.push_back(node);
+  }
+  EXPECT_EQ(reserved, c.reserved);
+}
+
+using L = AdmissionFixture::Live;
+
+INSTANTIATE_TEST_SUITE_P(
+    Leases, ReserveTest,
+    testing::Values(
+        ReserveCase{"AFreeNodeFromNow",
+                    {{"n1", 2}, {"n2", 2}},
+                    {L{.id = "x-1", .tenant = "x", .node = "n1", .units = 2}},
+                    2,
+                    1,
+                    "n2",
+                    absl::ZeroDuration(),
+                    {"n2"}},
+        ReserveCase{"TheNodeWhoseLeaseEndsFirst",
+                    {{"n1", 2}, {"n2", 2}},
+                    {L{.id = "x-1",
+                       .tenant = "x",
+                       .node = "n1",
+                       .units = 2,
+                       .lease_left = absl::Hours(2)},
+                     L{.id = "x-2",
+                       .tenant = "x",
+                       .node = "n2",
+                       .units = 2,
+                       .lease_left = absl::Hours(1)}},
+                    2,
+                    1,
+                    "n2",
+                    absl::Hours(1),
+                    {"n2"}},
+        ReserveCase{"UnitsAddUpOnANodeAcrossLeases",
+                    {{"n1", 2}, {"n2", 2}},
+                    {L{.id = "x-1",
+                       .tenant = "x",
+                       .node = "n1",
+                       .lease_left = absl::Minutes(30)},
+                     L{.id = "x-2",
+                       .tenant = "x",
+                       .node = "n1",
+                       .lease_left = absl::Hours(3)},
+                     L{.id = "x-3",
+                       .tenant = "x",
+                       .node = "n2",
+                       .lease_left = absl::Hours(1)},
+                     L{.id = "x-4",
+                       .tenant = "x",
+                       .node = "n2",
+                       .lease_left = absl::Hours(2)}},
+                    2,
+                    1,
+                    "n2",
+                    absl::Hours(2),
+                    {"n2"}},
+        ReserveCase{"FreeUnitsCountTowardsALease",
+                    {{"n1", 3}, {"n2", 2}},
+                    {L{.id = "x-1",
+                       .tenant = "x",
+                       .node = "n1",
+                       .units = 2,
+                       .lease_left = absl::Hours(3)},
+                     L{.id = "x-2",
+                       .tenant = "x",
+                       .node = "n2",
+                       .units = 2,
+                       .lease_left = absl::Hours(1)}},
+                    3,
+                    1,
+                    "n1",
+                    absl::Hours(3),
+                    {"n1"}},
+        ReserveCase{"AGangHoldsAsManyNodesAsReplicas",
+                    {{"n1", 2}, {"n2", 2}, {"n3", 2}},
+                    {L{.id = "x-1",
+                       .tenant = "x",
+                       .node = "n1",
+                       .units = 2,
+                       .lease_left = absl::Hours(1)},
+                     L{.id = "x-2",
+                       .tenant = "x",
+                       .node = "n2",
+                       .units = 2,
+                       .lease_left = absl::Hours(3)},
+                     L{.id = "x-3",
+                       .tenant = "x",
+                       .node = "n3",
+                       .units = 2,
+                       .lease_left = absl::Hours(2)}},
+                    2,
+                    2,
+                    "n1 and 1 more",
+                    absl::Hours(2),
+                    {"n1", "n3"}},
+        ReserveCase{"NothingWhenNoNodeCouldEverHoldIt",
+                    {{"n1", 2}},
+                    {L{.id = "x-1", .tenant = "x", .node = "n1", .units = 2}},
+                    3,
+                    1,
+                    "",
+                    absl::ZeroDuration(),
+                    {}}),
+    [](const testing::TestParamInfo<ReserveCase>& info) {
+      return std::string(info.param.name);
+    });
+
+// Each pool the request may take has its own candidate: the earliest start
+// wins, and on a tie the pool it names first.
+TEST_F(ReservationPlannerTest, ThePoolThatFreesFirstWinsThenTheFirstNamed) {
+  AddNode("n1", 2, kT4);
+  AddNode("n2", 2, kL4);
+  AddLive({.id = "x-1",
+           .tenant = "x",
+           .node = "n1",
+           .units = 2,
+           .lease_left = absl::Hours(2)});
+  AddLive({.id = "x-2",
+           .tenant = "x",
+           .node = "n2",
+           .units = 2,
+           .lease_left = absl::Hours(1),
+           .model = kL4});
+  MatchSpec either = T4s(2);
+  either.models = {kT4, kL4};
+  {
+    ReservationPlanner planner(ctx_, NoneWaiting);
+    EXPECT_EQ(planner.Reserve("p-1", either, 0),
+              HoldsFrom("n2", T0() + absl::Hours(1)));
+    EXPECT_THAT(Held(*planner.reservations()), IsEmpty());  // no T4 held
+    EXPECT_EQ(planner.reservations()->at(GpuPool(kL4)).at("n2").holder, "p-1");
+  }
+  // Both free now: a tie.
+  for (const char* id : {"x-1", "x-2"}) {
+    book_.End(*book_.FindMutable(id), AllocationState::kReleased,
+              kReasonReleased, T0());
+  }
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  EXPECT_EQ(planner.Reserve("p-1", either, 0), HoldsFrom("n1", T0()));
+  EXPECT_EQ(Held(*planner.reservations()), (HeldMap{{"n1", {"p-1", T0()}}}));
+  EXPECT_FALSE(planner.reservations()->contains(GpuPool(kL4)));
+}
+
+TEST_F(ReservationPlannerTest, OnlyThePoolsFirstWaitingRequestHolds) {
+  AddNode("n1", 2);
+  AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0),
+            HoldsFrom("n1", T0() + absl::Hours(1)));
+  EXPECT_EQ(planner.Reserve("p-2", T4s(1), 0), "");
+  EXPECT_EQ(Held(*planner.reservations()),
+            (HeldMap{{"n1", {"p-1", T0() + absl::Hours(1)}}}));
+  planner.Forget("p-1");
+  EXPECT_THAT(Held(*planner.reservations()), IsEmpty());
+}
+
+TEST_F(ReservationPlannerTest, PastTheWalkLimitTheHolderWaitsForARefresh) {
+  AddNode("n1", 2);
+  AddLive(
+      {.id = "x-1", .tenant = "x", .node = "n1", .lease_left = absl::Hours(1)});
+  AddLive(
+      {.id = "x-2", .tenant = "x", .node = "n1", .lease_left = absl::Hours(2)});
+  const ReservationState previous{};
+  ctx_.previous = &previous;
+  ctx_.reservation_walk_limit = 1;
+  ctx_.refresh_reservations = false;
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0), "");
+  ReservationState state = planner.Take();
+  EXPECT_THAT(state.reservations, IsEmpty());
+  EXPECT_THAT(state.unplaced, UnorderedElementsAre("p-1"));
+
+  // Until the refresh it stays unplaced, and still the pool's holder.
+  ctx_.previous = &state;
+  ReservationPlanner next(ctx_, NoneWaiting);
+  EXPECT_EQ(next.Reserve("p-1", T4s(2), 0), "");
+  EXPECT_EQ(next.Reserve("p-2", T4s(1), 0), "");
+  EXPECT_THAT(next.Take().unplaced, UnorderedElementsAre("p-1"));
+
+  // A refresh walks every lease.
+  ctx_.refresh_reservations = true;
+  ReservationPlanner refreshed(ctx_, NoneWaiting);
+  EXPECT_EQ(refreshed.Reserve("p-1", T4s(2), 0),
+            HoldsFrom("n1", T0() + absl::Hours(2)));
+  EXPECT_THAT(refreshed.Take().unplaced, IsEmpty());
+}
+
+TEST_F(ReservationPlannerTest, BetweenRefreshesAHolderTakesItsOldOneOver) {
+  AddNode("n1", 2);
+  AddNode("n2", 2);
+  AddLive({.id = "x-1",
+           .tenant = "x",
+           .node = "n1",
+           .units = 2,
+           .lease_left = absl::Hours(1)});
+  AddLive({.id = "x-2",
+           .tenant = "x",
+           .node = "n2",
+           .units = 2,
+           .lease_left = absl::Hours(2)});
+  // Held last pass from a later start than n1 now offers.
+  ReservationState previous;
+  previous.reservations[GpuPool(kT4)]["n2"] =
+      Reservation{T0() + absl::Hours(5), "p-1"};
+  ctx_.previous = &previous;
+  ctx_.refresh_reservations = false;
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0),
+            HoldsFrom("n2", T0() + absl::Hours(5)));
+  EXPECT_EQ(Held(*planner.reservations()),
+            (HeldMap{{"n2", {"p-1", T0() + absl::Hours(5)}}}));
+
+  ctx_.refresh_reservations = true;
+  ReservationPlanner refreshed(ctx_, NoneWaiting);
+  EXPECT_EQ(refreshed.Reserve("p-1", T4s(2), 0),
+            HoldsFrom("n1", T0() + absl::Hours(1)));
+}
+
+TEST_F(ReservationPlannerTest, NominatedHoldsOfWaitingHoldersAreKept) {
+  AddNode("n1", 2);
+  ReservationState previous;
+  auto& pool = previous.reservations[GpuPool(kT4)];
+  pool["n1"] = Reservation{T0(), "p-1", /*nominated=*/true, 5};
+  pool["n2"] = Reservation{T0(), "p-2", /*nominated=*/true, 5};
+  pool["n3"] = Reservation{T0(), "p-3", /*nominated=*/false, 5};
+  ctx_.previous = &previous;
+  ReservationPlanner planner(ctx_,
+                             [](absl::string_view id) { return id != "p-2"; });
+  EXPECT_THAT(planner.kept_holders(), ElementsAre("p-1"));
+  EXPECT_EQ(Held(*planner.reservations()), (HeldMap{{"n1", {"p-1", T0()}}}));
+}
+
+TEST_F(ReservationPlannerTest, ANominatedHoldYieldsToAHigherPriorityOnly) {
+  AddNode("n1", 2);
+  AddNode("n2", 2);
+  ReservationState previous;
+  previous.reservations[GpuPool(kT4)]["n1"] =
+      Reservation{T0(), "p-1", /*nominated=*/true, 5};
+  ctx_.previous = &previous;
+  ReservationPlanner planner(ctx_, [](absl::string_view id) { return true; });
+  planner.Reserve("p-2", T4s(2), 0);  // takes n2, from now
+  EXPECT_TRUE(planner.ReservedForOther(GpuPool(kT4), "n1", "p-9", 5));
+  EXPECT_FALSE(planner.ReservedForOther(GpuPool(kT4), "n1", "p-9", 6));
+  EXPECT_FALSE(planner.ReservedForOther(GpuPool(kT4), "n1", "p-1", 0));
+  EXPECT_TRUE(planner.ReservedForOther(GpuPool(kT4), "n2", "p-9", 100));
+  EXPECT_FALSE(planner.ReservedForOther(GpuPool(kL4), "n1", "p-9", 0));
+}
+
+TEST_F(ReservationPlannerTest, APreemptorHoldsItsVictimsNodesUntilGraceEnds) {
+  AddNode("n1", 2);
+  AddNode("n2", 2);
+  AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
+  AddLive({.id = "x-2", .tenant = "x", .node = "n2", .units = 2});
+  Preempted("x-1", "p-1", absl::Seconds(30));
+  Preempted("x-2", "p-1", absl::Seconds(45));
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  planner.HoldVictimNodes("p-1", 7, book_.VictimsOf("p-1"));
+  EXPECT_EQ(Held(*planner.reservations()),
+            (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}},
+                     {"n2", {"p-1", T0() + absl::Seconds(45)}}}));
+  const Reservation& r = planner.reservations()->at(GpuPool(kT4)).at("n1");
+  EXPECT_TRUE(r.nominated);
+  EXPECT_EQ(r.priority, 7);
+  // Its pool has had its holder: a later waiting request holds nothing.
+  EXPECT_EQ(planner.Reserve("p-2", T4s(1), 0), "");
+}
+
+}  // namespace
+}  // namespace accelsched
