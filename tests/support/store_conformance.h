@@ -536,12 +536,11 @@ TYPED_TEST_P(StoreConformanceTest, EveryListLoadsInStoredPositionOrder) {
   const Allocation a = FullAllocation("a-1", AllocationState::kActive);
   ASSERT_OK(this->Apply({PutNodeMutation{FullNode()},
                          PutAllocationMutation{a, UnitsOf("a-1"), true}}));
-  if (!this->RunSql(
-          "UPDATE devices SET position = 10 - position; "
-          "UPDATE mig_slices SET position = 10 - position; "
-          "UPDATE allocation_devices SET position = 10 - position; "
-          "UPDATE allocation_targets SET position = 10 - position; "
-          "UPDATE allocation_units SET position = 10 - position")) {
+  if (!this->RunSql("UPDATE devices SET position = 10 - position; "
+                    "UPDATE mig_slices SET position = 10 - position; "
+                    "UPDATE allocation_devices SET position = 10 - position; "
+                    "UPDATE allocation_targets SET position = 10 - position; "
+                    "UPDATE allocation_units SET position = 10 - position")) {
     GTEST_SKIP() << "this store keeps no rows";
   }
   Node node = AsStored(FullNode());
