@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -43,9 +44,31 @@ absl::StatusCode CodeOf(absl::string_view sqlstate) {
   return absl::StatusCode::kInternal;
 }
 
+// One row of a result.
+class PgRowReader final : public RowReader {
+ public:
+  PgRowReader(const PgResult& result, int row) : result_(result), row_(row) {}
+  std::string Text(int col) override { return result_.Text(row_, col); }
+  absl::StatusOr<int64_t> Int(int col) override {
+    return result_.Int(row_, col);
+  }
+  bool Bool(int col) override { return result_.Bool(row_, col); }
+
+ private:
+  const PgResult& result_;
+  const int row_;
+};
+
 }  // namespace
 
 PgParam::PgParam(int64_t v) : value_(absl::StrCat(v)) {}
+
+PgParam PgParam::Of(SqlValue v) {
+  if (std::holds_alternative<std::monostate>(v)) return Null();
+  if (const bool* flag = std::get_if<bool>(&v)) return PgParam(*flag);
+  if (const int64_t* n = std::get_if<int64_t>(&v)) return PgParam(*n);
+  return PgParam(std::move(std::get<std::string>(v)));
+}
 
 PgResult::PgResult(pg_result* result) : result_(result) {}
 PgResult::~PgResult() { PQclear(result_); }
@@ -258,6 +281,32 @@ absl::StatusOr<PgResult> PgConnection::Run(absl::string_view sql,
     return s;
   }
   return PgResult(result);
+}
+
+absl::Status PgConnection::Query(
+    absl::string_view sql, absl::FunctionRef<absl::Status(RowReader&)> row) {
+  ASSIGN_OR_RETURN(PgResult result, Run(sql, {}));
+  for (int i = 0; i < result.rows(); ++i) {
+    PgRowReader reader(result, i);
+    RETURN_IF_ERROR(row(reader));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PgBatch::Write(absl::string_view sql, std::vector<SqlValue> params,
+                            absl::Status unchanged_error) {
+  PgConnection::Statement statement;
+  statement.sql = std::string(sql);
+  statement.params.reserve(params.size());
+  for (SqlValue& v : params)
+    statement.params.push_back(PgParam::Of(std::move(v)));
+  if (!unchanged_error.ok()) {
+    statement.check = [error = std::move(unchanged_error)](const PgResult& r) {
+      return r.affected() > 0 ? absl::OkStatus() : error;
+    };
+  }
+  statements_.push_back(std::move(statement));
+  return absl::OkStatus();
 }
 
 absl::Status PgConnection::RunBatch(const std::vector<Statement>& statements) {

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "storage/row_io.h"
 
 struct pg_conn;
 struct pg_result;
@@ -41,6 +42,8 @@ class PgParam {
   static PgParam OrNull(absl::string_view v) {
     return v.empty() ? Null() : PgParam(v);
   }
+  // A SqlValue in PostgreSQL's text form: a flag as `t` or `f`.
+  static PgParam Of(SqlValue v);
 
   const std::optional<std::string>& value() const { return value_; }
 
@@ -73,7 +76,9 @@ class PgResult {
   pg_result* result_;
 };
 
-class PgConnection {
+// A connection; the RowSource (storage/row_io.h) the Store's rows
+// (storage/rows.h) are read through. Writes go through a PgBatch.
+class PgConnection final : public RowSource {
  public:
   // One statement of a batch (RunBatch), and what its result must be.
   struct Statement {
@@ -100,7 +105,7 @@ class PgConnection {
   // parse.
   static absl::StatusOr<std::unique_ptr<PgConnection>> Open(
       const std::string& uri, const Options& options);
-  ~PgConnection();
+  ~PgConnection() override;
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;
 
@@ -121,6 +126,12 @@ class PgConnection {
                                std::initializer_list<PgParam> params);
   absl::StatusOr<PgResult> Run(absl::string_view sql,
                                const std::vector<PgParam>& params);
+
+  SqlDialect dialect() const override { return SqlDialect::kPostgres; }
+  // RowSource: Run(sql, {}), then `row` on each row of the result. Errors as
+  // Run, or `row`'s.
+  absl::Status Query(absl::string_view sql,
+                     absl::FunctionRef<absl::Status(RowReader&)> row) override;
 
   // Sends every statement at once (libpq's pipeline mode: one round trip for
   // the lot), each prepared on first use as Run does, then reads the results
@@ -153,6 +164,29 @@ class PgConnection {
   Options options_;
   // SQL text -> prepared statement name, on the current connection.
   absl::flat_hash_map<std::string, std::string> prepared_;
+};
+
+// The statements of one RunBatch, queued in order: the RowWriter the Store's
+// rows (storage/rows.h) are written through, so that a transaction's writes
+// reach the server in one round trip.
+class PgBatch final : public RowWriter {
+ public:
+  SqlDialect dialect() const override { return SqlDialect::kPostgres; }
+  // RowWriter: queues the statement, its check `unchanged_error` when that is
+  // not OK and the statement changed no row. Always OK: RunBatch returns the
+  // statement's error.
+  absl::Status Write(absl::string_view sql, std::vector<SqlValue> params,
+                     absl::Status unchanged_error) override;
+  void Add(PgConnection::Statement statement) {
+    statements_.push_back(std::move(statement));
+  }
+  void Clear() { statements_.clear(); }
+  const std::vector<PgConnection::Statement>& statements() const {
+    return statements_;
+  }
+
+ private:
+  std::vector<PgConnection::Statement> statements_;
 };
 
 }  // namespace accelsched

@@ -54,24 +54,14 @@ class PgStore final : public Store {
   PgStore(std::unique_ptr<PgConnection> db, Options options)
       : db_(std::move(db)), options_(std::move(options)) {}
 
-  // Queue the batch's statements, in order: the fence first, then each
-  // mutation's.
-  void Add(std::string sql, std::vector<PgParam> params,
-           std::function<absl::Status(const PgResult&)> check = {});
+  // Queues the fence, the batch's first statement; each mutation's rows
+  // (storage/rows.h) follow it.
   void CheckEpoch();
-  void Write(const PutNodeMutation& m);
-  void Write(const PutNodeStatusMutation& m);
-  void Write(const DeleteNodeMutation& m);
-  void Write(const PutAllocationMutation& m);
-  void Write(const DeleteAllocationMutation& m);
-  void Write(const PutEventSequenceMutation& m);
-  void WriteDevices(const Node& node);
-  void DeleteOrphanTpuSlices();
 
   std::unique_ptr<PgConnection> db_;
   Options options_;
   std::atomic<int64_t> epoch_{0};
-  std::vector<PgConnection::Statement> batch_;  // Apply's, reused
+  PgBatch batch_;  // Apply's, reused
 };
 
 }  // namespace accelsched

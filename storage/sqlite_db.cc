@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <cstdio>
+#include <utility>
+#include <variant>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -108,6 +110,15 @@ Statement& Statement::BindNull(int i) {
 
 Statement& Statement::BindOrNull(int i, absl::string_view v) {
   return v.empty() ? BindNull(i) : Bind(i, v);
+}
+
+Statement& Statement::BindValue(int i, const SqlValue& v) {
+  if (std::holds_alternative<std::monostate>(v)) return BindNull(i);
+  if (const bool* flag = std::get_if<bool>(&v)) {
+    return Bind(i, int64_t{*flag});
+  }
+  if (const int64_t* n = std::get_if<int64_t>(&v)) return Bind(i, *n);
+  return Bind(i, absl::string_view(std::get<std::string>(v)));
 }
 
 absl::Status Statement::StepError(int rc) {
@@ -279,6 +290,37 @@ absl::StatusOr<Statement*> SqliteDb::Prepare(absl::string_view sql) {
   Statement* out = owned.get();
   statements_.emplace(std::string(sql), std::move(owned));
   return out;
+}
+
+absl::Status SqliteDb::Query(absl::string_view sql,
+                             absl::FunctionRef<absl::Status(RowReader&)> row) {
+  absl::StatusOr<Statement*> q = Prepare(sql);
+  if (!q.ok()) return q.status();
+  for (;;) {
+    absl::StatusOr<bool> more = (*q)->Step();
+    if (!more.ok()) return more.status();  // Step has reset the statement
+    if (!*more) return absl::OkStatus();
+    if (absl::Status s = row(**q); !s.ok()) {
+      if (absl::Status reset = (*q)->Reset(); !reset.ok()) {
+        return absl::Status(
+            s.code(), absl::StrCat(s.message(), "; then: ", reset.message()));
+      }
+      return s;
+    }
+  }
+}
+
+absl::Status SqliteDb::Write(absl::string_view sql,
+                             std::vector<SqlValue> params,
+                             absl::Status unchanged_error) {
+  absl::StatusOr<Statement*> q = Prepare(sql);
+  if (!q.ok()) return q.status();
+  for (size_t i = 0; i < params.size(); ++i) {
+    (*q)->BindValue(static_cast<int>(i) + 1, params[i]);
+  }
+  if (absl::Status s = (*q)->Run(); !s.ok()) return s;
+  if (!unchanged_error.ok() && changes() == 0) return unchanged_error;
+  return absl::OkStatus();
 }
 
 int64_t SqliteDb::changes() const { return sqlite3_changes64(db_); }

@@ -15,13 +15,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "storage/row_io.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace accelsched {
 
-// One prepared statement. Bind indices start at 1, as SQLite's `?N` do.
+// One prepared statement. Bind indices start at 1, as SQLite's `?N` do. Its
+// current row is a RowReader (storage/row_io.h).
 //
 // Errors are sticky until Reset(): a Bind that SQLite refuses, or whose index
 // is not one of the statement's parameters (a programming error), is kept, and
@@ -29,11 +31,11 @@ namespace accelsched {
 // chain `q->Bind(1, a).Bind(2, b).Run()` needs exactly one check. Step() also
 // refuses to run while any parameter is left unbound: SQLite would silently
 // use NULL.
-class Statement {
+class Statement final : public RowReader {
  public:
   Statement(sqlite3* db, sqlite3_stmt* stmt);
   // Finalizes the statement.
-  ~Statement();
+  ~Statement() override;
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
@@ -42,6 +44,9 @@ class Statement {
   Statement& BindNull(int i);
   // Binds empty strings as NULL (for optional foreign keys).
   Statement& BindOrNull(int i, absl::string_view v);
+  // A SqlValue: NULL, an integer, text, or a flag as 0 or 1 (SQLite has no
+  // booleans).
+  Statement& BindValue(int i, const SqlValue& v);
 
   // True when a row is ready, false when the statement is done. Returns the
   // first error kept since the last Reset (a bind, an unbound parameter, a
@@ -61,6 +66,11 @@ class Statement {
   // memory) is kept as the statement's error, returned by the next Step.
   int64_t ColumnInt(int i);
   std::string ColumnText(int i);
+  // RowReader: ColumnText; ColumnInt, which never fails here (a failed read
+  // is kept as above); ColumnInt != 0.
+  std::string Text(int col) override { return ColumnText(col); }
+  absl::StatusOr<int64_t> Int(int col) override { return ColumnInt(col); }
+  bool Bool(int col) override { return ColumnInt(col) != 0; }
 
   // The statement's SQL text, for messages.
   absl::string_view sql() const;
@@ -79,7 +89,10 @@ class Statement {
   bool step_failed_ = false;
 };
 
-class SqliteDb {
+// A connection; the RowSource and RowWriter (storage/row_io.h) through which
+// the Store's rows (storage/rows.h) are read and written, statement by
+// statement.
+class SqliteDb final : public RowSource, public RowWriter {
  public:
   // Opens (creating when absent) with WAL, foreign keys and synchronous=FULL,
   // and checks that the file is a readable SQLite database. FAILED_PRECONDITION
@@ -89,7 +102,7 @@ class SqliteDb {
       const std::string& path);
   // Finalizes every statement and closes the connection. A failure to close
   // (a programming error: a statement not finalized) is printed to stderr.
-  ~SqliteDb();
+  ~SqliteDb() override;
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
 
@@ -98,6 +111,18 @@ class SqliteDb {
   // A statement prepared once per connection and kept; it is reset before it
   // is returned. INTERNAL for SQL that is not exactly one statement.
   absl::StatusOr<Statement*> Prepare(absl::string_view sql);
+
+  SqlDialect dialect() const override { return SqlDialect::kSqlite; }
+  // RowSource: runs `sql` (Prepare, then Step to the end) and calls `row` on
+  // each row. Errors as Prepare and Step, or `row`'s (the statement is then
+  // reset).
+  absl::Status Query(absl::string_view sql,
+                     absl::FunctionRef<absl::Status(RowReader&)> row) override;
+  // RowWriter: prepares `sql`, binds `params` and runs it (Run), now.
+  // Errors as Prepare and Run, then `unchanged_error` when it is not OK and
+  // the statement changed no row.
+  absl::Status Write(absl::string_view sql, std::vector<SqlValue> params,
+                     absl::Status unchanged_error) override;
 
   // Rows changed by the last INSERT, UPDATE or DELETE.
   int64_t changes() const;

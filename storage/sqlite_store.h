@@ -52,16 +52,6 @@ class SqliteStore final : public Store {
   // commit path, every `interval`.
   void StartCheckpointer(std::unique_ptr<SqliteDb> db, absl::Duration interval);
 
-  absl::Status Write(const PutNodeMutation& m);
-  absl::Status Write(const PutNodeStatusMutation& m);
-  absl::Status Write(const DeleteNodeMutation& m);
-  absl::Status Write(const PutAllocationMutation& m);
-  absl::Status Write(const DeleteAllocationMutation& m);
-  absl::Status Write(const PutEventSequenceMutation& m);
-  absl::Status WriteNodeRow(const Node& node);
-  absl::Status WriteDevices(const Node& node);
-  absl::Status DeleteOrphanTpuSlices();
-
   std::unique_ptr<SqliteDb> db_;
   absl::Notification stop_checkpointer_;
   std::thread checkpointer_;

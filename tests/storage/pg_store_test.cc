@@ -106,6 +106,12 @@ class PgFactory {
     EXPECT_OK(store);
     return store.ok() ? std::move(*store) : nullptr;
   }
+  // Runs `sql` on a connection of its own, beside the open store.
+  absl::Status RunSql(const std::string& sql) {
+    ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> db,
+                     PgConnection::Open(uri_, PgConnection::Options()));
+    return db->Exec(sql);
+  }
 
  private:
   absl::StatusOr<std::unique_ptr<Store>> OpenStore() {

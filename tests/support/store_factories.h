@@ -7,9 +7,11 @@
 #include <string>
 #include <type_traits>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "core/commit/store.h"
 #include "gtest/gtest.h"
+#include "storage/sqlite_db.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/fake_store.h"
 #include "tests/support/status_matchers.h"
@@ -30,6 +32,12 @@ class SqliteFactory {
     EXPECT_OK(store);
     return store.ok() ? std::move(*store) : nullptr;
   }
+  // Runs `sql` on a connection of its own, beside the open store.
+  absl::Status RunSql(const std::string& sql) {
+    absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::Open(path_);
+    if (!db.ok()) return db.status();
+    return (*db)->Exec(sql.c_str());
+  }
 
  private:
   TempDir dir_;
@@ -40,6 +48,10 @@ class SqliteFactory {
 class FakeFactory {
  public:
   std::unique_ptr<Store> Open() { return std::make_unique<FakeStore>(disk_); }
+  // The fake keeps records, not rows.
+  absl::Status RunSql(const std::string&) {
+    return absl::UnimplementedError("the fake store keeps no rows");
+  }
 
  private:
   std::shared_ptr<FakeStore::Disk> disk_ = std::make_shared<FakeStore::Disk>();

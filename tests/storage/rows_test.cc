@@ -1,0 +1,146 @@
+// The row mapping (storage/rows.h) in both dialects, without a database: the
+// statements SQLite and PostgreSQL get are the same but for their parameters
+// and SQLite's rowid tie-break, so the two stores cannot drift apart.
+#include "storage/rows.h"
+
+#include <algorithm>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+
+namespace accelsched {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Records the queries asked for; every query returns no rows.
+class RecordingSource final : public RowSource {
+ public:
+  explicit RecordingSource(SqlDialect dialect) : dialect_(dialect) {}
+  SqlDialect dialect() const override { return dialect_; }
+  absl::Status Query(absl::string_view sql,
+                     absl::FunctionRef<absl::Status(RowReader&)>) override {
+    queries.emplace_back(sql);
+    return absl::OkStatus();
+  }
+  std::vector<std::string> queries;
+
+ private:
+  SqlDialect dialect_;
+};
+
+// Records each statement written with its parameter count.
+class RecordingWriter final : public RowWriter {
+ public:
+  explicit RecordingWriter(SqlDialect dialect) : dialect_(dialect) {}
+  SqlDialect dialect() const override { return dialect_; }
+  absl::Status Write(absl::string_view sql, std::vector<SqlValue> params,
+                     absl::Status) override {
+    statements.emplace_back(sql);
+    param_counts.push_back(params.size());
+    return absl::OkStatus();
+  }
+  std::vector<std::string> statements;
+  std::vector<size_t> param_counts;
+
+ private:
+  SqlDialect dialect_;
+};
+
+std::vector<std::string> Queries(SqlDialect dialect) {
+  RecordingSource source(dialect);
+  EXPECT_OK(LoadNodeRows(source).status());
+  EXPECT_OK(LoadAllocationRows(source).status());
+  EXPECT_OK(LoadEventSequenceRow(source).status());
+  return source.queries;
+}
+
+// Every kind of mutation, with every list non-empty.
+RecordingWriter Writes(SqlDialect dialect) {
+  Node node;
+  node.name = "n1";
+  node.labels = {{"k", "v"}};
+  Device d;
+  d.id = "gpu";
+  d.mig_slices = {{"mig", "1g.10gb", 0}};
+  d.tpu_slice_id = "slice";
+  node.devices = {d};
+  Allocation a;
+  a.id = "a";
+  a.node_selector = {{"k", "v"}};
+  a.targets = {{"n1", "h", "l", ""}};
+  a.devices = {{"n1", "gpu", "mig", "1g.10gb"}};
+  const std::vector<Mutation> batch = {PutNodeMutation{node},
+                                       PutNodeStatusMutation{node},
+                                       DeleteNodeMutation{"n1"},
+                                       PutAllocationMutation{a, {"u"}, true},
+                                       PutAllocationMutation{a, {"u"}, false},
+                                       DeleteAllocationMutation{"a"},
+                                       PutEventSequenceMutation{1}};
+  RecordingWriter writer(dialect);
+  for (const Mutation& m : batch) EXPECT_OK(WriteMutationRows(m, writer));
+  return writer;
+}
+
+// PostgreSQL's `$N` as SQLite's `?N`.
+std::string AsSqliteParams(const std::string& sql) {
+  return std::regex_replace(sql, std::regex(R"(\$(\d+))"), "?$1");
+}
+
+TEST(RowsTest, QueriesDifferOnlyInSqlitesRowidTieBreak) {
+  const std::vector<std::string> sqlite = Queries(SqlDialect::kSqlite);
+  const std::vector<std::string> postgres = Queries(SqlDialect::kPostgres);
+  ASSERT_EQ(sqlite.size(), postgres.size());
+  for (size_t i = 0; i < sqlite.size(); ++i) {
+    EXPECT_EQ(absl::StrReplaceAll(sqlite[i], {{", rowid", ""}}), postgres[i]);
+  }
+  EXPECT_THAT(sqlite, Contains(HasSubstr(
+                          "FROM allocation_units ORDER BY allocation_id, "
+                          "position, rowid")));
+}
+
+TEST(RowsTest, MigSlicesLoadByDevicePositionThenStartSlotInBoth) {
+  for (SqlDialect dialect : {SqlDialect::kSqlite, SqlDialect::kPostgres}) {
+    EXPECT_THAT(Queries(dialect),
+                Contains(HasSubstr("FROM mig_slices ORDER BY device_id, "
+                                   "position, start_slot")));
+  }
+}
+
+TEST(RowsTest, WritesDifferOnlyInParameters) {
+  const RecordingWriter sqlite = Writes(SqlDialect::kSqlite);
+  const RecordingWriter postgres = Writes(SqlDialect::kPostgres);
+  ASSERT_EQ(sqlite.statements.size(), postgres.statements.size());
+  for (size_t i = 0; i < sqlite.statements.size(); ++i) {
+    EXPECT_EQ(sqlite.statements[i], AsSqliteParams(postgres.statements[i]));
+    EXPECT_THAT(postgres.statements[i], Not(HasSubstr("?")));
+  }
+  EXPECT_EQ(sqlite.param_counts, postgres.param_counts);
+}
+
+// Each statement gets exactly the parameters it names: an allocation's 23
+// columns, a device's 11, and so on.
+TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
+  const RecordingWriter w = Writes(SqlDialect::kSqlite);
+  for (size_t i = 0; i < w.statements.size(); ++i) {
+    size_t highest = 0;
+    const std::regex param(R"(\?(\d+))");
+    for (auto it = std::sregex_iterator(w.statements[i].begin(),
+                                        w.statements[i].end(), param);
+         it != std::sregex_iterator(); ++it) {
+      highest = std::max<size_t>(highest, std::stoul((*it)[1]));
+    }
+    EXPECT_EQ(w.param_counts[i], highest) << w.statements[i];
+  }
+  EXPECT_THAT(w.statements, Contains(HasSubstr("?23)")));
+}
+
+}  // namespace
+}  // namespace accelsched
