@@ -137,6 +137,8 @@ class PgFactoryName {
 
 INSTANTIATE_TYPED_TEST_SUITE_P(All, StoreConformanceTest,
                                ::testing::Types<PgFactory>, PgFactoryName);
+INSTANTIATE_TYPED_TEST_SUITE_P(All, SqlStoreConformanceTest,
+                               ::testing::Types<PgFactory>, PgFactoryName);
 
 Node OneNode(const std::string& name) {
   Node n;
@@ -183,6 +185,21 @@ class PgLeaderTest : public testing::Test {
     EXPECT_OK(e);
     return e.ok() ? std::move(*e) : nullptr;
   }
+  // `election`'s takeover once the holder's session has ended: PostgreSQL
+  // removes an ended session from pg_stat_activity asynchronously, so this
+  // tries until it succeeds, for at most 10 s (the holders' leases here run
+  // an hour: a takeover within the bound is the session rule's, not the
+  // lease's). Its epoch, or 0 when none came in time.
+  int64_t TakeOverFromEndedSession(PgLeaderElection& election) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (true) {
+      absl::StatusOr<int64_t> epoch = election.TryAcquire();
+      EXPECT_OK(epoch);
+      if (!epoch.ok()) return 0;
+      if (*epoch != 0 || absl::Now() >= deadline) return *epoch;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
 
   std::string uri_ = FreshDatabase();
 };
@@ -204,7 +221,7 @@ TEST_F(PgLeaderTest, OneLeaderAtATimeAndANewOneWhenItsSessionEnds) {
   // The holder's session ends (its process killed): taken over at once,
   // though its lease has an hour to run.
   a.reset();
-  ASSERT_OK_AND_ASSIGN(const int64_t second, b->TryAcquire());
+  const int64_t second = TakeOverFromEndedSession(*b);
   EXPECT_EQ(second, 2);
   ASSERT_OK_AND_ASSIGN(leader, b->Current());
   EXPECT_EQ(leader.address, "b:1");
@@ -250,7 +267,7 @@ TEST_F(PgLeaderTest, AWriteOfAnOldEpochNeverCommits) {
   old_store->set_epoch(first);
   ASSERT_OK(PutNode(*old_store, "before"));
   a.reset();
-  ASSERT_OK_AND_ASSIGN(const int64_t second, b->TryAcquire());
+  const int64_t second = TakeOverFromEndedSession(*b);
   ASSERT_GT(second, first);
   new_store->set_epoch(second);
 

@@ -48,10 +48,6 @@ class SqliteFactory {
 class FakeFactory {
  public:
   std::unique_ptr<Store> Open() { return std::make_unique<FakeStore>(disk_); }
-  // The fake keeps records, not rows.
-  absl::Status RunSql(const std::string&) {
-    return absl::UnimplementedError("the fake store keeps no rows");
-  }
 
  private:
   std::shared_ptr<FakeStore::Disk> disk_ = std::make_shared<FakeStore::Disk>();
