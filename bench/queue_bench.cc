@@ -20,9 +20,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "config/accelerator_types_file.h"
 #include "core/base/clock.h"
 #include "core/scheduler/scheduler.h"
-#include "config/accelerator_types_file.h"
+#include "tests/support/blocking_scheduler.h"
 
 ABSL_FLAG(int, nodes, 10000, "nodes of 8 GPUs");
 ABSL_FLAG(int, tenants, 100, "tenants the allocations and requests belong to");
@@ -63,7 +64,7 @@ Percentiles Summarize(std::vector<absl::Duration> samples) {
 
 int TotalPending(const Scheduler& s) {
   int n = 0;
-  for (const auto& entry : s.PendingByTenant()) n += entry.second;
+  for (const auto& entry : s.Stats().pending_by_tenant) n += entry.second;
   return n;
 }
 
@@ -83,7 +84,8 @@ int Run() {
   Scheduler::Options options;
   options.heartbeat_timeout = absl::ZeroDuration();
   options.pending_lease = absl::Hours(24 * 365);
-  Scheduler s(&store, &clock, BuiltinAcceleratorRegistry(), options);
+  Scheduler scheduler(&store, &clock, BuiltinAcceleratorRegistry(), options);
+  BlockingScheduler s(&scheduler);
   if (!s.Load().ok()) return 1;
   std::mt19937 rng(42);
   const absl::Time setup = absl::Now();
@@ -168,7 +170,7 @@ int Run() {
         AllocationRequest refill = request(false, 1);
         if (s.Allocate(refill).ok()) running.push_back(refill.request_id);
       } else {
-        pending = TotalPending(s);
+        pending = TotalPending(scheduler);
         while (pending < length) {
           if (!enqueue()) return 1;
         }

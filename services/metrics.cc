@@ -80,10 +80,12 @@ class CatalogCollector final : public prometheus::Collectable {
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::vector<prometheus::MetricFamily> out;
+    // One snapshot, so that the families below agree with each other.
+    const SchedulerStats stats = scheduler_->Stats();
     auto devices = GaugeFamily(
         "accelsched_devices",
         "Allocatable units (whole devices, MIG slices, TPU slices) by state.");
-    for (const CapacityEntry& e : scheduler_->GetCapacity()) {
+    for (const CapacityEntry& e : stats.capacity) {
       const std::string cls(DeviceClassName(e.device_class));
       for (const auto& [state, value] :
            {std::pair<const char*, int64_t>{"free", e.free},
@@ -100,7 +102,7 @@ class CatalogCollector final : public prometheus::Collectable {
 
     auto active = GaugeFamily("accelsched_allocations_active",
                               "Live (ACTIVE) allocations by tenant.");
-    for (const auto& [tenant, n] : scheduler_->ActiveByTenant()) {
+    for (const auto& [tenant, n] : stats.active_by_tenant) {
       active.metric.push_back(
           Sample(static_cast<double>(n), {{"tenant", tenant}}));
     }
@@ -109,7 +111,7 @@ class CatalogCollector final : public prometheus::Collectable {
     auto pending = GaugeFamily("accelsched_allocations_pending",
                                "PENDING allocations (queued requests) by "
                                "tenant.");
-    for (const auto& [tenant, n] : scheduler_->PendingByTenant()) {
+    for (const auto& [tenant, n] : stats.pending_by_tenant) {
       pending.metric.push_back(
           Sample(static_cast<double>(n), {{"tenant", tenant}}));
     }
@@ -124,7 +126,7 @@ class CatalogCollector final : public prometheus::Collectable {
         "Units a tenant holds (kind=used), may hold (kind=nominal) and "
         "borrows (kind=borrowed) per pool; nominal only where a quota is "
         "set.");
-    for (const TenantStanding& t : scheduler_->TenantStandings("")) {
+    for (const TenantStanding& t : stats.tenants) {
       share.metric.push_back(Sample(t.dominant_share, {{"tenant", t.tenant}}));
       for (const TenantStanding::Pool& p : t.pools) {
         auto labels = [&](const char* kind) {
@@ -152,7 +154,8 @@ class CatalogCollector final : public prometheus::Collectable {
     auto nodes =
         GaugeFamily("accelsched_nodes",
                     "Registered nodes by whether they take new allocations.");
-    const auto [schedulable, cordoned] = scheduler_->NodeCounts();
+    const int64_t schedulable = stats.schedulable_nodes;
+    const int64_t cordoned = stats.cordoned_nodes;
     nodes.metric.push_back(
         Sample(static_cast<double>(schedulable), {{"schedulable", "true"}}));
     nodes.metric.push_back(

@@ -6,12 +6,13 @@
 
 #include "absl/status/statusor.h"
 #include "accelsched/v1/accelsched.pb.h"
+#include "core/book/allocation_book.h"
 #include "core/model/allocation_model.h"
 #include "core/model/capacity.h"
 #include "core/model/catalog_model.h"
 #include "core/catalog/device_stats.h"
 #include "core/placement/placement.h"
-#include "core/scheduler/scheduler.h"
+#include "core/scheduler/replies.h"
 
 namespace accelsched {
 

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <set>
+#include <tuple>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -243,11 +244,6 @@ void Scheduler::Assign(
   }
 }
 
-absl::StatusOr<Allocation> Scheduler::Allocate(
-    const AllocationRequest& request) {
-  return Await(QueueAllocate(request));
-}
-
 void Scheduler::Allocate(const AllocationRequest& request,
                          Callback<Allocation> done) {
   Complete(QueueAllocate(request), std::move(done));
@@ -345,10 +341,6 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
   return Queued<Allocation>{std::move(a), std::move(ticket)};
 }
 
-absl::StatusOr<Allocation> Scheduler::Release(const AllocationKey& key) {
-  return Await(QueueRelease(key));
-}
-
 void Scheduler::Release(const AllocationKey& key, Callback<Allocation> done) {
   Complete(QueueRelease(key), std::move(done));
 }
@@ -385,11 +377,6 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueRelease(
     ticket = record.ticket;
   }
   return Queued<Allocation>{std::move(a), std::move(ticket)};
-}
-
-absl::StatusOr<Allocation> Scheduler::RenewLease(
-    absl::string_view allocation_id, absl::Duration lease) {
-  return Await(QueueRenewLease(allocation_id, lease));
 }
 
 void Scheduler::RenewLease(absl::string_view allocation_id,
@@ -454,16 +441,6 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::FindDurable(
   if (record == nullptr) return AllocationNotFound(key);
   return Queued<Allocation>{WithQueueFields(record->allocation),
                             record->ticket};
-}
-
-absl::StatusOr<Allocation> Scheduler::GetAllocation(
-    const AllocationKey& key) const {
-  absl::StatusOr<Queued<Allocation>> found = FindDurable(key);
-  if (!found.ok()) return found.status();
-  const std::string id = found->value.id;
-  absl::StatusOr<Allocation> a = Await(std::move(found));
-  if (!a.ok()) return NotWritten(id);
-  return a;
 }
 
 void Scheduler::GetAllocation(const AllocationKey& key,
@@ -573,9 +550,16 @@ absl::StatusOr<int> Scheduler::Sweep() {
   return expired;
 }
 
-std::map<std::string, int64_t> Scheduler::ActiveByTenant() const {
+SchedulerStats Scheduler::Stats() const {
+  SchedulerStats stats;
   absl::ReaderMutexLock lock(&mu_);
-  return book_.ActiveByTenant();
+  stats.capacity = catalog_.index().Capacity();
+  stats.active_by_tenant = book_.ActiveByTenant();
+  stats.pending_by_tenant = queue_.CountByTenant();
+  stats.tenants = TenantStandingsLocked("");
+  std::tie(stats.schedulable_nodes, stats.cordoned_nodes) =
+      catalog_.NodeCounts();
+  return stats;
 }
 
 }  // namespace accelsched

@@ -8,16 +8,17 @@
 // commit; the commit happens without the lock, so readers and other writers
 // proceed.
 //
-// Every call that writes comes in two forms: one that blocks until its change
-// is durable, and one that returns at once and reports through a callback
-// (the gRPC handlers, which must not hold a thread per commit). A callback
+// Every call that writes returns at once and reports through a callback once
+// its change is durable (the gRPC handlers must not hold a thread per commit;
+// tests wait with tests/support/blocking_scheduler.h). A callback
 // runs exactly once: on the calling thread when the call fails or its result
 // is already durable (an expiry the call queued on the way may still be
 // committing: it is not the call's result), otherwise on the thread that
 // completes the commit, outside the scheduler's lock. It may call the
-// scheduler's reads and callback forms, never a blocking write (the commit
+// scheduler's reads and callback forms, never wait for a write (the commit
 // it would wait for may be queued behind it on its own thread); keep it
-// short: it delays the writes committed after it.
+// short: it delays the writes committed after it. SetTenantPolicies, Sweep
+// and Load, which the server calls from its own threads, block instead.
 #ifndef ACCELSCHED_CORE_SCHEDULER_SCHEDULER_H_
 #define ACCELSCHED_CORE_SCHEDULER_SCHEDULER_H_
 
@@ -54,39 +55,9 @@
 #include "core/matching/matcher.h"
 #include "core/model/allocation_model.h"
 #include "core/model/catalog_model.h"
+#include "core/scheduler/replies.h"
 
 namespace accelsched {
-
-struct ExplainResult {
-  bool feasible = false;
-  Allocation
-      would_allocate;  // devices and placement input only; no id or state
-  Explanation explanation;
-  // When the request's request_id is PENDING.
-  int queue_position = 0;
-  std::string pending_reason;
-};
-
-struct QueuePage {
-  std::vector<Allocation> pending;  // admission order
-  std::string next_page_token;
-};
-
-// A tenant's standing: what it holds per pool against its quota, its share.
-struct TenantStanding {
-  struct Pool {
-    PoolKey pool;
-    int64_t used = 0;
-    int64_t nominal = -1;  // -1: no quota
-    int64_t borrowed = 0;
-  };
-  std::string tenant;
-  double dominant_share = 0;
-  double weight = 1;
-  std::string cohort;
-  std::vector<Pool> pools;
-  int64_t pending = 0;
-};
 
 class Scheduler {
  public:
@@ -139,7 +110,6 @@ class Scheduler {
   // heartbeat, and replaces labels and devices. A dropped device that a live
   // allocation holds is kept, unhealthy, until released; changing such a device
   // in place is FAILED_PRECONDITION.
-  absl::StatusOr<Node> RegisterNode(Node node);
   void RegisterNode(Node node, Callback<Node> done);
   absl::StatusOr<Node> GetNode(absl::string_view name) const;
   // `page_size` 0 means kDefaultPageSize; at most kMaxPageSize.
@@ -148,10 +118,7 @@ class Scheduler {
                                      absl::string_view page_token) const;
   // FAILED_PRECONDITION while the node holds live allocations, unless `force`,
   // which ends them with reason node_removed.
-  absl::Status RemoveNode(absl::string_view name, bool force);
   void RemoveNode(absl::string_view name, bool force, StatusCallback done);
-  absl::StatusOr<Node> SetNodeSchedulable(absl::string_view name,
-                                          bool schedulable);
   void SetNodeSchedulable(absl::string_view name, bool schedulable,
                           Callback<Node> done);
   // `unhealthy_device_ids` is the node's complete set of unhealthy devices now.
@@ -161,13 +128,8 @@ class Scheduler {
   // is not the node's, and then nothing changes. Once the heartbeat is
   // accepted, `accepted` runs under the scheduler's lock (so that it is
   // ordered with the node's registration and removal: keep it short, and
-  // call nothing of the scheduler's from it); then the blocking form waits
-  // for the commit, and the callback form reports once it is done.
-  absl::Status Heartbeat(
-      absl::string_view name,
-      const std::vector<std::string>& unhealthy_device_ids,
-      const std::vector<std::string>& reported_ids = {},
-      absl::FunctionRef<void()> accepted = [] {});
+  // call nothing of the scheduler's from it); then `done` reports once the
+  // commit is done.
   void Heartbeat(absl::string_view name,
                  const std::vector<std::string>& unhealthy_device_ids,
                  const std::vector<std::string>& reported_ids,
@@ -189,18 +151,13 @@ class Scheduler {
       std::shared_ptr<const AcceleratorTypeSet> next);
 
   // --- Allocation ---
-  absl::StatusOr<Allocation> Allocate(const AllocationRequest& request);
   void Allocate(const AllocationRequest& request, Callback<Allocation> done);
   // Idempotent: an ended allocation is returned as it is.
-  absl::StatusOr<Allocation> Release(const AllocationKey& key);
   void Release(const AllocationKey& key, Callback<Allocation> done);
-  absl::StatusOr<Allocation> RenewLease(absl::string_view allocation_id,
-                                        absl::Duration lease);
   void RenewLease(absl::string_view allocation_id, absl::Duration lease,
                   Callback<Allocation> done);
-  // Shows nothing that is not yet durable: waits for the allocation's last
-  // write (UNAVAILABLE when that failed).
-  absl::StatusOr<Allocation> GetAllocation(const AllocationKey& key) const;
+  // Shows nothing that is not yet durable: reports once the allocation's
+  // last write is (UNAVAILABLE when that failed).
   void GetAllocation(const AllocationKey& key, Callback<Allocation> done) const;
   absl::StatusOr<AllocationPage> ListAllocations(
       const AllocationFilter& filter, int page_size,
@@ -221,15 +178,12 @@ class Scheduler {
   // Makes `policies` the tenants' weights, quotas and cohorts from now on,
   // and admits what they let in; blocks until that is durable.
   absl::Status SetTenantPolicies(std::shared_ptr<const TenantPolicies> next);
-  // Pending allocations per tenant.
-  std::map<std::string, int64_t> PendingByTenant() const;
 
   EventHub& events() { return events_; }
   GroupCommitter& committer() { return *committer_; }
-  // Live allocations per tenant.
-  std::map<std::string, int64_t> ActiveByTenant() const;
-  // Nodes by schedulable flag: {schedulable, cordoned}.
-  std::pair<int64_t, int64_t> NodeCounts() const;
+  // Capacity, allocations per tenant, tenants' standings and node counts,
+  // read under one acquisition of the lock (shared: writers wait for it).
+  SchedulerStats Stats() const;
 
  private:
   using Record = AllocationBook::Record;
@@ -246,11 +200,9 @@ class Scheduler {
     T value;
     std::shared_ptr<GroupCommitter::Ticket> ticket;
   };
-  // The two ends of every write call, with the scheduler's lock released:
-  // flush the committer (the caller may have to lead it), then block, or hand
-  // the result to `done` once durable.
-  template <typename T>
-  absl::StatusOr<T> Await(absl::StatusOr<Queued<T>> queued) const;
+  // The end of every write call, with the scheduler's lock released: flush
+  // the committer (the caller may have to lead it), and hand the result to
+  // `done` once durable.
   template <typename T>
   void Complete(absl::StatusOr<Queued<T>> queued, Callback<T> done) const;
   void Complete(absl::StatusOr<Queued<bool>> queued, StatusCallback done) const;
@@ -328,6 +280,9 @@ class Scheduler {
   // shows).
   std::shared_ptr<const std::vector<std::string>> PendingOrder(bool fresh) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // TenantStandings, with mu_ held.
+  std::vector<TenantStanding> TenantStandingsLocked(
+      absl::string_view tenant) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // The store, its calls serialised: a sweep may reload while a batch
   // commits.
@@ -369,17 +324,6 @@ class Scheduler {
   // the members above (the failure handler reloads them).
   std::unique_ptr<GroupCommitter> committer_;
 };
-
-template <typename T>
-absl::StatusOr<T> Scheduler::Await(absl::StatusOr<Queued<T>> queued) const {
-  committer_->Flush();
-  if (!queued.ok()) return queued.status();
-  if (queued->ticket != nullptr) {
-    absl::Status committed = committer_->Wait(queued->ticket);
-    if (!committed.ok()) return committed;
-  }
-  return std::move(queued->value);
-}
 
 template <typename T>
 void Scheduler::Complete(absl::StatusOr<Queued<T>> queued,

@@ -17,10 +17,6 @@ void Scheduler::DropReleasedRemovedDevices(const std::string& node_name,
   }
 }
 
-absl::StatusOr<Node> Scheduler::RegisterNode(Node node) {
-  return Await(QueueRegisterNode(std::move(node)));
-}
-
 void Scheduler::RegisterNode(Node node, Callback<Node> done) {
   Complete(QueueRegisterNode(std::move(node)), std::move(done));
 }
@@ -74,10 +70,6 @@ absl::StatusOr<NodePage> Scheduler::ListNodes(
   return catalog_.ListNodes(selector, request.size, request.after);
 }
 
-absl::Status Scheduler::RemoveNode(absl::string_view name, bool force) {
-  return Await(QueueRemoveNode(name, force)).status();
-}
-
 void Scheduler::RemoveNode(absl::string_view name, bool force,
                            StatusCallback done) {
   Complete(QueueRemoveNode(name, force), std::move(done));
@@ -115,11 +107,6 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueRemoveNode(
   return Queued<bool>{true, std::move(ticket)};
 }
 
-absl::StatusOr<Node> Scheduler::SetNodeSchedulable(absl::string_view name,
-                                                   bool schedulable) {
-  return Await(QueueSetNodeSchedulable(name, schedulable));
-}
-
 void Scheduler::SetNodeSchedulable(absl::string_view name, bool schedulable,
                                    Callback<Node> done) {
   Complete(QueueSetNodeSchedulable(name, schedulable), std::move(done));
@@ -144,16 +131,6 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueSetNodeSchedulable(
     if (schedulable) AdmitLocked(clock_->Now());
   }
   return Queued<Node>{std::move(updated), std::move(ticket)};
-}
-
-absl::Status Scheduler::Heartbeat(
-    absl::string_view name,
-    const std::vector<std::string>& unhealthy_device_ids,
-    const std::vector<std::string>& reported_ids,
-    absl::FunctionRef<void()> accepted) {
-  return Await(
-             QueueHeartbeat(name, unhealthy_device_ids, reported_ids, accepted))
-      .status();
 }
 
 void Scheduler::Heartbeat(absl::string_view name,
@@ -226,11 +203,6 @@ absl::Status Scheduler::ReplaceAcceleratorTypes(
   absl::MutexLock types_lock(&types_mu_);
   types_ = std::move(next);
   return absl::OkStatus();
-}
-
-std::pair<int64_t, int64_t> Scheduler::NodeCounts() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return catalog_.NodeCounts();
 }
 
 }  // namespace accelsched

@@ -198,6 +198,11 @@ absl::StatusOr<QueuePage> Scheduler::GetQueue(
 std::vector<TenantStanding> Scheduler::TenantStandings(
     absl::string_view tenant) const {
   absl::ReaderMutexLock lock(&mu_);
+  return TenantStandingsLocked(tenant);
+}
+
+std::vector<TenantStanding> Scheduler::TenantStandingsLocked(
+    absl::string_view tenant) const {
   const AdmissionContext ctx = ContextAt(clock_->Now());
   const std::map<std::string, int64_t> pending = queue_.CountByTenant();
   std::set<std::string> names;
@@ -248,11 +253,6 @@ absl::Status Scheduler::SetTenantPolicies(
   }
   committer_->Flush();
   return ticket == nullptr ? absl::OkStatus() : committer_->Wait(ticket);
-}
-
-std::map<std::string, int64_t> Scheduler::PendingByTenant() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return queue_.CountByTenant();
 }
 
 }  // namespace accelsched

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<AllocationRequest> req = AllocationRequestFromProto(proto);
   if (!req.ok()) return 0;
   FuzzCluster cluster;
-  Scheduler& s = cluster.scheduler();
+  BlockingScheduler& s = cluster.scheduler();
   (void)s.Explain(*req);
   absl::StatusOr<Allocation> a = s.Allocate(*req);
   if (a.ok()) {

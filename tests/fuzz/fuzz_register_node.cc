@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<Node> node = NodeFromProto(proto.node());
   if (!node.ok()) return 0;
   FuzzCluster cluster;
-  Scheduler& s = cluster.scheduler();
+  BlockingScheduler& s = cluster.scheduler();
   // The fixture is rebuilt for every input, so a fuzzed node may also replace
   // one of its nodes.
   absl::StatusOr<Node> stored = s.RegisterNode(*node);

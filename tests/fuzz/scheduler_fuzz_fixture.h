@@ -5,6 +5,7 @@
 #define ACCELSCHED_TESTS_FUZZ_SCHEDULER_FUZZ_FIXTURE_H_
 
 #include "core/scheduler/scheduler.h"
+#include "tests/support/blocking_scheduler.h"
 #include "tests/support/fake_store.h"
 #include "tests/support/scheduler_test_util.h"
 
@@ -32,7 +33,7 @@ class FuzzCluster {
     }
   }
 
-  Scheduler& scheduler() { return scheduler_; }
+  BlockingScheduler& scheduler() { return scheduler_; }
 
  private:
   static Scheduler::Options Options() {
@@ -43,11 +44,11 @@ class FuzzCluster {
 
   FakeStore store_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  Scheduler scheduler_;
+  BlockingScheduler scheduler_;
 };
 
 // Every unit's counts add up; a violation stops the fuzzer.
-inline void CheckCapacity(const Scheduler& s) {
+inline void CheckCapacity(const BlockingScheduler& s) {
   for (const CapacityEntry& e : s.GetCapacity()) {
     if (e.free + e.allocated + e.unhealthy != e.total || e.free < 0)
       __builtin_trap();

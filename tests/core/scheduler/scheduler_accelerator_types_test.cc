@@ -7,13 +7,14 @@
 #include <thread>
 #include <vector>
 
+#include "config/accelerator_types_file.h"
 #include "core/base/clock.h"
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
-#include "tests/support/fake_store.h"
 #include "tests/support/accelerator_types_test_util.h"
+#include "tests/support/blocking_scheduler.h"
+#include "tests/support/fake_store.h"
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -32,14 +33,14 @@ Device AcmeSplit(std::string id, int index) {
 class SchedulerRegistryTest : public testing::Test {
  protected:
   void Start(std::shared_ptr<const AcceleratorTypeSet> registry) {
-    s_ = std::make_unique<Scheduler>(&store_, &clock_, std::move(registry),
-                                     Scheduler::Options());
+    s_ = std::make_unique<BlockingScheduler>(
+        &store_, &clock_, std::move(registry), Scheduler::Options());
     ASSERT_OK(s_->Load());
   }
 
   FakeStore store_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  std::unique_ptr<Scheduler> s_;
+  std::unique_ptr<BlockingScheduler> s_;
 };
 
 // v5p-32 is not in Google's "most common" table but is a real shape: four

@@ -7,6 +7,7 @@
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/blocking_scheduler.h"
 #include "tests/support/fake_store.h"
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -50,7 +51,7 @@ class SchedulerAllocationTest : public testing::Test {
 
   FakeStore store_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  Scheduler s_{&store_, &clock_, BuiltinAcceleratorRegistry(), Opts()};
+  BlockingScheduler s_{&store_, &clock_, BuiltinAcceleratorRegistry(), Opts()};
 };
 
 TEST_F(SchedulerAllocationTest, WholeGpusAreAllocatedDurablyWithPlacement) {
@@ -88,7 +89,7 @@ TEST_F(SchedulerAllocationTest, WholeGpusAreAllocatedDurablyWithPlacement) {
   EXPECT_EQ(Cap("nvidia-tesla-t4", ""),
             (CapacityEntry{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", "", 3, 2,
                            1, 0}));
-  EXPECT_THAT(s_.ActiveByTenant(), ElementsAre(Pair("proj/dev", 1)));
+  EXPECT_THAT(s_.Stats().active_by_tenant, ElementsAre(Pair("proj/dev", 1)));
 }
 
 TEST_F(SchedulerAllocationTest,
@@ -528,7 +529,8 @@ TEST_F(SchedulerAllocationTest, RestartKeepsActiveAllocations) {
   ASSERT_OK(a);
   ASSERT_OK(b);
   ASSERT_OK(s_.Release({b->id, ""}));
-  Scheduler restarted(&store_, &clock_, BuiltinAcceleratorRegistry(), Opts());
+  BlockingScheduler restarted(&store_, &clock_, BuiltinAcceleratorRegistry(),
+                              Opts());
   ASSERT_OK(restarted.Load());
   EXPECT_EQ(*restarted.GetAllocation({a->id, ""}), *a);
   EXPECT_EQ(restarted.GetAllocation({b->id, ""})->state,

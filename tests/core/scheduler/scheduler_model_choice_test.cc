@@ -8,6 +8,7 @@
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/blocking_scheduler.h"
 #include "tests/support/fake_store.h"
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -33,8 +34,8 @@ class SchedulerModelChoiceTest : public testing::Test {
 
   FakeStore store_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  Scheduler s_{&store_, &clock_, BuiltinAcceleratorRegistry(),
-               Scheduler::Options()};
+  BlockingScheduler s_{&store_, &clock_, BuiltinAcceleratorRegistry(),
+                       Scheduler::Options()};
 };
 
 AllocationRequest AnyOf(std::string request_id, std::vector<std::string> models,

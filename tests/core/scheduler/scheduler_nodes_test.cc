@@ -5,6 +5,7 @@
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/blocking_scheduler.h"
 #include "tests/support/fake_store.h"
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -27,8 +28,8 @@ class SchedulerNodesTest : public testing::Test {
  protected:
   FakeStore store_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  Scheduler scheduler_{&store_, &clock_, BuiltinAcceleratorRegistry(),
-                       Scheduler::Options()};
+  BlockingScheduler scheduler_{&store_, &clock_, BuiltinAcceleratorRegistry(),
+                               Scheduler::Options()};
 };
 
 TEST_F(SchedulerNodesTest, RegisteredNodeReadsBackNormalisedAndStored) {
@@ -113,7 +114,7 @@ TEST(SchedulerForcedRemovalTest, EndedAllocationsAreShownOnlyOnceDurable) {
   FakeClock clock{absl::FromUnixSeconds(1'700'000'000)};
   Scheduler::Options options;
   options.commit_mode = GroupCommitter::Mode::kThread;
-  Scheduler s(&store, &clock, BuiltinAcceleratorRegistry(), options);
+  BlockingScheduler s(&store, &clock, BuiltinAcceleratorRegistry(), options);
   ASSERT_OK(s.Load());
   ASSERT_OK(s.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)})));
   absl::StatusOr<Allocation> allocated = s.Allocate(Want("r1", "T4"));
@@ -125,11 +126,11 @@ TEST(SchedulerForcedRemovalTest, EndedAllocationsAreShownOnlyOnceDurable) {
   absl::Notification removed, read;
   absl::Status removal;
   absl::StatusOr<Allocation> seen;
-  s.RemoveNode("n1", true, [&](absl::Status st) {
+  s.scheduler().RemoveNode("n1", true, [&](absl::Status st) {
     removal = st;
     removed.Notify();
   });
-  s.GetAllocation({a.id, ""}, [&](absl::StatusOr<Allocation> got) {
+  s.scheduler().GetAllocation({a.id, ""}, [&](absl::StatusOr<Allocation> got) {
     seen = std::move(got);
     read.Notify();
   });
@@ -281,8 +282,8 @@ TEST_F(SchedulerNodesTest, LoadRebuildsEverythingFromTheStore) {
   ASSERT_OK(scheduler_.RegisterNode(
       MakeNode("n1", {Gpu("GPU-a", "T4", 0)}, {{"k", "v"}})));
   ASSERT_OK(scheduler_.SetNodeSchedulable("n1", false));
-  Scheduler reloaded(&store_, &clock_, BuiltinAcceleratorRegistry(),
-                     Scheduler::Options());
+  BlockingScheduler reloaded(&store_, &clock_, BuiltinAcceleratorRegistry(),
+                             Scheduler::Options());
   ASSERT_OK(reloaded.Load());
   EXPECT_EQ(*reloaded.GetNode("n1"), *scheduler_.GetNode("n1"));
   EXPECT_EQ(reloaded.GetCapacity(), scheduler_.GetCapacity());

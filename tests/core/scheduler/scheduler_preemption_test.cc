@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "config/accelerator_types_file.h"
+#include "config/tenants_file.h"
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
-#include "config/tenants_file.h"
+#include "tests/support/blocking_scheduler.h"
 #include "tests/support/fake_store.h"
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -58,8 +59,8 @@ class SchedulerPreemptionTest : public testing::Test {
  protected:
   explicit SchedulerPreemptionTest(Scheduler::Options o = Opts())
       : options_(o),
-        s_(std::make_unique<Scheduler>(&store_, &clock_,
-                                       BuiltinAcceleratorRegistry(), o)) {}
+        s_(std::make_unique<BlockingScheduler>(
+            &store_, &clock_, BuiltinAcceleratorRegistry(), o)) {}
   Allocation Must(absl::StatusOr<Allocation> a) {
     EXPECT_OK(a);
     return a.ok() ? *std::move(a) : Allocation();
@@ -77,7 +78,7 @@ class SchedulerPreemptionTest : public testing::Test {
   Scheduler::Options options_;
   FakeStore store_;
   FakeClock clock_{kStart};
-  std::unique_ptr<Scheduler> s_;
+  std::unique_ptr<BlockingScheduler> s_;
 };
 
 // Pass::blocked_ is keyed by shape alone: another tenant's blocked

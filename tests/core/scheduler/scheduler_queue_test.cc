@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "config/accelerator_types_file.h"
+#include "config/tenants_file.h"
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
-#include "config/tenants_file.h"
+#include "tests/support/blocking_scheduler.h"
 #include "tests/support/fake_store.h"
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -58,7 +59,7 @@ AllocationRequest Queued(std::string request_id, int count = 1,
 class SchedulerQueueTest : public testing::Test {
  protected:
   explicit SchedulerQueueTest(Scheduler::Options options = Opts())
-      : s_(std::make_unique<Scheduler>(
+      : s_(std::make_unique<BlockingScheduler>(
             &store_, &clock_, BuiltinAcceleratorRegistry(), options)) {}
 
   Allocation Must(absl::StatusOr<Allocation> a) {
@@ -92,7 +93,7 @@ class SchedulerQueueTest : public testing::Test {
 
   FakeStore store_;
   FakeClock clock_{kStart};
-  std::unique_ptr<Scheduler> s_;
+  std::unique_ptr<BlockingScheduler> s_;
 };
 
 TEST_F(SchedulerQueueTest, AQueuedRequestWaitsDurablyAndIsAdmittedOnRelease) {
@@ -110,7 +111,8 @@ TEST_F(SchedulerQueueTest, AQueuedRequestWaitsDurablyAndIsAdmittedOnRelease) {
   EXPECT_THAT(pending.devices, IsEmpty());
   EXPECT_EQ(store_.allocations().at(pending.id).allocation.state,
             AllocationState::kPending);
-  EXPECT_EQ(s_->PendingByTenant(), (std::map<std::string, int64_t>{{"", 1}}));
+  EXPECT_EQ(s_->Stats().pending_by_tenant,
+            (std::map<std::string, int64_t>{{"", 1}}));
 
   clock_.Advance(absl::Seconds(7));
   ASSERT_OK(s_->Release({"", "first"}));
@@ -124,7 +126,7 @@ TEST_F(SchedulerQueueTest, AQueuedRequestWaitsDurablyAndIsAdmittedOnRelease) {
   EXPECT_THAT(admitted.devices, SizeIs(1));
   EXPECT_EQ(store_.allocations().at(pending.id).allocation, admitted);
   EXPECT_THAT(EventsOf(watcher), ElementsAre(Event::Type::kAdmitted));
-  EXPECT_THAT(s_->PendingByTenant(), IsEmpty());
+  EXPECT_THAT(s_->Stats().pending_by_tenant, IsEmpty());
 }
 
 TEST_F(SchedulerQueueTest, ARetryReturnsThePendingRequestAndKeepsItAlive) {
@@ -194,7 +196,7 @@ TEST_F(SchedulerQueueTest, HigherPriorityFirstThenFirstComeFirstServed) {
 // queued on a cluster of `gpus`: the oldest allocation is released, the
 // queue admits one, `rounds` times.
 std::map<std::string, int> AdmissionsUnderLoad(
-    Scheduler& s, const std::vector<std::string>& tenants, int rounds) {
+    BlockingScheduler& s, const std::vector<std::string>& tenants, int rounds) {
   std::map<std::string, int> admitted;
   std::map<std::string, int> next;
   std::deque<std::string> running;
@@ -203,7 +205,7 @@ std::map<std::string, int> AdmissionsUnderLoad(
     for (bool more = true; more;) {
       more = false;
       for (const std::string& t : tenants) {
-        if (s.PendingByTenant()[t] >= 2) continue;
+        if (s.Stats().pending_by_tenant[t] >= 2) continue;
         more = true;
         const std::string id = absl::StrCat(t, "-", next[t]++);
         absl::StatusOr<Allocation> a = s.Allocate(Queued(id, 1, t));
@@ -235,7 +237,7 @@ std::map<std::string, int> AdmissionsUnderLoad(
 
 // Tenant a's part of 1,000 admissions between tenants a and b keeping two
 // nodes of 8 T4s busy.
-double ShareOfA(Scheduler& s) {
+double ShareOfA(BlockingScheduler& s) {
   EXPECT_OK(s.RegisterNode(T4Node("n1", 8)));
   EXPECT_OK(s.RegisterNode(T4Node("n2", 8)));
   std::map<std::string, int> admitted =
@@ -267,8 +269,8 @@ TEST_F(SchedulerQueueTest, WeightsThreeToOneShareSeventyFiveTwentyFive) {
 TEST_F(SchedulerQueueTest, BackfillNeverDelaysTheReservedHead) {
   Scheduler::Options options = Opts();
   options.pending_lease = absl::Hours(24);  // no retries needed here
-  s_ = std::make_unique<Scheduler>(&store_, &clock_,
-                                   BuiltinAcceleratorRegistry(), options);
+  s_ = std::make_unique<BlockingScheduler>(
+      &store_, &clock_, BuiltinAcceleratorRegistry(), options);
   ASSERT_OK(s_->RegisterNode(T4Node("n1", 8)));
   // Eight 1-GPU jobs ending 10..80 minutes from now.
   for (int i = 0; i < 8; ++i) {
@@ -516,8 +518,8 @@ TEST_F(SchedulerQueueTest, TheQueueAndPreemptionsSurviveARestart) {
   ASSERT_EQ(StateOf("low"), AllocationState::kPreempted);
   absl::StatusOr<QueuePage> before = s_->GetQueue("", 0, "");
   ASSERT_OK(before);
-  s_ = std::make_unique<Scheduler>(&store_, &clock_,
-                                   BuiltinAcceleratorRegistry(), Opts());
+  s_ = std::make_unique<BlockingScheduler>(
+      &store_, &clock_, BuiltinAcceleratorRegistry(), Opts());
   ASSERT_OK(s_->Load());
   absl::StatusOr<QueuePage> after = s_->GetQueue("", 0, "");
   ASSERT_OK(after);

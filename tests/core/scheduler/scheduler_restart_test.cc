@@ -9,6 +9,7 @@
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/blocking_scheduler.h"
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/store_factories.h"
@@ -32,7 +33,7 @@ class SchedulerRestartTest : public testing::Test {
     ASSERT_NO_FATAL_FAILURE(Start());
   }
 
-  Scheduler& s() { return *scheduler_; }
+  BlockingScheduler& s() { return *scheduler_; }
 
   CapacityEntry T4() {
     for (const CapacityEntry& e : s().GetCapacity()) {
@@ -55,15 +56,15 @@ class SchedulerRestartTest : public testing::Test {
   Factory factory_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
   std::unique_ptr<Store> store_;
-  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<BlockingScheduler> scheduler_;
 
  private:
   void Start() {
     store_ = factory_.Open();
     ASSERT_NE(store_, nullptr);
-    scheduler_ = std::make_unique<Scheduler>(store_.get(), &clock_,
-                                             BuiltinAcceleratorRegistry(),
-                                             Scheduler::Options());
+    scheduler_ = std::make_unique<BlockingScheduler>(
+        store_.get(), &clock_, BuiltinAcceleratorRegistry(),
+        Scheduler::Options());
     ASSERT_OK(scheduler_->Load());
   }
 };

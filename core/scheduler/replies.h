@@ -1,0 +1,69 @@
+// What the scheduler's reads return beyond the catalog's and the book's own
+// types: an explanation, a page of the queue, a tenant's standing, and the
+// snapshot the metrics read. Plain values, copied out under the scheduler's
+// lock.
+#ifndef ACCELSCHED_CORE_SCHEDULER_REPLIES_H_
+#define ACCELSCHED_CORE_SCHEDULER_REPLIES_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/matching/matcher.h"
+#include "core/model/allocation_model.h"
+#include "core/model/capacity.h"
+#include "core/model/unit.h"
+
+namespace accelsched {
+
+struct ExplainResult {
+  bool feasible = false;
+  Allocation
+      would_allocate;  // devices and placement input only; no id or state
+  Explanation explanation;
+  // When the request's request_id is PENDING.
+  int queue_position = 0;
+  std::string pending_reason;
+};
+
+struct QueuePage {
+  std::vector<Allocation> pending;  // admission order
+  std::string next_page_token;
+};
+
+// A tenant's standing: what it holds per pool against its quota, its share.
+struct TenantStanding {
+  struct Pool {
+    PoolKey pool;
+    int64_t used = 0;
+    int64_t nominal = -1;  // -1: no quota
+    int64_t borrowed = 0;
+  };
+  std::string tenant;
+  double dominant_share = 0;
+  double weight = 1;
+  std::string cohort;
+  std::vector<Pool> pools;
+  int64_t pending = 0;
+};
+
+// The scheduler at one instant, as the metrics report it: every field read
+// under the same acquisition of the scheduler's lock, so they agree.
+struct SchedulerStats {
+  // As Scheduler::GetCapacity: sorted by device class, model, partition.
+  std::vector<CapacityEntry> capacity;
+  // Live allocations per tenant.
+  std::map<std::string, int64_t> active_by_tenant;
+  // PENDING allocations per tenant.
+  std::map<std::string, int64_t> pending_by_tenant;
+  // As Scheduler::TenantStandings(""): every tenant.
+  std::vector<TenantStanding> tenants;
+  // Nodes by schedulable flag.
+  int64_t schedulable_nodes = 0;
+  int64_t cordoned_nodes = 0;
+};
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_SCHEDULER_REPLIES_H_
