@@ -231,8 +231,8 @@ void NvidiaGpus::ReadStats(nvmlDevice_t gpu, const nvmlMemory_t* memory,
       utilization.gpu <= 100) {
     stats.set_utilization(utilization.gpu / 100.0);
   }
-  // Readings outside what the server accepts (core/device_stats.h) are left
-  // out rather than have the whole heartbeat refused.
+  // Readings outside what the server accepts (core/catalog/device_stats.h) are
+  // left out rather than have the whole heartbeat refused.
   unsigned int temperature = 0, milliwatts = 0;
   if (nvml.nvmlDeviceGetTemperature != nullptr &&
       nvml.nvmlDeviceGetTemperature(gpu, NVML_TEMPERATURE_GPU, &temperature) ==

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "config/accelerator_types_file.h"
 #include "core/catalog/capacity_index.h"
 #include "core/matching/matcher.h"
-#include "config/accelerator_types_file.h"
 
 namespace accelsched {
 namespace {
@@ -169,7 +169,7 @@ void BM_AllocateRelease(benchmark::State& state) {
 // model-less request, which may take any of them.
 void FillWide(int n, Cluster& c) {
   std::vector<std::string> models;
-  for (const AcceleratorType& m : BuiltinAcceleratorRegistry()->types()) {
+  for (const AcceleratorType& m : BuiltinAcceleratorTypes()->types()) {
     if (m.device_class == DeviceClass::kNvidiaGpu && models.size() < 20)
       models.emplace_back(m.canonical_model);
   }

@@ -84,7 +84,7 @@ int Run() {
   Scheduler::Options options;
   options.heartbeat_timeout = absl::ZeroDuration();
   options.pending_lease = absl::Hours(24 * 365);
-  Scheduler scheduler(&store, &clock, BuiltinAcceleratorRegistry(), options);
+  Scheduler scheduler(&store, &clock, BuiltinAcceleratorTypes(), options);
   BlockingScheduler s(&scheduler);
   if (!s.Load().ok()) return 1;
   std::mt19937 rng(42);

@@ -26,13 +26,13 @@ void BM_LoadBuiltinRegistry(benchmark::State& state) {
     benchmark::DoNotOptimize(registry);
   }
   state.counters["types"] =
-      static_cast<double>(BuiltinAcceleratorRegistry()->types().size());
+      static_cast<double>(BuiltinAcceleratorTypes()->types().size());
 }
 BENCHMARK(BM_LoadBuiltinRegistry)->Unit(benchmark::kMillisecond);
 
 // The built-in types plus `extra` made-up ones of three aliases each.
 std::shared_ptr<const AcceleratorTypeSet> Registry(int extra) {
-  AcceleratorTypeSetBuilder builder(*BuiltinAcceleratorRegistry());
+  AcceleratorTypeSetBuilder builder(*BuiltinAcceleratorTypes());
   for (int i = 0; i < extra; ++i) {
     AcceleratorType t;
     t.canonical_model = absl::StrCat("synthetic-", i);
@@ -50,7 +50,7 @@ std::shared_ptr<const AcceleratorTypeSet> Registry(int extra) {
 void BM_FindModel(benchmark::State& state) {
   const auto registry = Registry(static_cast<int>(state.range(0)));
   std::vector<std::string> spellings;
-  for (const AcceleratorType& t : BuiltinAcceleratorRegistry()->types()) {
+  for (const AcceleratorType& t : BuiltinAcceleratorTypes()->types()) {
     for (const std::string& a : t.aliases) {
       spellings.push_back(absl::AsciiStrToUpper(a));
     }

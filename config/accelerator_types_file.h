@@ -12,8 +12,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "accelsched/v1/accelerator_type.pb.h"
-#include "core/accelerators/accelerator_type_set.h"
 #include "core/accelerators/accelerator_type.h"
+#include "core/accelerators/accelerator_type_set.h"
 
 namespace accelsched {
 
@@ -36,16 +36,16 @@ absl::Status AddAcceleratorTypesText(absl::string_view text,
 // The text of the built-in types (config/accelerator_types.textproto).
 absl::string_view BuiltinAcceleratorTypesText();
 
-// The built-in registry. Parsed on first use (about 1 ms; bench/README.md),
-// then shared; thread-safe. The built-in data is checked by the tests, so it
-// cannot fail here: a failure aborts with the reason.
-std::shared_ptr<const AcceleratorTypeSet> BuiltinAcceleratorRegistry();
+// The built-in accelerator types. Parsed on first use (about 1 ms;
+// bench/README.md), then shared; thread-safe. The built-in data is checked by
+// the tests, so it cannot fail here: a failure aborts with the reason.
+std::shared_ptr<const AcceleratorTypeSet> BuiltinAcceleratorTypes();
 
-// The built-in registry extended by the file at `path` (none when empty).
-// NOT_FOUND or PERMISSION_DENIED (naming the path) when the file cannot be
-// read; INVALID_ARGUMENT as AddAcceleratorTypesText otherwise.
-absl::StatusOr<std::shared_ptr<const AcceleratorTypeSet>>
-LoadAcceleratorRegistry(const std::string& path);
+// The built-in accelerator types extended by the file at `path` (none when
+// empty). NOT_FOUND or PERMISSION_DENIED (naming the path) when the file cannot
+// be read; INVALID_ARGUMENT as AddAcceleratorTypesText otherwise.
+absl::StatusOr<std::shared_ptr<const AcceleratorTypeSet>> LoadAcceleratorTypes(
+    const std::string& path);
 
 }  // namespace accelsched
 

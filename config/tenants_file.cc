@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "accelsched/v1/tenants.pb.h"
+#include "config/text_file.h"
+#include "core/base/status_macros.h"
 #include "core/matching/allocation_request.h"
 #include "core/matching/matcher.h"
-#include "core/base/status_macros.h"
-#include "config/text_file.h"
 
 namespace accelsched {
 namespace {

@@ -24,7 +24,7 @@ PACKAGES=(
 # with Debian's protoc plugins for its generated code. gRPC-Go 1.33 decodes through
 # github.com/golang/protobuf, whose 1.5 series (not 1.3) handles APIv2 generated messages.
 # The PostgreSQL backend's tests start private servers of Debian's postgresql-15
-# (tests/postgres_instance.h), as the postgres account that package creates.
+# (tests/support/postgres_instance.h), as the postgres account that package creates.
 TEST_PACKAGES=(postgresql-15 prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev
   golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
   protoc-gen-go protoc-gen-go-grpc)

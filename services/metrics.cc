@@ -16,8 +16,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "core/model/allocation_model.h"
 #include "core/catalog/device_stats.h"
+#include "core/model/allocation_model.h"
 #include "core/scheduler/scheduler.h"
 
 namespace accelsched {
@@ -376,19 +376,21 @@ struct Metrics::Families {
                           .Name("accelsched_grpc_request_duration_seconds")
                           .Help("gRPC call latency by method.")
                           .Register(r)),
-        commit_duration(prometheus::BuildHistogram()
-                            .Name("accelsched_sqlite_commit_duration_seconds")
-                            .Help("Duration of one durable transaction (SQLite, "
-                                  "or PostgreSQL despite the name).")
-                            .Register(r)
-                            .Add({}, LatencyBuckets())),
+        commit_duration(
+            prometheus::BuildHistogram()
+                .Name("accelsched_sqlite_commit_duration_seconds")
+                .Help("Duration of one durable transaction (SQLite, "
+                      "or PostgreSQL despite the name).")
+                .Register(r)
+                .Add({}, LatencyBuckets())),
         commit_batch(
             prometheus::BuildHistogram()
                 .Name("accelsched_group_commit_batch_size")
                 .Help("Acknowledged writes carried by one transaction.")
                 .Register(r)
-                .Add({}, prometheus::Histogram::BucketBoundaries{
-                             1, 2, 4, 8, 16, 32, 64, 128, 256})),
+                .Add({},
+                     prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32,
+                                                             64, 128, 256})),
         leader(prometheus::BuildGauge()
                    .Name("accelsched_leader")
                    .Help("1 while this server serves as the leader (always on "

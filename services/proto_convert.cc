@@ -3,9 +3,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/base/status_macros.h"
 #include "core/catalog/node_validation.h"
 #include "core/placement/placement.h"
-#include "core/base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "services/kubernetes_placement.h"
 

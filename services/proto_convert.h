@@ -7,10 +7,10 @@
 #include "absl/status/statusor.h"
 #include "accelsched/v1/accelsched.pb.h"
 #include "core/book/allocation_book.h"
+#include "core/catalog/device_stats.h"
 #include "core/model/allocation_model.h"
 #include "core/model/capacity.h"
 #include "core/model/catalog_model.h"
-#include "core/catalog/device_stats.h"
 #include "core/placement/placement.h"
 #include "core/scheduler/replies.h"
 
@@ -31,7 +31,7 @@ void AttachDeviceStats(const DeviceStatsMap& stats, v1::Node* proto);
 
 absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
     const v1::AllocateRequest& proto);
-// With the placements derived from it (core/placement.h,
+// With the placements derived from it (core/placement/placement.h,
 // services/kubernetes_placement.h) while it is ACTIVE, or is Explain's
 // preview; an ended one has none (its devices may be another's now). The
 // preview, which has no id, leaves id and state unset.

@@ -3,7 +3,7 @@
 // result. No handler waits for a commit made on another thread: a call that
 // writes queues its change and returns its thread, and is finished by
 // whichever thread completes its commit (the handler that finds the committer
-// idle commits, core/group_committer.h). Thread-safe; holds non-owning
+// idle commits, core/commit/group_committer.h). Thread-safe; holds non-owning
 // pointers.
 #ifndef ACCELSCHED_SERVICES_SCHEDULER_SERVICE_H_
 #define ACCELSCHED_SERVICES_SCHEDULER_SERVICE_H_

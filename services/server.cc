@@ -17,13 +17,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/base/clock.h"
-#include "core/catalog/device_stats.h"
-#include "core/scheduler/scheduler.h"
-#include "core/base/status_macros.h"
-#include "grpc/health/v1/health.pb.h"
 #include "config/accelerator_types_file.h"
 #include "config/tenants_file.h"
+#include "core/base/clock.h"
+#include "core/base/status_macros.h"
+#include "core/catalog/device_stats.h"
+#include "core/scheduler/scheduler.h"
+#include "grpc/health/v1/health.pb.h"
 #include "services/admin_auth.h"
 #include "services/leadership.h"
 #include "services/metrics.h"
@@ -98,7 +98,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
 absl::Status Server::OpenScheduler(const Options& options) {
   // Before the store: a bad file must not leave a new database behind.
   absl::StatusOr<std::shared_ptr<const AcceleratorTypeSet>> registry =
-      LoadAcceleratorRegistry(options.accelerator_types);
+      LoadAcceleratorTypes(options.accelerator_types);
   if (!registry.ok()) {
     return absl::Status(
         registry.status().code(),
@@ -215,8 +215,9 @@ absl::StatusOr<std::string> Server::ReloadTenants() {
   if (tenants_.empty()) {
     return absl::FailedPreconditionError("no --tenants file to re-read");
   }
-  ASSIGN_OR_RETURN(TenantPolicies next,
-                   LoadTenantPolicies(tenants_, *scheduler_->accelerator_types()));
+  ASSIGN_OR_RETURN(
+      TenantPolicies next,
+      LoadTenantPolicies(tenants_, *scheduler_->accelerator_types()));
   const size_t count = next.tenants().size();
   RETURN_IF_ERROR(scheduler_->SetTenantPolicies(
       std::make_shared<const TenantPolicies>(std::move(next))));
@@ -230,7 +231,7 @@ absl::StatusOr<std::string> Server::ReloadAcceleratorTypes() {
         "no --accelerator_types file to re-read; the built-in types stay");
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const AcceleratorTypeSet> next,
-                   LoadAcceleratorRegistry(accelerator_types_));
+                   LoadAcceleratorTypes(accelerator_types_));
   const size_t types = next->types().size();
   RETURN_IF_ERROR(scheduler_->ReplaceAcceleratorTypes(std::move(next)));
   return absl::StrCat("accelerator types re-read from ", accelerator_types_,

@@ -63,7 +63,7 @@ class Server {
     // Writes per SQLite transaction at most; 0: no cap.
     int max_commit_batch = 0;
     // Commit on a dedicated thread rather than on the thread of the call
-    // that finds the committer idle (core/group_committer.h).
+    // that finds the committer idle (core/commit/group_committer.h).
     bool commit_thread = false;
     // PEM files. Cert and key together turn on TLS; a client CA adds mutual
     // TLS, where a verified client certificate is an admin credential.

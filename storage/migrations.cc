@@ -144,7 +144,7 @@ ALTER TABLE allocations ADD COLUMN requested_models TEXT NOT NULL DEFAULT '';
 UPDATE allocations SET requested_models = model;
 )sql"},
     // The placement's input taken from each node when it is allocated
-    // (core/allocation_model.h PlacementTarget), and the request's
+    // (core/model/allocation_model.h PlacementTarget), and the request's
     // unpartitioned flag and container. An earlier allocation gets the targets
     // a new one on its nodes would get from their labels now, with the
     // hostname stored for its first node and, where a node has no device

@@ -12,9 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "core/model/device_class.h"
 #include "core/accelerators/mig_geometry.h"
 #include "core/accelerators/tpu_topology.h"
+#include "core/model/device_class.h"
 
 namespace accelsched {
 

@@ -84,8 +84,7 @@ AcceleratorTypeSetBuilder::Build() && {
     return types_[a].canonical_model < types_[b].canonical_model;
   });
   std::vector<size_t> new_slot(types_.size());
-  auto types =
-      std::shared_ptr<AcceleratorTypeSet>(new AcceleratorTypeSet());
+  auto types = std::shared_ptr<AcceleratorTypeSet>(new AcceleratorTypeSet());
   types->types_.reserve(types_.size());
   for (size_t i = 0; i < order.size(); ++i) {
     new_slot[order[i]] = i;

@@ -24,11 +24,11 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "core/model/allocation_model.h"
 #include "core/catalog/capacity_index.h"
 #include "core/catalog/catalog.h"
 #include "core/commit/group_committer.h"
 #include "core/commit/store.h"
+#include "core/model/allocation_model.h"
 
 namespace accelsched {
 

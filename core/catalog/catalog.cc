@@ -5,10 +5,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "core/catalog/node_validation.h"
+#include "core/accelerators/tpu_topology.h"
 #include "core/base/page_token.h"
 #include "core/base/status_macros.h"
-#include "core/accelerators/tpu_topology.h"
+#include "core/catalog/node_validation.h"
 
 namespace accelsched {
 namespace {
@@ -85,8 +85,8 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
       } else {
         d.canonical_model = model->canonical_model;
         d.device_class = model->device_class;
-        // As ReplaceAcceleratorTypes refuses a set of types that no longer fits a
-        // device, start-up refuses one too.
+        // As ReplaceAcceleratorTypes refuses a set of types that no longer fits
+        // a device, start-up refuses one too.
         fits = ValidateDeviceGeometry(*model, d, "device");
         if (!fits.ok()) {
           fits = absl::DataLossError(
@@ -351,8 +351,8 @@ void Catalog::PutUnit(Unit unit) {
   index_.Put(std::move(unit));
 }
 
-absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types,
-                                  Node node, absl::Time now) {
+absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,
+                                  absl::Time now) {
   RETURN_IF_ERROR(CheckOwnership(node));
   RETURN_IF_ERROR(CheckTpuSlices(types, node));
   auto existing = nodes_.find(node.name);
@@ -478,8 +478,8 @@ NodePage Catalog::ListNodes(const LabelSelector& selector, int page_size,
   return page;
 }
 
-absl::Status Catalog::CheckAcceleratorTypes(const AcceleratorTypeSet& current,
-                                    const AcceleratorTypeSet& next) const {
+absl::Status Catalog::CheckAcceleratorTypes(
+    const AcceleratorTypeSet& current, const AcceleratorTypeSet& next) const {
   for (const auto& [name, node] : nodes_) {
     for (const Device& d : node.devices) {
       absl::Status fits = TypeStillFits(current, next, d);

@@ -24,9 +24,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/accelerators/accelerator_type_set.h"
+#include "core/base/labels.h"
 #include "core/catalog/capacity_index.h"
 #include "core/model/catalog_model.h"
-#include "core/base/labels.h"
 
 namespace accelsched {
 
@@ -58,10 +58,9 @@ class Catalog {
 
   // Replaces the whole catalog with `nodes` as the store returned them,
   // typing each device through `types`. DATA_LOSS for a device whose model
-  // the set of types does not know or that does not fit its type; the catalog is
-  // then empty.
-  absl::Status Load(std::vector<Node> nodes,
-                    const AcceleratorTypeSet& types);
+  // the set of types does not know or that does not fit its type; the catalog
+  // is then empty.
+  absl::Status Load(std::vector<Node> nodes, const AcceleratorTypeSet& types);
 
   const NodeMap& nodes() const { return nodes_; }
   // NOT_FOUND naming the node when absent.
@@ -107,7 +106,7 @@ class Catalog {
   // FAILED_PRECONDITION naming the node and device when `next` could not
   // type a device that `current` types now.
   absl::Status CheckAcceleratorTypes(const AcceleratorTypeSet& current,
-                             const AcceleratorTypeSet& next) const;
+                                     const AcceleratorTypeSet& next) const;
   // Nodes by schedulable flag: {schedulable, cordoned}.
   std::pair<int64_t, int64_t> NodeCounts() const;
 

@@ -36,9 +36,9 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/model/allocation_model.h"
 #include "core/commit/event_hub.h"
 #include "core/commit/store.h"
+#include "core/model/allocation_model.h"
 
 namespace accelsched {
 

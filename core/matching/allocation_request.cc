@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/field_error.h"
 #include "core/base/labels.h"
-#include "core/catalog/node_validation.h"
 #include "core/base/status_macros.h"
+#include "core/catalog/node_validation.h"
 
 namespace accelsched {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "core/model/device_class.h"
 #include "core/base/labels.h"
+#include "core/model/device_class.h"
 
 namespace accelsched {
 
@@ -128,8 +128,8 @@ struct Allocation {
   // partition value, but propeller then keeps the pod off partitioned nodes.
   bool unpartitioned = false;
 
-  // The placement's input beyond the request (core/placement.h): one target
-  // per node, in node-name order; the type's extended resource ("": the
+  // The placement's input beyond the request (core/placement/placement.h): one
+  // target per node, in node-name order; the type's extended resource ("": the
   // device class's); the container the pod-spec patch names ("": the first).
   std::vector<PlacementTarget> targets;
   std::string resource_name;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "core/model/device_class.h"
 #include "core/base/labels.h"
+#include "core/model/device_class.h"
 
 namespace accelsched {
 

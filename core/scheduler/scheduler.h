@@ -1,12 +1,19 @@
-// The scheduler: the cluster catalog (core/catalog.h) and the allocation book
-// (core/allocation_book.h), held in memory under one lock and written through
-// a group committer to a Store before any change is acknowledged. It keeps
-// the lock and the commit order; the state and its rules live in those
-// classes, which rely on its lock. Thread-safe (provides internal
-// synchronization):
-// changes are applied in memory under one lock in the order they are queued for
-// commit; the commit happens without the lock, so readers and other writers
-// proceed.
+// The scheduler: the cluster catalog (core/catalog/catalog.h), the allocation
+// book (core/book/allocation_book.h) and the queue (core/admission/queue.h),
+// held in memory and written through a group committer to a Store before any
+// change is acknowledged. It keeps the locks and the commit order; the state
+// and its rules live in those classes and in the admission planners
+// (core/admission/), which rely on its lock. Thread-safe (provides internal
+// synchronization) with three mutexes, taken in this order:
+// - mu_ guards the catalog, the book, the queue, the tenants' policies and
+//   the reservations. A write holds it exclusively while it changes memory
+//   and queues the change for commit, so changes are queued in the order they
+//   were made; the commit runs without it, so readers (which share it) and
+//   other writers proceed meanwhile.
+// - types_mu_ guards which accelerator types are in force; they are replaced
+//   only with mu_ held too, so under mu_ they cannot change.
+// - order_mu_ guards the queue order computed for readers, which hold mu_
+//   shared only and so cannot keep it in state that mu_ guards.
 //
 // Every call that writes returns at once and reports through a callback once
 // its change is durable (the gRPC handlers must not hold a thread per commit;
@@ -72,7 +79,7 @@ class Scheduler {
     // Writes per transaction at most; 0: no cap (group commit). 1 is the
     // baseline of one commit per acknowledged call.
     size_t max_commit_batch = 0;
-    // Who commits (core/group_committer.h).
+    // Who commits (core/commit/group_committer.h).
     GroupCommitter::Mode commit_mode = GroupCommitter::Mode::kLeader;
     // A PENDING allocation expires this long after it was queued or last
     // kept alive (a retry of its Allocate, or RenewLease).
@@ -111,6 +118,8 @@ class Scheduler {
   // allocation holds is kept, unhealthy, until released; changing such a device
   // in place is FAILED_PRECONDITION.
   void RegisterNode(Node node, Callback<Node> done);
+  // The node as registered, with its cordon state, last heartbeat and device
+  // health. NOT_FOUND naming it when no node has that name.
   absl::StatusOr<Node> GetNode(absl::string_view name) const;
   // `page_size` 0 means kDefaultPageSize; at most kMaxPageSize.
   absl::StatusOr<NodePage> ListNodes(const LabelSelector& selector,
@@ -151,9 +160,34 @@ class Scheduler {
       std::shared_ptr<const AcceleratorTypeSet> next);
 
   // --- Allocation ---
+  // Allocates units for `request` now, or, with request.queue, enters it
+  // PENDING for the admission passes to admit (announced on events()). `done`
+  // gets the allocation once durable: ACTIVE with its devices and placement
+  // input, or PENDING with its queue position and reason. A retry (the
+  // request_id of a live or pending allocation, asking for the same thing)
+  // gets that allocation, once durable; a pending one's place is kept alive.
+  // INVALID_ARGUMENT naming the field for a malformed request
+  // (ValidateAllocationRequest, core/matching/allocation_request.h);
+  // ALREADY_EXISTS when request_id holds a live or pending allocation for
+  // another accelerator or count; FAILED_PRECONDITION when no node could ever
+  // hold the request (it is not a matter of waiting); RESOURCE_EXHAUSTED,
+  // with the nodes' account or the quota's reason, when it does not fit now
+  // and request.queue is false; the commit's error when the commit fails.
   void Allocate(const AllocationRequest& request, Callback<Allocation> done);
-  // Idempotent: an ended allocation is returned as it is.
+  // Ends the allocation `key` names (by id, else by request_id) and frees its
+  // units, then admits what that lets in: an ACTIVE one ends RELEASED, a
+  // PENDING one is withdrawn (RELEASED), a PREEMPTED one in its grace ends
+  // PREEMPTED. Idempotent: an ended allocation is returned as it is.
+  // NOT_FOUND when no allocation kept (ended ones are forgotten after
+  // Options::retention) has that id or request_id; the commit's error when
+  // the commit fails.
   void Release(const AllocationKey& key, Callback<Allocation> done);
+  // Extends an ACTIVE allocation's lease to now + `lease` (zero: the default
+  // lease), or keeps a PENDING one queued until now + `lease` (zero: the
+  // pending lease). INVALID_ARGUMENT when `lease` is negative or longer than
+  // Options::max_lease; NOT_FOUND for an unknown id; FAILED_PRECONDITION when
+  // the allocation is neither ACTIVE nor PENDING (ended, or preempted and in
+  // its grace); the commit's error when the commit fails.
   void RenewLease(absl::string_view allocation_id, absl::Duration lease,
                   Callback<Allocation> done);
   // Shows nothing that is not yet durable: reports once the allocation's

@@ -1,11 +1,12 @@
 // The scheduler's catalog calls: node registration, removal, cordon,
-// heartbeats and replacement of the accelerator types, ordered and committed around Catalog.
+// heartbeats and replacement of the accelerator types, ordered and committed
+// around Catalog.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/catalog/node_validation.h"
 #include "core/base/page_token.h"
-#include "core/scheduler/scheduler.h"
 #include "core/base/status_macros.h"
+#include "core/catalog/node_validation.h"
+#include "core/scheduler/scheduler.h"
 
 namespace accelsched {
 
@@ -31,7 +32,8 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   {
     absl::MutexLock lock(&mu_);
-    if (std::shared_ptr<const AcceleratorTypeSet> now = this->accelerator_types();
+    if (std::shared_ptr<const AcceleratorTypeSet> now =
+            this->accelerator_types();
         now != types) {
       // Replaced since the check (rare): check again against the one that
       // cannot change while mu_ is held.

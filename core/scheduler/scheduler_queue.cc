@@ -1,5 +1,6 @@
 // The scheduler's queue calls: admission passes, pending requests, tenants'
-// policies and standings, ordered and committed around core/admission.h.
+// policies and standings, ordered and committed around
+// core/admission/admission.h.
 #include <algorithm>
 #include <set>
 

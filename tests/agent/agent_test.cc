@@ -13,10 +13,10 @@
 #include "agent/inventory_file.h"
 #include "agent/nvidia_gpus.h"
 #include "agent/tpu_chips.h"
+#include "config/accelerator_types_file.h"
 #include "core/accelerators/accelerator_type_set.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -337,7 +337,7 @@ TEST_F(TpuChipsTest, NoGoogleFunctionsNoChips) {
 // registry knows as a TPU, with topologies of its own.
 TEST(TpuPciIdsTest, EveryModelIsARegistryTpuType) {
   absl::StatusOr<std::shared_ptr<const AcceleratorTypeSet>> registry =
-      LoadAcceleratorRegistry("");
+      LoadAcceleratorTypes("");
   ASSERT_OK(registry);
   for (const TpuPciId& id : TpuPciIds()) {
     SCOPED_TRACE(id.generation);

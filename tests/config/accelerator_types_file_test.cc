@@ -35,7 +35,7 @@ TEST(AcceleratorTypesFileTest, AnOperatorFileAddsTypesAndTopologies) {
   EXPECT_EQ(acme->mig.Find("2g.32gb")->starts, (std::vector<int>{0, 2}));
   EXPECT_TRUE(registry->Find("v5p")->FindTopology("2x2x6"));
   EXPECT_EQ(registry->types().size(),
-            BuiltinAcceleratorRegistry()->types().size() + 1);
+            BuiltinAcceleratorTypes()->types().size() + 1);
 }
 
 TEST(AcceleratorTypesFileTest, SyntaxErrorsNameTheLineAndColumn) {
@@ -79,24 +79,24 @@ TEST(AcceleratorTypesFileTest, LoadReadsTheFileOrSaysWhyNot) {
   TempDir dir;
   const std::string path = dir.File("types.textproto");
   std::ofstream(path) << kAcmeTypes;
-  auto loaded = LoadAcceleratorRegistry(path);
+  auto loaded = LoadAcceleratorTypes(path);
   ASSERT_OK(loaded);
   EXPECT_NE((*loaded)->Find("acme-x1"), nullptr);
 
-  EXPECT_THAT(LoadAcceleratorRegistry(dir.File("")),
+  EXPECT_THAT(LoadAcceleratorTypes(dir.File("")),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("cannot read")));
 
-  auto builtin = LoadAcceleratorRegistry("");
+  auto builtin = LoadAcceleratorTypes("");
   ASSERT_OK(builtin);
-  EXPECT_EQ(*builtin, BuiltinAcceleratorRegistry());
+  EXPECT_EQ(*builtin, BuiltinAcceleratorTypes());
 
   EXPECT_THAT(
-      LoadAcceleratorRegistry(dir.File("absent")),
+      LoadAcceleratorTypes(dir.File("absent")),
       StatusIs(absl::StatusCode::kNotFound, HasSubstr(dir.File("absent"))));
   std::ofstream(path) << "types { canonical_model: \"BAD\" }";
   EXPECT_THAT(
-      LoadAcceleratorRegistry(path),
+      LoadAcceleratorTypes(path),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr(path + ":1: types[0] (BAD): canonical_model")));
 }
@@ -109,7 +109,7 @@ TEST(AcceleratorTypesFileTest, EveryTypeIsReportedAsTheTextGivesIt) {
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
       std::string(BuiltinAcceleratorTypesText()), &text));
   ASSERT_EQ(static_cast<size_t>(text.types_size()),
-            BuiltinAcceleratorRegistry()->types().size());
+            BuiltinAcceleratorTypes()->types().size());
   for (v1::AcceleratorType entry : text.types()) {
     if (entry.node_label_value().empty()) {
       entry.set_node_label_value(entry.canonical_model());
@@ -119,7 +119,7 @@ TEST(AcceleratorTypesFileTest, EveryTypeIsReportedAsTheTextGivesIt) {
           DefaultResourceName(static_cast<DeviceClass>(entry.device_class()))));
     }
     const AcceleratorType* t =
-        BuiltinAcceleratorRegistry()->Find(entry.canonical_model());
+        BuiltinAcceleratorTypes()->Find(entry.canonical_model());
     ASSERT_NE(t, nullptr) << entry.canonical_model();
     v1::AcceleratorType reported;
     ToProto(*t, &reported);

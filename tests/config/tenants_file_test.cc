@@ -3,9 +3,9 @@
 
 #include <string>
 
+#include "config/accelerator_types_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
 #include "tests/support/status_matchers.h"
 
 namespace accelsched {
@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 
 absl::StatusOr<TenantPolicies> Parse(absl::string_view text) {
   return ParseTenantPolicies(text, "tenants.textproto",
-                             *BuiltinAcceleratorRegistry());
+                             *BuiltinAcceleratorTypes());
 }
 
 TEST(TenantsFileTest, WeightsQuotasCohortsAndPreemptibility) {
@@ -85,11 +85,11 @@ TEST(TenantsFileTest, MistakesNameTheFileTheLineAndTheField) {
 
 TEST(TenantsFileTest, NoFileMeansTheDefaultForEveryone) {
   absl::StatusOr<TenantPolicies> p =
-      LoadTenantPolicies("", *BuiltinAcceleratorRegistry());
+      LoadTenantPolicies("", *BuiltinAcceleratorTypes());
   ASSERT_OK(p);
   EXPECT_TRUE(p->tenants().empty());
   EXPECT_THAT(
-      LoadTenantPolicies("/no/such/file", *BuiltinAcceleratorRegistry()),
+      LoadTenantPolicies("/no/such/file", *BuiltinAcceleratorTypes()),
       StatusIs(absl::StatusCode::kNotFound, HasSubstr("/no/such/file")));
 }
 

@@ -11,9 +11,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "config/accelerator_types_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
 #include "tests/support/e2e_fixture.h"
 #include "tests/support/http_client.h"
 
@@ -97,7 +97,7 @@ TEST_F(E2eRegistryTest, AnOperatorsTypeWorksWithoutARebuild) {
   v1::ListAcceleratorTypesResponse all;
   ASSERT_TRUE(ListTypes("", &all).ok());
   EXPECT_EQ(static_cast<size_t>(all.types_size()),
-            BuiltinAcceleratorRegistry()->types().size() + 1);
+            BuiltinAcceleratorTypes()->types().size() + 1);
   for (int i = 1; i < all.types_size(); ++i) {
     EXPECT_LT(all.types(i - 1).canonical_model(),
               all.types(i).canonical_model());

@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "core/accelerators/mig_geometry.h"
 #include "config/accelerator_types_file.h"
+#include "core/accelerators/mig_geometry.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace accelsched;
   if (size < 1) return 0;
   static const std::vector<const AcceleratorType*> gpus = [] {
     std::vector<const AcceleratorType*> out;
-    for (const AcceleratorType& t : BuiltinAcceleratorRegistry()->types()) {
+    for (const AcceleratorType& t : BuiltinAcceleratorTypes()->types()) {
       if (t.has_mig()) out.push_back(&t);
     }
     return out;

@@ -10,7 +10,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace accelsched;
   const std::string s(reinterpret_cast<const char*>(data), size);
-  static const auto builtin = BuiltinAcceleratorRegistry();
+  static const auto builtin = BuiltinAcceleratorTypes();
   AcceleratorTypeSetBuilder builder(*builtin);
   const bool loaded = AddAcceleratorTypesText(s, "fuzz", builder).ok();
   const auto registry = std::move(builder).Build();

@@ -14,7 +14,7 @@ namespace accelsched {
 class FuzzCluster {
  public:
   FuzzCluster()
-      : scheduler_(&store_, &clock_, BuiltinAcceleratorRegistry(), Options()) {
+      : scheduler_(&store_, &clock_, BuiltinAcceleratorTypes(), Options()) {
     // The fixture is fixed: a failure here is a bug, not an input's doing.
     if (!scheduler_.Load().ok() ||
         !scheduler_

@@ -1,8 +1,8 @@
 // The PostgreSQL store against a real PostgreSQL 15 started for this test
-// binary: the Store contract (tests/store_conformance.h), then what only a
-// shared database has: leader election, fencing, reconnection, concurrent
-// migration. One process runs every case (tests/CMakeLists.txt), so one
-// server serves them all, each case on a database of its own.
+// binary: the Store contract (tests/support/store_conformance.h), then what
+// only a shared database has: leader election, fencing, reconnection,
+// concurrent migration. One process runs every case (tests/CMakeLists.txt), so
+// one server serves them all, each case on a database of its own.
 #include "storage/pg_store.h"
 
 #include <atomic>

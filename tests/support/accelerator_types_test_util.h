@@ -8,9 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "config/accelerator_types_file.h"
 #include "core/accelerators/accelerator_type_set.h"
 #include "core/base/status_macros.h"
-#include "config/accelerator_types_file.h"
 
 namespace accelsched {
 
@@ -48,7 +48,7 @@ inline constexpr char kAcmeTypes[] = R"pb(
 // The built-in types extended by `text`, read as the file "ops.textproto".
 inline absl::StatusOr<std::shared_ptr<const AcceleratorTypeSet>> BuiltinPlus(
     absl::string_view text) {
-  AcceleratorTypeSetBuilder builder(*BuiltinAcceleratorRegistry());
+  AcceleratorTypeSetBuilder builder(*BuiltinAcceleratorTypes());
   RETURN_IF_ERROR(AddAcceleratorTypesText(text, "ops.textproto", builder));
   return std::move(builder).Build();
 }

@@ -125,8 +125,7 @@ class AdmissionFixture : public testing::Test {
     return book_.Add(std::move(r)).allocation;
   }
 
-  std::shared_ptr<const AcceleratorTypeSet> types_ =
-      BuiltinAcceleratorRegistry();
+  std::shared_ptr<const AcceleratorTypeSet> types_ = BuiltinAcceleratorTypes();
   Catalog catalog_{&book_};
   AllocationBook book_{&catalog_.mutable_index()};
   TenantPolicies tenants_;

@@ -1,9 +1,9 @@
 // An in-memory Store for core tests that keeps the Store contract exactly as
-// SqliteStore does: tests/store_conformance_test.cc runs the same cases on
-// both. It adds what a test needs: injectable write failures, a commit delay,
-// and a Disk that outlives the store, so that a test can reopen it (or restart
-// a scheduler on it) and see only what was committed. Thread-safe, so that a
-// test may inspect while the scheduler commits.
+// SqliteStore does: tests/storage/store_conformance_test.cc runs the same cases
+// on both. It adds what a test needs: injectable write failures, a commit
+// delay, and a Disk that outlives the store, so that a test can reopen it (or
+// restart a scheduler on it) and see only what was committed. Thread-safe, so
+// that a test may inspect while the scheduler commits.
 #ifndef ACCELSCHED_TESTS_SUPPORT_FAKE_STORE_H_
 #define ACCELSCHED_TESTS_SUPPORT_FAKE_STORE_H_
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "config/accelerator_types_file.h"
 #include "core/model/allocation_model.h"
 #include "core/model/catalog_model.h"
-#include "config/accelerator_types_file.h"
 
 namespace accelsched {
 

@@ -1,6 +1,6 @@
-// The Store contract (core/store.h) as a typed test suite, instantiated for
-// every implementation and the fake (store_conformance_test.cc: SQLite and the
-// fake; pg_store_test.cc: PostgreSQL), so that the scheduler's tests on the
+// The Store contract (core/commit/store.h) as a typed test suite, instantiated
+// for every implementation and the fake (store_conformance_test.cc: SQLite and
+// the fake; pg_store_test.cc: PostgreSQL), so that the scheduler's tests on the
 // fake mean what they say: a case that passes on one store and fails on
 // another is a bug in one of them. A Factory has Open(), which opens the
 // store again on what was committed (null and a test failure when it cannot).

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "config/accelerator_types_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
 #include "tests/support/status_matchers.h"
 
 namespace accelsched {
@@ -17,7 +17,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const AcceleratorTypeSet& Builtin() {
-  static const auto registry = BuiltinAcceleratorRegistry();
+  static const auto registry = BuiltinAcceleratorTypes();
   return *registry;
 }
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "config/accelerator_types_file.h"
 #include "core/accelerators/accelerator_type_set.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
 #include "tests/support/status_matchers.h"
 
 namespace accelsched {
@@ -17,7 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const MigGeometry& Mig(absl::string_view model) {
-  static const auto registry = BuiltinAcceleratorRegistry();
+  static const auto registry = BuiltinAcceleratorTypes();
   const AcceleratorType* t = registry->Find(model);
   EXPECT_NE(t, nullptr) << model;
   return t->mig;
@@ -26,7 +26,7 @@ const MigGeometry& Mig(absl::string_view model) {
 // Every built-in type with MIG.
 std::vector<const AcceleratorType*> MigTypes() {
   std::vector<const AcceleratorType*> out;
-  for (const AcceleratorType& t : BuiltinAcceleratorRegistry()->types()) {
+  for (const AcceleratorType& t : BuiltinAcceleratorTypes()->types()) {
     if (t.has_mig()) out.push_back(&t);
   }
   return out;

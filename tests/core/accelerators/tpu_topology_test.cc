@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "config/accelerator_types_file.h"
 #include "core/accelerators/accelerator_type_set.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
 #include "tests/support/status_matchers.h"
 
 namespace accelsched {
@@ -16,7 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const AcceleratorType& Type(absl::string_view model) {
-  static const auto registry = BuiltinAcceleratorRegistry();
+  static const auto registry = BuiltinAcceleratorTypes();
   const AcceleratorType* t = registry->Find(model);
   EXPECT_NE(t, nullptr) << model;
   return *t;
@@ -35,7 +35,7 @@ std::vector<std::string> Names(const AcceleratorType& t) {
 // chips per VM (GKE's machine types; config/accelerator_types.textproto).
 TEST(TpuTopologyTest, EveryListedShapeSpansTheVmsGkeGivesIt) {
   int tpu_types = 0;
-  for (const AcceleratorType& t : BuiltinAcceleratorRegistry()->types()) {
+  for (const AcceleratorType& t : BuiltinAcceleratorTypes()->types()) {
     if (!t.is_tpu()) continue;
     ++tpu_types;
     const bool eight_chip_vms =

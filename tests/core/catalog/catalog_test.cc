@@ -5,10 +5,10 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "config/accelerator_types_file.h"
 #include "core/catalog/node_validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -47,7 +47,7 @@ class CatalogTest : public testing::Test {
   }
 
   std::shared_ptr<const AcceleratorTypeSet> registry_ =
-      BuiltinAcceleratorRegistry();
+      BuiltinAcceleratorTypes();
   absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
   MapOwners owners_;
   Catalog catalog_{&owners_};

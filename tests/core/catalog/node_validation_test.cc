@@ -3,9 +3,9 @@
 #include <functional>
 #include <string>
 
+#include "config/accelerator_types_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config/accelerator_types_file.h"
 #include "tests/support/status_matchers.h"
 
 namespace accelsched {
@@ -44,7 +44,7 @@ Node ValidNode() {
 TEST(NodeValidationTest, ValidNodeGetsCanonicalModelsAndClasses) {
   Node n = ValidNode();
   n.devices.push_back(Tpu("chip-0", "slice-a", "2x2x1", 3));
-  ASSERT_OK(NormalizeAndValidateNode(*BuiltinAcceleratorRegistry(), n));
+  ASSERT_OK(NormalizeAndValidateNode(*BuiltinAcceleratorTypes(), n));
   EXPECT_EQ(n.devices[0].canonical_model, "nvidia-tesla-a100");
   EXPECT_EQ(n.devices[0].model, "NVIDIA A100-SXM4-40GB");  // as reported
   EXPECT_EQ(n.devices[2].canonical_model, "nvidia-h100");
@@ -62,7 +62,7 @@ class BadNodeTest : public testing::TestWithParam<BadCase> {};
 TEST_P(BadNodeTest, IsInvalidArgumentNamingTheField) {
   Node n = ValidNode();
   GetParam().mutate(n);
-  EXPECT_THAT(NormalizeAndValidateNode(*BuiltinAcceleratorRegistry(), n),
+  EXPECT_THAT(NormalizeAndValidateNode(*BuiltinAcceleratorTypes(), n),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr(GetParam().field)));
 }

@@ -46,7 +46,7 @@ class SchedulerRegistryTest : public testing::Test {
 // v5p-32 is not in Google's "most common" table but is a real shape: four
 // hosts of four chips.
 TEST_F(SchedulerRegistryTest, V5p2x2x4RegistersAndAllocates) {
-  Start(BuiltinAcceleratorRegistry());
+  Start(BuiltinAcceleratorTypes());
   for (int h = 0; h < 4; ++h) {
     std::vector<Device> chips;
     for (int c = 0; c < 4; ++c) {
@@ -93,7 +93,7 @@ TEST_F(SchedulerRegistryTest, ReplacingKeepsEveryRegisteredDevicesType) {
   Start(BuiltinPlus(kAcmeTypes).value());
   ASSERT_OK(s_->RegisterNode(MakeNode("acme-1", {AcmeSplit("X", 0)})));
   // The built-in registry alone would orphan the Acme GPU.
-  EXPECT_THAT(s_->ReplaceAcceleratorTypes(BuiltinAcceleratorRegistry()),
+  EXPECT_THAT(s_->ReplaceAcceleratorTypes(BuiltinAcceleratorTypes()),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "node \"acme-1\" device \"X\": model \"Acme X1\" would "
                        "no longer be known"));
@@ -182,7 +182,8 @@ TEST_F(SchedulerRegistryTest, ReplacingRefusesEveryWayOfLosingAType) {
         StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(c.error)));
   }
   // Still the first registry.
-  EXPECT_EQ(s_->accelerator_types()->Find("Acme X1")->canonical_model, "acme-x1");
+  EXPECT_EQ(s_->accelerator_types()->Find("Acme X1")->canonical_model,
+            "acme-x1");
   EXPECT_NE(s_->accelerator_types()->Find("tpu-x"), nullptr);
 }
 
@@ -238,7 +239,7 @@ TEST_F(SchedulerRegistryTest, ReplacingWhileServingIsSafe) {
 TEST_F(SchedulerRegistryTest, LoadingAStoredDeviceOfAnUnknownTypeIsDataLoss) {
   Start(BuiltinPlus(kAcmeTypes).value());
   ASSERT_OK(s_->RegisterNode(MakeNode("acme-1", {AcmeSplit("X", 0)})));
-  Scheduler restarted(&store_, &clock_, BuiltinAcceleratorRegistry(),
+  Scheduler restarted(&store_, &clock_, BuiltinAcceleratorTypes(),
                       Scheduler::Options());
   EXPECT_THAT(
       restarted.Load(),

@@ -51,7 +51,7 @@ class SchedulerAllocationTest : public testing::Test {
 
   FakeStore store_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  BlockingScheduler s_{&store_, &clock_, BuiltinAcceleratorRegistry(), Opts()};
+  BlockingScheduler s_{&store_, &clock_, BuiltinAcceleratorTypes(), Opts()};
 };
 
 TEST_F(SchedulerAllocationTest, WholeGpusAreAllocatedDurablyWithPlacement) {
@@ -529,7 +529,7 @@ TEST_F(SchedulerAllocationTest, RestartKeepsActiveAllocations) {
   ASSERT_OK(a);
   ASSERT_OK(b);
   ASSERT_OK(s_.Release({b->id, ""}));
-  BlockingScheduler restarted(&store_, &clock_, BuiltinAcceleratorRegistry(),
+  BlockingScheduler restarted(&store_, &clock_, BuiltinAcceleratorTypes(),
                               Opts());
   ASSERT_OK(restarted.Load());
   EXPECT_EQ(*restarted.GetAllocation({a->id, ""}), *a);

@@ -40,7 +40,7 @@ class SchedulerConcurrencyTest : public testing::Test {
     store_ = factory_.Open();
     if (store_ == nullptr) return nullptr;
     auto s = std::make_unique<BlockingScheduler>(
-        store_.get(), &clock_, BuiltinAcceleratorRegistry(), Opts());
+        store_.get(), &clock_, BuiltinAcceleratorTypes(), Opts());
     EXPECT_OK(s->Load());
     return s;
   }
@@ -56,9 +56,8 @@ TYPED_TEST_SUITE(SchedulerConcurrencyTest, StoreFactories, StoreFactoryNames);
 std::map<std::string, std::string> LiveUnits(const BlockingScheduler& s) {
   std::map<std::string, std::string> holder;
   // Every allocation that holds devices: ACTIVE, or PREEMPTED in its grace.
-  absl::StatusOr<AllocationPage> page =
-      s.ListAllocations({AllocationState::kUnspecified, "", ""}, kMaxPageSize,
-                        "");
+  absl::StatusOr<AllocationPage> page = s.ListAllocations(
+      {AllocationState::kUnspecified, "", ""}, kMaxPageSize, "");
   EXPECT_OK(page);
   if (!page.ok()) return holder;
   EXPECT_TRUE(page->next_page_token.empty());

@@ -34,7 +34,7 @@ class SchedulerModelChoiceTest : public testing::Test {
 
   FakeStore store_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  BlockingScheduler s_{&store_, &clock_, BuiltinAcceleratorRegistry(),
+  BlockingScheduler s_{&store_, &clock_, BuiltinAcceleratorTypes(),
                        Scheduler::Options()};
 };
 

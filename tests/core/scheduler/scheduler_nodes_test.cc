@@ -28,7 +28,7 @@ class SchedulerNodesTest : public testing::Test {
  protected:
   FakeStore store_;
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  BlockingScheduler scheduler_{&store_, &clock_, BuiltinAcceleratorRegistry(),
+  BlockingScheduler scheduler_{&store_, &clock_, BuiltinAcceleratorTypes(),
                                Scheduler::Options()};
 };
 
@@ -114,7 +114,7 @@ TEST(SchedulerForcedRemovalTest, EndedAllocationsAreShownOnlyOnceDurable) {
   FakeClock clock{absl::FromUnixSeconds(1'700'000'000)};
   Scheduler::Options options;
   options.commit_mode = GroupCommitter::Mode::kThread;
-  BlockingScheduler s(&store, &clock, BuiltinAcceleratorRegistry(), options);
+  BlockingScheduler s(&store, &clock, BuiltinAcceleratorTypes(), options);
   ASSERT_OK(s.Load());
   ASSERT_OK(s.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)})));
   absl::StatusOr<Allocation> allocated = s.Allocate(Want("r1", "T4"));
@@ -282,7 +282,7 @@ TEST_F(SchedulerNodesTest, LoadRebuildsEverythingFromTheStore) {
   ASSERT_OK(scheduler_.RegisterNode(
       MakeNode("n1", {Gpu("GPU-a", "T4", 0)}, {{"k", "v"}})));
   ASSERT_OK(scheduler_.SetNodeSchedulable("n1", false));
-  BlockingScheduler reloaded(&store_, &clock_, BuiltinAcceleratorRegistry(),
+  BlockingScheduler reloaded(&store_, &clock_, BuiltinAcceleratorTypes(),
                              Scheduler::Options());
   ASSERT_OK(reloaded.Load());
   EXPECT_EQ(*reloaded.GetNode("n1"), *scheduler_.GetNode("n1"));

@@ -59,8 +59,8 @@ class SchedulerPreemptionTest : public testing::Test {
  protected:
   explicit SchedulerPreemptionTest(Scheduler::Options o = Opts())
       : options_(o),
-        s_(std::make_unique<BlockingScheduler>(
-            &store_, &clock_, BuiltinAcceleratorRegistry(), o)) {}
+        s_(std::make_unique<BlockingScheduler>(&store_, &clock_,
+                                               BuiltinAcceleratorTypes(), o)) {}
   Allocation Must(absl::StatusOr<Allocation> a) {
     EXPECT_OK(a);
     return a.ok() ? *std::move(a) : Allocation();
@@ -69,8 +69,8 @@ class SchedulerPreemptionTest : public testing::Test {
     return Must(s_->GetAllocation({"", request_id}));
   }
   void Policies(absl::string_view text) {
-    absl::StatusOr<TenantPolicies> p =
-        ParseTenantPolicies(text, "tenants.textproto", *s_->accelerator_types());
+    absl::StatusOr<TenantPolicies> p = ParseTenantPolicies(
+        text, "tenants.textproto", *s_->accelerator_types());
     ASSERT_OK(p);
     ASSERT_OK(s_->SetTenantPolicies(
         std::make_shared<const TenantPolicies>(*std::move(p))));

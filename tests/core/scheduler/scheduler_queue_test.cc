@@ -60,7 +60,7 @@ class SchedulerQueueTest : public testing::Test {
  protected:
   explicit SchedulerQueueTest(Scheduler::Options options = Opts())
       : s_(std::make_unique<BlockingScheduler>(
-            &store_, &clock_, BuiltinAcceleratorRegistry(), options)) {}
+            &store_, &clock_, BuiltinAcceleratorTypes(), options)) {}
 
   Allocation Must(absl::StatusOr<Allocation> a) {
     EXPECT_OK(a);
@@ -73,8 +73,8 @@ class SchedulerQueueTest : public testing::Test {
     return Get(request_id).state;
   }
   void Policies(absl::string_view text) {
-    absl::StatusOr<TenantPolicies> p =
-        ParseTenantPolicies(text, "tenants.textproto", *s_->accelerator_types());
+    absl::StatusOr<TenantPolicies> p = ParseTenantPolicies(
+        text, "tenants.textproto", *s_->accelerator_types());
     ASSERT_OK(p);
     ASSERT_OK(s_->SetTenantPolicies(
         std::make_shared<const TenantPolicies>(*std::move(p))));
@@ -269,8 +269,8 @@ TEST_F(SchedulerQueueTest, WeightsThreeToOneShareSeventyFiveTwentyFive) {
 TEST_F(SchedulerQueueTest, BackfillNeverDelaysTheReservedHead) {
   Scheduler::Options options = Opts();
   options.pending_lease = absl::Hours(24);  // no retries needed here
-  s_ = std::make_unique<BlockingScheduler>(
-      &store_, &clock_, BuiltinAcceleratorRegistry(), options);
+  s_ = std::make_unique<BlockingScheduler>(&store_, &clock_,
+                                           BuiltinAcceleratorTypes(), options);
   ASSERT_OK(s_->RegisterNode(T4Node("n1", 8)));
   // Eight 1-GPU jobs ending 10..80 minutes from now.
   for (int i = 0; i < 8; ++i) {
@@ -518,8 +518,8 @@ TEST_F(SchedulerQueueTest, TheQueueAndPreemptionsSurviveARestart) {
   ASSERT_EQ(StateOf("low"), AllocationState::kPreempted);
   absl::StatusOr<QueuePage> before = s_->GetQueue("", 0, "");
   ASSERT_OK(before);
-  s_ = std::make_unique<BlockingScheduler>(
-      &store_, &clock_, BuiltinAcceleratorRegistry(), Opts());
+  s_ = std::make_unique<BlockingScheduler>(&store_, &clock_,
+                                           BuiltinAcceleratorTypes(), Opts());
   ASSERT_OK(s_->Load());
   absl::StatusOr<QueuePage> after = s_->GetQueue("", 0, "");
   ASSERT_OK(after);

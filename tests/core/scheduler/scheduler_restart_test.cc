@@ -63,8 +63,7 @@ class SchedulerRestartTest : public testing::Test {
     store_ = factory_.Open();
     ASSERT_NE(store_, nullptr);
     scheduler_ = std::make_unique<BlockingScheduler>(
-        store_.get(), &clock_, BuiltinAcceleratorRegistry(),
-        Scheduler::Options());
+        store_.get(), &clock_, BuiltinAcceleratorTypes(), Scheduler::Options());
     ASSERT_OK(scheduler_->Load());
   }
 };
