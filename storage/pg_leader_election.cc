@@ -24,11 +24,6 @@ absl::StatusOr<std::unique_ptr<PgLeaderElection>> PgLeaderElection::Open(
   // A takeover waits for the old leader's write transaction to end; never
   // longer than this, so that the loop keeps its pace.
   options.connection.settings.emplace_back("lock_timeout", "1s");
-  // A follower frozen inside TryAcquire holds the lease row's lock: ended
-  // after the lease, as a frozen leader's write is.
-  options.connection.settings.emplace_back(
-      "idle_in_transaction_session_timeout",
-      absl::StrCat(absl::ToInt64Milliseconds(options.lease), "ms"));
   ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> db,
                    PgConnection::Open(uri, options.connection));
   RETURN_IF_ERROR(PgMigrate(*db));

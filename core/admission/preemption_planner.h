@@ -47,7 +47,8 @@ class PreemptionPlanner {
   // The fewest victims that let pending `request` (allocation `id`, asking
   // for `spec`) fit on one node, or nullopt when none would do (or `spec` is
   // a gang: gangs wait). On each eligible node not held for another request
-  // of its priority or higher, victims are taken in order: borrowers first,
+  // (a preemptor's hold yields to a higher priority; a backfill reservation
+  // never does), victims are taken in order: borrowers first,
   // then the lowest priority, then the most recently admitted (the later id
   // on a tie), until the request fits and, with `quota_units`, that many
   // units of the pool come back (a reclaim). Between nodes: the fewest

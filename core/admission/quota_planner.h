@@ -52,7 +52,7 @@ int64_t Borrowed(const AdmissionContext& ctx, absl::string_view tenant,
 // `spec` narrowed to the pools `tenant` may take spec.count x spec.replicas
 // more units of under its quota (models sorted when narrowed; `spec` as is
 // when nothing stops it). When no pool is left the result is nullopt; either
-// way `*reason` (when empty) gets the first pool's QuotaBlock reason, and
+// way `*reason` (when empty) gets the first non-empty QuotaBlock reason, and
 // `*reclaim` (when not null and not yet set) the first pool a reclaim would
 // open.
 std::optional<MatchSpec> WithinQuota(const AdmissionContext& ctx,

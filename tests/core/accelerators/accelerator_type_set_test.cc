@@ -300,7 +300,7 @@ AcceleratorType Acme() {
   return t;
 }
 
-TEST(AcceleratorRegistryBuilderTest, AddsATypeWithItsDefaults) {
+TEST(AcceleratorTypeSetBuilderTest, AddsATypeWithItsDefaults) {
   AcceleratorTypeSetBuilder builder;
   ASSERT_OK(builder.Add(Acme()));
   auto registry = std::move(builder).Build();
@@ -312,7 +312,7 @@ TEST(AcceleratorRegistryBuilderTest, AddsATypeWithItsDefaults) {
   EXPECT_EQ(registry->Find("acme-x2"), nullptr);
 }
 
-TEST(AcceleratorRegistryBuilderTest, AnEntryForAKnownModelExtendsIt) {
+TEST(AcceleratorTypeSetBuilderTest, AnEntryForAKnownModelExtendsIt) {
   AcceleratorTypeSetBuilder builder(Builtin());
   AcceleratorType more;
   more.canonical_model = "nvidia-h100";
@@ -330,7 +330,7 @@ TEST(AcceleratorRegistryBuilderTest, AnEntryForAKnownModelExtendsIt) {
   EXPECT_EQ(Builtin().Find("hopper 80"), nullptr);
 }
 
-TEST(AcceleratorRegistryBuilderTest, ExtensionsAddProfilesAndTopologies) {
+TEST(AcceleratorTypeSetBuilderTest, ExtensionsAddProfilesAndTopologies) {
   AcceleratorTypeSetBuilder builder(Builtin());
   AcceleratorType v5p;
   v5p.canonical_model = "tpu-v5p-slice";
@@ -349,7 +349,7 @@ TEST(AcceleratorRegistryBuilderTest, ExtensionsAddProfilesAndTopologies) {
   EXPECT_EQ(registry->Find("v5p")->FindTopology("2x2x6")->hosts, 6);
 }
 
-TEST(AcceleratorRegistryBuilderTest, RefusesConflictsAndChangesNothing) {
+TEST(AcceleratorTypeSetBuilderTest, RefusesConflictsAndChangesNothing) {
   AcceleratorTypeSetBuilder builder(Builtin());
   AcceleratorType thief = Acme();
   thief.aliases = {"Acme X1", "H100"};
@@ -375,7 +375,7 @@ TEST(AcceleratorRegistryBuilderTest, RefusesConflictsAndChangesNothing) {
   EXPECT_EQ(registry->types().size(), Builtin().types().size());
 }
 
-TEST(AcceleratorRegistryBuilderTest, RefusesInvalidEntriesNamingTheField) {
+TEST(AcceleratorTypeSetBuilderTest, RefusesInvalidEntriesNamingTheField) {
   struct Case {
     std::function<void(AcceleratorType&)> mutate;
     const char* error;
@@ -426,7 +426,7 @@ TEST(AcceleratorRegistryBuilderTest, RefusesInvalidEntriesNamingTheField) {
   }
 }
 
-TEST(AcceleratorRegistryBuilderTest, BuildSortsByCanonicalModel) {
+TEST(AcceleratorTypeSetBuilderTest, BuildSortsByCanonicalModel) {
   AcceleratorTypeSetBuilder builder;
   for (const char* name : {"zeta", "alpha", "mid"}) {
     AcceleratorType t;

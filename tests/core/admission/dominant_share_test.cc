@@ -39,6 +39,9 @@ TEST_F(DominantShareTest, PreemptedAllocationsCountUntilTheyEnd) {
   AddLive({.id = "a-1", .tenant = "a", .node = "n1", .units = 2});
   Preempted("a-1", "p-1");
   EXPECT_DOUBLE_EQ(DominantShare(ctx_, "a"), 0.25);
+  book_.End(*book_.FindMutable("a-1"), AllocationState::kPreempted, "preempted",
+            T0());
+  EXPECT_DOUBLE_EQ(DominantShare(ctx_, "a"), 0);
 }
 
 TEST_F(DominantShareTest, TheCacheKeepsAShareUntilForgotten) {

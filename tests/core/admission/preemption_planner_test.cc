@@ -191,8 +191,14 @@ TEST_F(PreemptionPlannerTest, WhatThisPassAdmittedIsNoVictim) {
   const Allocation& p = AddPending("p-1", "t", 2, 5);
   ReservationPlanner reservations = NoHolds();
   PreemptionPlanner planner(ctx_, reservations);
-  planner.NoteAdmitted("x-1");
-  EXPECT_EQ(planner.ChooseVictims("p-1", p, SpecOf(p)), std::nullopt);
+  // Not yet admitted by this pass: x-1 is the victim.
+  std::optional<VictimChoice> before =
+      planner.ChooseVictims("p-1", p, SpecOf(p));
+  ASSERT_TRUE(before.has_value());
+  EXPECT_THAT(before->victims, testing::ElementsAre("x-1"));
+  PreemptionPlanner fresh(ctx_, reservations);
+  fresh.NoteAdmitted("x-1");
+  EXPECT_EQ(fresh.ChooseVictims("p-1", p, SpecOf(p)), std::nullopt);
 }
 
 TEST_F(PreemptionPlannerTest, GangsWait) {

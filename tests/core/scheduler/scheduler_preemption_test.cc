@@ -81,7 +81,7 @@ class SchedulerPreemptionTest : public testing::Test {
   std::unique_ptr<BlockingScheduler> s_;
 };
 
-// Pass::blocked_ is keyed by shape alone: another tenant's blocked
+// AdmissionRound::blocked_ is keyed by shape alone: another tenant's blocked
 // request of the same shape stops a tenant within its nominal quota from
 // reclaiming what its cohort lends.
 TEST_F(SchedulerPreemptionTest, BlockedShapeOfAnotherTenantStopsReclaim) {
