@@ -1,5 +1,7 @@
 #include "services/leadership.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <utility>
 
@@ -10,13 +12,13 @@ namespace accelsched {
 
 Leadership::Leadership()
     : replicated_(false),
-      lease_(absl::InfiniteDuration()),
+      renew_deadline_(absl::InfiniteDuration()),
       retry_period_(absl::ZeroDuration()) {}
 
-Leadership::Leadership(absl::Duration lease, absl::Duration retry_period,
-                       Callbacks callbacks)
+Leadership::Leadership(absl::Duration renew_deadline,
+                       absl::Duration retry_period, Callbacks callbacks)
     : replicated_(true),
-      lease_(lease),
+      renew_deadline_(renew_deadline),
       retry_period_(retry_period),
       callbacks_(std::move(callbacks)) {}
 
@@ -25,13 +27,35 @@ Leadership::~Leadership() { Stop(); }
 void Leadership::Start(std::unique_ptr<PgLeaderElection> election) {
   election_ = std::move(election);
   thread_ = std::thread([this] { Run(); });
+  watch_thread_ = std::thread([this] { Watch(); });
 }
 
 void Leadership::Stop() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (thread_.joinable()) thread_.join();
+  {
+    absl::MutexLock lock(&mu_);
+    stopped_ = true;
+    watch_cv_.Signal();
+  }
+  if (watch_thread_.joinable()) watch_thread_.join();
+}
+
+void Leadership::Watch() {
   absl::MutexLock lock(&mu_);
-  stopped_ = true;
+  while (!stopped_) {
+    absl::Duration wait = absl::InfiniteDuration();
+    if (serving_) {
+      const SteadyTime now = std::chrono::steady_clock::now();
+      if (now >= valid_until_) {
+        SetServing(false);
+        continue;
+      }
+      wait = absl::FromChrono(valid_until_ - now);
+    }
+    // Woken early by a renewal or a change of serving.
+    watch_cv_.WaitWithTimeout(&mu_, wait);
+  }
 }
 
 void Leadership::Resign() {
@@ -65,10 +89,11 @@ absl::Status Leadership::Check() const {
     return absl::UnavailableError(
         "this server was just elected leader and is loading its state");
   }
-  if (absl::Now() >= valid_until_) {
+  if (std::chrono::steady_clock::now() >= valid_until_) {
     return absl::UnavailableError(
         absl::StrCat("this server could not renew its leadership within ",
-                     absl::FormatDuration(lease_), ": ", last_error_));
+                     absl::FormatDuration(renew_deadline_), ": ",
+                     last_error_.empty() ? "renewing" : last_error_));
   }
   return absl::OkStatus();
 }
@@ -86,6 +111,7 @@ int64_t Leadership::epoch() const {
 void Leadership::SetServing(bool serving) {
   if (serving == serving_) return;
   serving_ = serving;
+  watch_cv_.Signal();
   if (callbacks_.serving && !stopped_) callbacks_.serving(serving, epoch_);
 }
 
@@ -112,6 +138,7 @@ void Leadership::LogOnce(const absl::Status& error) {
 }
 
 void Leadership::Run() {
+  absl::Duration wait;
   do {
     int64_t epoch = 0;
     {
@@ -119,45 +146,64 @@ void Leadership::Run() {
       if (lost_) return;
       epoch = epoch_;
     }
+    wait = retry_period_;
     if (epoch == 0) {
-      Campaign();
+      wait = std::min(wait, Campaign());
     } else {
       Renew();
     }
-  } while (!stop_.WaitForNotificationWithTimeout(retry_period_));
+  } while (!stop_.WaitForNotificationWithTimeout(wait));
 }
 
-void Leadership::Campaign() {
-  const absl::Time start = absl::Now();
+absl::Duration Leadership::Campaign() {
+  const SteadyTime start = std::chrono::steady_clock::now();
   absl::StatusOr<int64_t> epoch = election_->TryAcquire();
-  if (!epoch.ok()) return LogOnce(epoch.status());
+  if (!epoch.ok()) {
+    LogOnce(epoch.status());
+    return retry_period_;
+  }
   if (*epoch == 0) {
+    // Tried again as the holder's lease or deadline runs out (a killed
+    // leader's successor is not a retry period late), just after it.
+    const absl::Duration next =
+        election_->next_attempt() + absl::Milliseconds(1);
     absl::StatusOr<PgLeaderElection::Leader> leader = election_->Current();
-    if (!leader.ok()) return LogOnce(leader.status());
+    if (!leader.ok()) {
+      LogOnce(leader.status());
+      return next;
+    }
     absl::MutexLock lock(&mu_);
     leader_address_ = leader->address;
-    return;
+    return next;
   }
   {
     absl::MutexLock lock(&mu_);
     epoch_ = *epoch;
-    valid_until_ = start + lease_;
+    valid_until_ = start + absl::ToChronoNanoseconds(renew_deadline_);
     last_error_.clear();
   }
   std::fprintf(stderr, "accelschedd: elected leader, epoch %lld\n",
                static_cast<long long>(*epoch));
   Promote(*epoch);
+  return retry_period_;
 }
 
 void Leadership::Promote(int64_t epoch) {
   const absl::Time start = absl::Now();
   if (absl::Status s = callbacks_.promote(epoch); !s.ok()) {
-    return LogOnce(absl::Status(
-        s.code(), absl::StrCat("loading the state as leader: ", s.message())));
+    const absl::Status error(
+        s.code(), absl::StrCat("loading the state as leader: ", s.message()));
+    if (absl::IsUnavailable(s)) return LogOnce(error);
+    // Not a passing fault: holding the lease would keep every other replica
+    // from serving for as long as this one lives. A replica that can load
+    // takes over at once.
+    LogOnce(error);
+    if (absl::Status r = election_->Resign(epoch); !r.ok()) LogOnce(r);
+    return Lose(absl::StrCat(error.message(), "; resigned the leadership"));
   }
   absl::MutexLock lock(&mu_);
   loaded_ = true;
-  SetServing(absl::Now() < valid_until_);
+  SetServing(std::chrono::steady_clock::now() < valid_until_);
   std::fprintf(stderr,
                "accelschedd: serving as leader, epoch %lld (state "
                "loaded in %s)\n",
@@ -173,20 +219,21 @@ void Leadership::Renew() {
     epoch = epoch_;
     loaded = loaded_;
   }
-  const absl::Time start = absl::Now();
+  const SteadyTime start = std::chrono::steady_clock::now();
   absl::Status s = election_->Renew(epoch);
   if (absl::IsFailedPrecondition(s)) return Lose(std::string(s.message()));
   if (!s.ok()) {
     LogOnce(s);
     absl::MutexLock lock(&mu_);
-    if (absl::Now() >= valid_until_) SetServing(false);
+    if (std::chrono::steady_clock::now() >= valid_until_) SetServing(false);
     return;
   }
   {
     absl::MutexLock lock(&mu_);
-    valid_until_ = start + lease_;
+    valid_until_ = start + absl::ToChronoNanoseconds(renew_deadline_);
+    watch_cv_.Signal();
     last_error_.clear();
-    if (loaded_) SetServing(true);
+    if (loaded_) SetServing(std::chrono::steady_clock::now() < valid_until_);
   }
   if (!loaded) Promote(epoch);
 }

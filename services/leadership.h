@@ -3,12 +3,18 @@
 // sharing a PostgreSQL database start as followers: a thread campaigns every
 // retry period (storage/pg_leader_election.h); once elected it promotes the
 // server (loads its state from the database) and renews the lease every
-// retry period. A leader whose last renewal is older than the lease stops
-// serving (another server may have taken over); one that sees another epoch
-// has lost for good, and says so once through `lost`.
+// retry period. A leader serves only within the renew deadline of the start
+// of its last successful renewal, by this machine's monotonic clock: a
+// follower takes over a leader whose session is gone only once that deadline
+// has passed since the renewal by the database's clock, so the two never
+// serve at once, and a renewal that hangs (a cut network, a frozen database)
+// stops the serving, health included, on time. One that sees another epoch,
+// or cannot load the state it was elected with, has lost for good and says so
+// once through `lost` (after resigning, in the second case).
 #ifndef ACCELSCHED_SERVICES_LEADERSHIP_H_
 #define ACCELSCHED_SERVICES_LEADERSHIP_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,9 +34,11 @@ class PgLeaderElection;
 class Leadership {
  public:
   struct Callbacks {
-    // Called on the election thread once elected with the new epoch: fences
-    // the store and loads the state. On error it is called again a retry
-    // period later, while this server stays leader.
+    // Called on the election thread once elected with the new epoch: loads
+    // the state and fences the store. On UNAVAILABLE it is called again a
+    // retry period later, while this server stays leader; on any other error
+    // (a state this server cannot load, such as a type its
+    // --accelerator_types lacks) the server resigns and loses.
     std::function<absl::Status(int64_t epoch)> promote;
     // Called whenever serving starts or stops, with this server's epoch (the
     // health service, metrics). Under the leadership's lock: it must not call
@@ -42,8 +50,9 @@ class Leadership {
 
   // The only server: serving from the start.
   Leadership();
-  // A replica: a follower until elected once Start()ed.
-  Leadership(absl::Duration lease, absl::Duration retry_period,
+  // A replica: a follower until elected once Start()ed. `renew_deadline` as
+  // PgLeaderElection::Options' (longer than `retry_period`).
+  Leadership(absl::Duration renew_deadline, absl::Duration retry_period,
              Callbacks callbacks);
   // Stops the thread.
   ~Leadership();
@@ -60,8 +69,8 @@ class Leadership {
   void Resign();
 
   // OK when this server serves: the only one, or the leader with its state
-  // loaded and its lease renewed within the lease. UNAVAILABLE otherwise,
-  // naming the leader's address when known.
+  // loaded and its lease renewed within the renew deadline. UNAVAILABLE
+  // otherwise, naming the leader's address when known.
   absl::Status Check() const;
   // Records that another server has taken over (seen here, or by a fenced
   // write): stops serving, and calls `lost` the first time. Thread-safe.
@@ -70,9 +79,14 @@ class Leadership {
   int64_t epoch() const;
 
  private:
+  using SteadyTime = std::chrono::steady_clock::time_point;
   void Run();
-  // One step of the loop: campaign, or renew.
-  void Campaign();
+  // Ends the serving when the renew deadline passes without a renewal, while
+  // the election thread may be stuck in one.
+  void Watch();
+  // One step of the loop: campaign (returns how long to wait before the
+  // next), or renew.
+  absl::Duration Campaign();
   void Renew();
   void Promote(int64_t epoch);
   // Logs `error` unless it is the one logged last (a database down for a
@@ -82,18 +96,21 @@ class Leadership {
 
   const bool replicated_;  // false: the only server
   std::unique_ptr<PgLeaderElection> election_;
-  const absl::Duration lease_;
+  const absl::Duration renew_deadline_;
   const absl::Duration retry_period_;
   Callbacks callbacks_;
   std::thread thread_;
+  std::thread watch_thread_;
   absl::Notification stop_;
 
   mutable absl::Mutex mu_;
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // ours once elected
   bool loaded_ ABSL_GUARDED_BY(mu_) = false;
-  // The local time up to which our last renewal holds (its start + lease).
-  absl::Time valid_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Up to when our last renewal holds: its start + the renew deadline, on
+  // the monotonic clock (a step of the wall clock changes nothing).
+  SteadyTime valid_until_ ABSL_GUARDED_BY(mu_) = SteadyTime::min();
   bool serving_ ABSL_GUARDED_BY(mu_) = false;
+  absl::CondVar watch_cv_;  // valid_until_, serving_ or stopped_ changed
   bool lost_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::string leader_address_ ABSL_GUARDED_BY(mu_);

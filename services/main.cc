@@ -27,9 +27,13 @@ ABSL_FLAG(std::string, advertise_address, "",
           "PostgreSQL only: the gRPC address that the other servers name to "
           "clients while this one leads (default: hostname:port)");
 ABSL_FLAG(absl::Duration, leader_lease, absl::Seconds(10),
-          "PostgreSQL only: how long a leader that stops renewing (frozen, "
-          "cut off) stays leader; a leader that exits is replaced at once");
-ABSL_FLAG(absl::Duration, leader_retry_period, absl::Milliseconds(500),
+          "PostgreSQL only: how long a leader that stops renewing while its "
+          "database session lives (frozen, cut off) stays leader");
+ABSL_FLAG(absl::Duration, leader_renew_deadline, absl::ZeroDuration(),
+          "PostgreSQL only: how long a leader serves after its last renewal, "
+          "and how soon a leader whose database session is gone (its process "
+          "died) is replaced; 0: three --leader_retry_period");
+ABSL_FLAG(absl::Duration, leader_retry_period, absl::Milliseconds(250),
           "PostgreSQL only: how often the leader renews its lease and the "
           "others try to take over");
 ABSL_FLAG(absl::Duration, default_lease, absl::Hours(1),
@@ -121,6 +125,7 @@ int main(int argc, char** argv) {
   options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   options.leader_lease = absl::GetFlag(FLAGS_leader_lease);
   options.leader_retry_period = absl::GetFlag(FLAGS_leader_retry_period);
+  options.leader_renew_deadline = absl::GetFlag(FLAGS_leader_renew_deadline);
   options.default_lease = absl::GetFlag(FLAGS_default_lease);
   options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   options.allocation_retention = absl::GetFlag(FLAGS_allocation_retention);

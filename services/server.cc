@@ -36,6 +36,12 @@
 namespace accelsched {
 namespace {
 
+absl::Duration RenewDeadline(const Server::Options& options) {
+  return options.leader_renew_deadline > absl::ZeroDuration()
+             ? options.leader_renew_deadline
+             : 3 * options.leader_retry_period;
+}
+
 bool IsPostgresUri(absl::string_view db) {
   return absl::StartsWith(db, "postgresql://") ||
          absl::StartsWith(db, "postgres://");
@@ -85,6 +91,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
     return absl::InvalidArgumentError(
         "--leader_retry_period must be positive and shorter than "
         "--leader_lease");
+  }
+  if (options.leader_renew_deadline < absl::ZeroDuration() ||
+      RenewDeadline(options) <= options.leader_retry_period ||
+      RenewDeadline(options) >= options.leader_lease) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--leader_renew_deadline (", absl::FormatDuration(RenewDeadline(options)),
+        ") must be longer than --leader_retry_period and shorter than "
+        "--leader_lease"));
   }
   std::unique_ptr<Server> server(new Server);
   RETURN_IF_ERROR(server->OpenScheduler(options));
@@ -154,11 +168,16 @@ absl::Status Server::OpenPostgres(const Options& options) {
   db_description_ = PgConnection::Describe(options.db);
   PgStore::Options store_options;
   // A write transaction left open by a leader frozen mid-way (SIGSTOP, a VM
-  // paused) holds the share lock a takeover waits for: the server ends such
-  // a session after the lease.
+  // paused) holds the share lock a takeover waits for: the takeover ends
+  // such a session (pg_leader_election.h), and so does the database after
+  // the lease. A write never waits longer than the lease for a lock either
+  // (one held by a server frozen inside its takeover, until the database
+  // ends that session).
+  const std::string lease_ms =
+      absl::StrCat(absl::ToInt64Milliseconds(options.leader_lease), "ms");
   store_options.connection.settings.emplace_back(
-      "idle_in_transaction_session_timeout",
-      absl::StrCat(absl::ToInt64Milliseconds(options.leader_lease), "ms"));
+      "idle_in_transaction_session_timeout", lease_ms);
+  store_options.connection.settings.emplace_back("lock_timeout", lease_ms);
   store_options.on_fenced = [this] {
     leadership_->Lose(
         "a write was refused: another server holds a later "
@@ -170,8 +189,11 @@ absl::Status Server::OpenPostgres(const Options& options) {
   store_ = std::move(store);
   Leadership::Callbacks callbacks;
   callbacks.promote = [this](int64_t epoch) {
+    // Loaded first: until the state is whole, nothing this server would
+    // write (the sweeper's expiries) may commit.
+    RETURN_IF_ERROR(scheduler_->Load());
     pg_store_->set_epoch(epoch);
-    return scheduler_->Load();
+    return absl::OkStatus();
   };
   callbacks.serving = [this](bool serving, int64_t epoch) {
     grpc_server_->GetHealthCheckService()->SetServingStatus(
@@ -184,8 +206,9 @@ absl::Status Server::OpenPostgres(const Options& options) {
     // so that a supervisor restarts it as a follower.
     kill(getpid(), SIGTERM);
   };
-  leadership_ = std::make_unique<Leadership>(
-      options.leader_lease, options.leader_retry_period, std::move(callbacks));
+  leadership_ = std::make_unique<Leadership>(RenewDeadline(options),
+                                             options.leader_retry_period,
+                                             std::move(callbacks));
   return absl::OkStatus();
 }
 
@@ -203,6 +226,7 @@ absl::Status Server::StartElection(const Options& options) {
   PgLeaderElection::Options election_options;
   election_options.address = address;
   election_options.lease = options.leader_lease;
+  election_options.renew_deadline = RenewDeadline(options);
   election_options.connection.application_name =
       absl::StrCat("accelschedd ", address);
   ASSIGN_OR_RETURN(std::unique_ptr<PgLeaderElection> election,
@@ -241,6 +265,9 @@ absl::StatusOr<std::string> Server::ReloadAcceleratorTypes() {
 void Server::StartSweeper(absl::Duration interval) {
   sweeper_ = std::thread([this, interval] {
     while (!stop_sweeper_.WaitForNotificationWithTimeout(interval)) {
+      // Only a serving leader sweeps: a follower's or a deposed leader's
+      // expiries would be refused, and a half-loaded state's be wrong.
+      if (!leadership_->Check().ok()) continue;
       absl::Status s = scheduler_->Sweep().status();
       if (!s.ok()) {
         std::fprintf(stderr, "accelschedd: lease sweep: %s\n",

@@ -48,11 +48,14 @@ class Server {
     std::string db = "accelsched.db";
     // PostgreSQL only: the gRPC address followers name to clients (empty:
     // this host's name and the gRPC port); how long a leader that stops
-    // renewing stays leader; how often the leader renews and followers try
-    // to take over.
+    // renewing while its database session lives stays leader; how long a
+    // leader serves after its last renewal (zero: three retry periods), which
+    // is also how soon a leader whose session is gone is replaced; how often
+    // the leader renews and followers try to take over.
     std::string advertise_address;
     absl::Duration leader_lease = absl::Seconds(10);
-    absl::Duration leader_retry_period = absl::Milliseconds(500);
+    absl::Duration leader_renew_deadline = absl::ZeroDuration();
+    absl::Duration leader_retry_period = absl::Milliseconds(250);
     absl::Duration default_lease = absl::Hours(1);
     // Nodes silent for longer get no new allocations; zero disables the check.
     absl::Duration heartbeat_timeout = absl::Minutes(5);

@@ -44,6 +44,22 @@ absl::StatusCode CodeOf(absl::string_view sqlstate) {
   return absl::StatusCode::kInternal;
 }
 
+// The network timeout split the way both ends take it: silent for
+// `keepalive_idle_s`, then `keepalive_count` probes `keepalive_interval_s`
+// apart, all unanswered: about the timeout. tcp_user_timeout bounds data sent
+// and never acknowledged the same way.
+struct NetworkTimeouts {
+  int64_t keepalive_idle_s;
+  int64_t keepalive_interval_s;
+  int64_t keepalive_count;
+  int64_t user_timeout_ms;
+};
+NetworkTimeouts NetworkTimeoutsOf(absl::Duration timeout) {
+  const int64_t s = std::max<int64_t>(absl::ToInt64Seconds(timeout), 1);
+  return NetworkTimeouts{std::max<int64_t>(s / 2, 1),
+                         std::max<int64_t>(s / 6, 1), 3, s * 1000};
+}
+
 // One row of a result.
 class PgRowReader final : public RowReader {
  public:
@@ -138,12 +154,32 @@ absl::StatusOr<pg_conn*> PgConnection::Connect(const std::string& uri,
                                                const Options& options) {
   const std::string timeout =
       absl::StrCat(absl::ToInt64Seconds(options.connect_timeout));
+  const NetworkTimeouts net = NetworkTimeoutsOf(options.network_timeout);
+  const std::string idle = absl::StrCat(net.keepalive_idle_s);
+  const std::string interval = absl::StrCat(net.keepalive_interval_s);
+  const std::string count = absl::StrCat(net.keepalive_count);
+  const std::string user_timeout = absl::StrCat(net.user_timeout_ms);
   // Later keywords win, and expand_dbname expands the URI in place: so the URI
-  // may override the timeout and name given before it.
-  const char* keywords[] = {"connect_timeout", "fallback_application_name",
-                            "dbname", nullptr};
-  const char* values[] = {timeout.c_str(), options.application_name.c_str(),
-                          uri.c_str(), nullptr};
+  // may override the timeouts and name given before it.
+  // https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-PARAMKEYWORDS
+  const char* keywords[] = {"connect_timeout",
+                            "fallback_application_name",
+                            "keepalives",
+                            "keepalives_idle",
+                            "keepalives_interval",
+                            "keepalives_count",
+                            "tcp_user_timeout",
+                            "dbname",
+                            nullptr};
+  const char* values[] = {timeout.c_str(),
+                          options.application_name.c_str(),
+                          "1",
+                          idle.c_str(),
+                          interval.c_str(),
+                          count.c_str(),
+                          user_timeout.c_str(),
+                          uri.c_str(),
+                          nullptr};
   pg_conn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn == nullptr) {
     return absl::ResourceExhaustedError("libpq: out of memory");
@@ -166,10 +202,18 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Open(
   char* error = nullptr;
   PQconninfoOption* parsed = PQconninfoParse(uri.c_str(), &error);
   if (parsed == nullptr) {
-    const std::string why = error != nullptr ? Trimmed(error) : "out of memory";
+    // libpq's reason quotes the part of the URI it could not parse, which may
+    // be the password: only its words before the first quote are kept.
+    std::string why = error != nullptr ? Trimmed(error) : "out of memory";
     PQfreemem(error);
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a PostgreSQL connection URI: ", why));
+    absl::string_view words =
+        absl::StripTrailingAsciiWhitespace(absl::string_view(why).substr(
+            0, std::min(why.find('"'), why.size())));
+    absl::ConsumeSuffix(&words, ":");
+    why = std::string(words);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a PostgreSQL connection URI (", why,
+        "); expected postgresql://user:password@host:port/dbname"));
   }
   PQconninfoFree(parsed);
   ASSIGN_OR_RETURN(pg_conn * conn, Connect(uri, options));
@@ -186,9 +230,29 @@ PgConnection::PgConnection(pg_conn* conn, std::string uri, Options options)
 
 PgConnection::~PgConnection() { PQfinish(conn_); }
 
-bool PgConnection::ok() const { return PQstatus(conn_) == CONNECTION_OK; }
+bool PgConnection::ok() const {
+  return !abandoned_ && PQstatus(conn_) == CONNECTION_OK;
+}
+
+void PgConnection::Abandon() {
+  abandoned_ = true;
+  prepared_.clear();
+}
 
 absl::Status PgConnection::ApplySettings() {
+  const NetworkTimeouts net = NetworkTimeoutsOf(options_.network_timeout);
+  // https://www.postgresql.org/docs/15/runtime-config-connection.html
+  // (ignored on a Unix socket).
+  const std::pair<const char*, int64_t> network[] = {
+      {"tcp_keepalives_idle", net.keepalive_idle_s},
+      {"tcp_keepalives_interval", net.keepalive_interval_s},
+      {"tcp_keepalives_count", net.keepalive_count},
+      {"tcp_user_timeout", net.user_timeout_ms},
+  };
+  for (const auto& [name, value] : network) {
+    ASSIGN_OR_RETURN(PgResult r, Run("SELECT set_config($1, $2, false)",
+                                     {PgParam(name), PgParam(value)}));
+  }
   for (const auto& [name, value] : options_.settings) {
     // set_config takes parameters, so values need no quoting.
     ASSIGN_OR_RETURN(PgResult r, Run("SELECT set_config($1, $2, false)",
@@ -202,7 +266,13 @@ absl::Status PgConnection::Reconnect() {
   prepared_.clear();
   ASSIGN_OR_RETURN(pg_conn * fresh, Connect(uri_, options_));
   PQfinish(std::exchange(conn_, fresh));
-  return ApplySettings();
+  abandoned_ = false;
+  if (absl::Status s = ApplySettings(); !s.ok()) {
+    // Never serve a session without its settings: the next call reconnects.
+    Abandon();
+    return s;
+  }
+  return absl::OkStatus();
 }
 
 void PgConnection::RollbackIfOpen() {
@@ -387,9 +457,9 @@ absl::Status PgConnection::RunBatch(const std::vector<Statement>& statements) {
     if (PQexitPipelineMode(conn_) != 1) {
       if (s.ok()) s = ResultError(nullptr, "pipeline end");
       // Results were left unread: a connection that cannot leave pipeline
-      // mode would refuse every later call. Start afresh.
-      prepared_.clear();
-      PQreset(conn_);
+      // mode would refuse every later call. The next Reconnect() replaces
+      // it, with its session settings (PQreset would drop them).
+      Abandon();
     }
   }
   return s;

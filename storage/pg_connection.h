@@ -92,17 +92,25 @@ class PgConnection final : public RowSource {
   struct Options {
     // libpq's connect_timeout, unless the URI sets one.
     absl::Duration connect_timeout = absl::Seconds(5);
+    // How long the other end may stay silent before the connection counts as
+    // lost, on both ends: libpq's keepalives and tcp_user_timeout here, the
+    // server's tcp_keepalives_* and tcp_user_timeout settings there. A
+    // network cut without a reset then fails a call, and ends the session on
+    // the server, instead of leaving both waiting until TCP gives up (about
+    // 15 minutes). Whole seconds, at least 1 s; the URI may override libpq's.
+    absl::Duration network_timeout = absl::Seconds(10);
     // Shown in pg_stat_activity (fallback_application_name).
     std::string application_name = "accelschedd";
-    // Session settings applied with SET after every (re)connection, e.g.
-    // {"idle_in_transaction_session_timeout", "10s"}.
+    // Session settings applied with set_config() after every (re)connection,
+    // after the network ones, e.g. {"idle_in_transaction_session_timeout",
+    // "10s"}.
     std::vector<std::pair<std::string, std::string>> settings;
   };
 
   // Connects to `uri` (a libpq connection URI or key=value string).
   // UNAVAILABLE naming the server (never the password) and libpq's reason when
   // it cannot connect or authenticate; INVALID_ARGUMENT when `uri` does not
-  // parse.
+  // parse (never quoting it: it may hold the password).
   static absl::StatusOr<std::unique_ptr<PgConnection>> Open(
       const std::string& uri, const Options& options);
   ~PgConnection() override;
@@ -140,7 +148,8 @@ class PgConnection final : public RowSource {
   // outside a transaction commits on its own: send BEGIN first.
   absl::Status RunBatch(const std::vector<Statement>& statements);
 
-  // False once libpq has seen the connection break.
+  // False once libpq has seen the connection break, or once this class gave
+  // it up (results it could not read).
   bool ok() const;
   // Reconnects when the connection is broken (a no-op otherwise), applying
   // the session settings again. UNAVAILABLE when the server cannot be reached.
@@ -156,9 +165,13 @@ class PgConnection final : public RowSource {
   static absl::StatusOr<pg_conn*> Connect(const std::string& uri,
                                           const Options& options);
   absl::Status ApplySettings();
+  // Gives the connection up: ok() is false until Reconnect() replaces it
+  // with a fresh one, the session settings applied again.
+  void Abandon();
   absl::Status ResultError(pg_result* result, absl::string_view sql) const;
 
   pg_conn* conn_;
+  bool abandoned_ = false;
   std::string uri_;
   std::string description_;
   Options options_;

@@ -1,5 +1,6 @@
 #include "storage/pg_leader_election.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,22 +14,92 @@ namespace {
 // records this session as its holder's: its pid, with its start since pids
 // are reused. Followed by the WHERE clause.
 constexpr char kLeaseUpdate[] =
-    "UPDATE leader_lease SET expires_at = clock_timestamp() + $2 * interval "
-    "'1 microsecond', backend_pid = pg_backend_pid(), backend_start = (SELECT "
-    "backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()) ";
+    "UPDATE leader_lease SET renewed_at = clock_timestamp(), expires_at = "
+    "clock_timestamp() + $2 * interval '1 microsecond', backend_pid = "
+    "pg_backend_pid(), backend_start = (SELECT backend_start FROM "
+    "pg_stat_activity WHERE pid = pg_backend_pid()) ";
+
+// The holder's session as this one sees it in pg_stat_activity, and its
+// lease: expired; gone (no session with its pid and start, counting only a
+// session that started after the database did: one lost in a restart comes
+// back and renews); past its renew deadline ($1 microseconds) since its last
+// renewal; hidden (a session with its pid whose details this role may not
+// see); that session's role and ours; microseconds until the lease ends and
+// until the deadline ends (0 when not finite).
+constexpr char kHolder[] =
+    "SELECT l.expires_at < clock_timestamp(), (a.pid IS NULL OR "
+    "(a.backend_start IS NOT NULL AND a.backend_start <> l.backend_start)) "
+    "AND COALESCE(l.backend_start >= pg_postmaster_start_time(), true), "
+    "l.renewed_at + $1::bigint * interval '1 microsecond' < "
+    "clock_timestamp(), "
+    "a.pid IS NOT NULL AND a.backend_start IS NULL, COALESCE(a.usename::text, "
+    "''), current_user::text, CASE WHEN isfinite(l.expires_at) THEN "
+    "(EXTRACT(EPOCH FROM l.expires_at - clock_timestamp()) * 1000000)::bigint "
+    "ELSE 0 END, CASE WHEN isfinite(l.renewed_at) THEN (EXTRACT(EPOCH FROM "
+    "l.renewed_at - clock_timestamp()) * 1000000)::bigint + $1::bigint ELSE 0 END, "
+    "l.backend_pid FROM leader_lease l LEFT JOIN pg_stat_activity a ON a.pid = "
+    "l.backend_pid WHERE l.id = 1";
+
+absl::Status HiddenHolderError(const PgResult& holder) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the leader's database session (pid ", holder.Text(0, 8), ", role ",
+      holder.Text(0, 4), ") is hidden from role ", holder.Text(0, 5),
+      " in pg_stat_activity, so this server cannot tell whether the leader "
+      "is alive: every replica must connect as the same role (or as a member "
+      "of pg_read_all_stats)"));
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PgLeaderElection>> PgLeaderElection::Open(
     const std::string& uri, Options options) {
+  if (options.renew_deadline >= options.lease ||
+      options.renew_deadline <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the renew deadline (", absl::FormatDuration(options.renew_deadline),
+        ") must be positive and below the lease (",
+        absl::FormatDuration(options.lease), ")"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> db,
+                   PgConnection::Open(uri, ConnectionOptions(options)));
+  RETURN_IF_ERROR(PgMigrate(*db));
+  std::unique_ptr<PgLeaderElection> election(
+      new PgLeaderElection(std::move(db), std::move(options)));
+  RETURN_IF_ERROR(election->CheckHolderVisible());
+  return election;
+}
+
+PgConnection::Options PgLeaderElection::ConnectionOptions(
+    const Options& options) {
+  PgConnection::Options connection = options.connection;
   // A takeover waits for the old leader's write transaction to end; never
   // longer than this, so that the loop keeps its pace.
-  options.connection.settings.emplace_back("lock_timeout", "1s");
-  ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> db,
-                   PgConnection::Open(uri, options.connection));
-  RETURN_IF_ERROR(PgMigrate(*db));
-  return std::unique_ptr<PgLeaderElection>(
-      new PgLeaderElection(std::move(db), std::move(options)));
+  connection.settings.emplace_back("lock_timeout", "1s");
+  // A server frozen (SIGSTOP, a VM paused) inside its takeover transaction
+  // holds the lease row, and after its UPDATE the leader row, which the
+  // leader's renewals and writes wait for: the database ends that session,
+  // well within the renew deadline, and the transaction rolls back.
+  connection.settings.emplace_back(
+      "idle_in_transaction_session_timeout",
+      absl::StrCat(
+          std::max<int64_t>(
+              absl::ToInt64Milliseconds(options.renew_deadline) / 4, 1),
+          "ms"));
+  return connection;
+}
+
+absl::Status PgLeaderElection::CheckHolderVisible() {
+  ASSIGN_OR_RETURN(
+      PgResult holder,
+      db_->Run(kHolder, {absl::ToInt64Microseconds(options_.renew_deadline)}));
+  if (holder.rows() != 1) {
+    return absl::DataLossError(absl::StrCat("database ", db_->description(),
+                                            " has no leader_lease row"));
+  }
+  if (!holder.Bool(0, 0) && holder.Bool(0, 3)) {
+    return HiddenHolderError(holder);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> PgLeaderElection::TryAcquire() {
@@ -48,20 +119,40 @@ absl::StatusOr<int64_t> PgLeaderElection::TryAcquireInTransaction() {
   // The lease row locked first: two followers trying at once take turns, and
   // the second sees the first's lease.
   ASSIGN_OR_RETURN(
-      PgResult lease,
-      db_->Run("SELECT l.expires_at < clock_timestamp(), NOT EXISTS (SELECT 1 "
-               "FROM pg_stat_activity a WHERE a.pid = l.backend_pid AND "
-               "a.backend_start = l.backend_start) FROM leader_lease l WHERE "
-               "l.id = 1 FOR UPDATE",
-               {}));
-  if (lease.rows() != 1) {
+      PgResult holder,
+      db_->Run(absl::StrCat(kHolder, " FOR UPDATE OF l"),
+               {absl::ToInt64Microseconds(options_.renew_deadline)}));
+  if (holder.rows() != 1) {
     return absl::DataLossError(absl::StrCat("database ", db_->description(),
                                             " has no leader_lease row"));
   }
-  const bool expired = lease.Bool(0, 0);
-  const bool holder_gone = lease.Bool(0, 1);
-  if (!expired && !holder_gone) return 0;
-  // Waits for the share lock of the old leader's write in progress, if any.
+  const bool expired = holder.Bool(0, 0);
+  const bool gone = holder.Bool(0, 1);
+  const bool past_deadline = holder.Bool(0, 2);
+  if (!expired && holder.Bool(0, 3)) return HiddenHolderError(holder);
+  if (!expired && !(gone && past_deadline)) {
+    ASSIGN_OR_RETURN(const int64_t lease_left_us, holder.Int(0, 6));
+    ASSIGN_OR_RETURN(const int64_t deadline_left_us, holder.Int(0, 7));
+    const int64_t left_us =
+        gone ? std::min(lease_left_us, deadline_left_us) : lease_left_us;
+    next_attempt_ = std::clamp(absl::Microseconds(left_us),
+                               absl::ZeroDuration(), options_.lease);
+    return 0;
+  }
+  // An old leader frozen in the middle of a write holds the share lock on the
+  // leader row that the UPDATE below needs, idle or busy sending a batch
+  // (which no idle timeout ends): its session is ended, and its transaction
+  // rolls back. Its lease has run out or its session is gone, so it no longer
+  // serves (services/leadership.h).
+  ASSIGN_OR_RETURN(
+      PgResult ended,
+      db_->Run("SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE "
+               "locktype = 'relation' AND relation = 'leader'::regclass AND "
+               "mode = 'RowShareLock' AND granted AND pid <> pg_backend_pid() "
+               "AND database = (SELECT oid FROM pg_database WHERE datname = "
+               "current_database())",
+               {}));
+  // Waits for the share lock of the old leader's write, if any, to go.
   ASSIGN_OR_RETURN(
       PgResult leader,
       db_->Run("UPDATE leader SET epoch = epoch + 1, address = $1, "

@@ -143,6 +143,13 @@ CREATE TABLE leader_lease (
 INSERT INTO leader_lease (id, epoch, expires_at, backend_pid)
   VALUES (1, 0, '-infinity', 0);
 )sql"},
+    // When the holder last renewed, by the database's clock: a holder whose
+    // session is gone is taken over only once its renew deadline has passed
+    // since then (pg_leader_election.h).
+    {2, R"sql(
+ALTER TABLE leader_lease
+  ADD COLUMN renewed_at TIMESTAMPTZ NOT NULL DEFAULT '-infinity';
+)sql"},
 };
 
 // Any constant: the key of the advisory lock migrations run under.

@@ -12,6 +12,10 @@ namespace accelsched {
 
 absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& uri,
                                                        Options options) {
+  // An acknowledged write must survive the database's crash whatever the
+  // database's or the role's default (synchronous_commit = off loses the last
+  // commits; https://www.postgresql.org/docs/15/wal-async-commit.html).
+  options.connection.settings.emplace_back("synchronous_commit", "on");
   ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> db,
                    PgConnection::Open(uri, options.connection));
   RETURN_IF_ERROR(PgMigrate(*db));

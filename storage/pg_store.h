@@ -31,8 +31,9 @@ class PgStore final : public Store {
     std::function<void()> on_fenced;
   };
 
-  // Connects to `uri` and migrates the database to the current schema. Errors
-  // as PgConnection::Open and PgMigrate.
+  // Connects to `uri` and migrates the database to the current schema. The
+  // session commits synchronously whatever the database's default. Errors as
+  // PgConnection::Open and PgMigrate.
   static absl::StatusOr<std::unique_ptr<PgStore>> Open(const std::string& uri,
                                                        Options options);
 
@@ -49,6 +50,9 @@ class PgStore final : public Store {
   // store's epoch is not it (nothing is written), or when the connection is
   // lost (the transaction may then have committed or not: the caller reloads).
   absl::Status Apply(absl::Span<const Mutation> mutations) override;
+
+  // The write session, for tests that read its settings.
+  PgConnection& connection_for_testing() { return *db_; }
 
  private:
   PgStore(std::unique_ptr<PgConnection> db, Options options)

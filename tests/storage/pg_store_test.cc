@@ -5,6 +5,7 @@
 // one server serves them all, each case on a database of its own.
 #include "storage/pg_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -78,6 +79,8 @@ PgLeaderElection::Options ElectionOptions(const std::string& address,
   PgLeaderElection::Options options;
   options.address = address;
   options.lease = lease;
+  // A killed holder is replaced this long after its last renewal.
+  options.renew_deadline = std::min(lease / 2, absl::Milliseconds(200));
   return options;
 }
 
@@ -206,9 +209,11 @@ class PgLeaderTest : public testing::Test {
 
 TEST_F(PgLeaderTest, OneLeaderAtATimeAndANewOneWhenItsSessionEnds) {
   auto a = OpenElection("a:1", absl::Hours(1));
-  auto b = OpenElection("b:1", absl::Hours(1));
+  PgLeaderElection::Options slow = ElectionOptions("b:1", absl::Hours(1));
+  slow.renew_deadline = absl::Seconds(2);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgLeaderElection> b,
+                       PgLeaderElection::Open(uri_, slow));
   ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
   ASSERT_OK_AND_ASSIGN(const int64_t first, a->TryAcquire());
   EXPECT_EQ(first, 1);
   // Held, with an hour's lease and a live session: nobody else gets it.
@@ -218,9 +223,18 @@ TEST_F(PgLeaderTest, OneLeaderAtATimeAndANewOneWhenItsSessionEnds) {
   EXPECT_EQ(leader.epoch, 1);
   EXPECT_EQ(leader.address, "a:1");
   EXPECT_OK(a->Renew(first));
-  // The holder's session ends (its process killed): taken over at once,
-  // though its lease has an hour to run.
+  // The holder's session ends (its process killed, or only its session:
+  // then it still serves up to its renew deadline after its last renewal,
+  // b's 2 s here). Not taken over before that deadline, though gone...
   a.reset();
+  const absl::Time gone = absl::Now();
+  EXPECT_THAT(b->TryAcquire(), IsOkAndHolds(0));
+  if (absl::Now() - gone < absl::Milliseconds(1500)) {
+    EXPECT_GT(b->next_attempt(), absl::ZeroDuration());
+    EXPECT_LE(b->next_attempt(), absl::Seconds(2));
+  }
+  // ...and taken over once it has passed, long before the hour's lease.
+  absl::SleepFor(b->next_attempt());
   const int64_t second = TakeOverFromEndedSession(*b);
   EXPECT_EQ(second, 2);
   ASSERT_OK_AND_ASSIGN(leader, b->Current());
@@ -284,15 +298,16 @@ TEST_F(PgLeaderTest, AWriteOfAnOldEpochNeverCommits) {
   EXPECT_THAT(NodeNames(*new_store), testing::ElementsAre("before", "by-new"));
 }
 
-TEST_F(PgLeaderTest, ATakeoverWaitsForTheOldLeadersWriteInProgress) {
-  auto a = OpenElection("a:1", absl::Milliseconds(200));
-  auto b = OpenElection("b:1", absl::Milliseconds(200));
-  ASSERT_OK_AND_ASSIGN(const int64_t first, a->TryAcquire());
-  // The old leader's write transaction, open past its lease: it holds the
-  // share lock a store's Apply takes on the leader row.
+// An old leader frozen in the middle of its write transaction, its lease run
+// out: `busy` frozen while it sends a batch (its session active, which no idle
+// timeout ends), else between two statements.
+void TakeOverFromAFrozenWrite(const std::string& uri, bool busy,
+                              PgLeaderElection& a, PgLeaderElection& b) {
+  ASSERT_OK_AND_ASSIGN(const int64_t first, a.TryAcquire());
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgConnection> writer,
-                       PgConnection::Open(uri_, PgConnection::Options()));
+                       PgConnection::Open(uri, PgConnection::Options()));
   ASSERT_OK(writer->Exec("BEGIN"));
+  // The share lock a store's Apply takes on the leader row.
   ASSERT_OK_AND_ASSIGN(
       PgResult locked,
       writer->Run("SELECT epoch FROM leader WHERE id = 1 FOR SHARE", {}));
@@ -301,17 +316,132 @@ TEST_F(PgLeaderTest, ATakeoverWaitsForTheOldLeadersWriteInProgress) {
                       "last_heartbeat_unix_ns) VALUES ('in-flight', true, 0)",
                       {})
                 .status());
+  absl::Status busy_result;
+  std::thread sending;
+  if (busy) {
+    sending = std::thread([&] {
+      busy_result = writer->Run("SELECT pg_sleep(60)", {}).status();
+    });
+  }
   absl::SleepFor(absl::Milliseconds(300));  // the lease runs out
-  // The takeover cannot raise the epoch under that lock: it gives up after
-  // its lock timeout, and the old write still commits under the old epoch.
-  EXPECT_THAT(b->TryAcquire(),
-              StatusIs(absl::StatusCode::kUnavailable, testing::_));
-  ASSERT_OK(writer->Exec("COMMIT"));
-  ASSERT_OK_AND_ASSIGN(const int64_t second, b->TryAcquire());
+  // The takeover ends the frozen session instead of waiting for it.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  int64_t second = 0;
+  while (second == 0 && absl::Now() < deadline) {
+    absl::StatusOr<int64_t> epoch = b.TryAcquire();
+    if (epoch.ok()) second = *epoch;
+  }
   EXPECT_EQ(second, first + 1);
-  // What committed before the takeover is there for the new leader.
+  if (busy) {
+    sending.join();
+    EXPECT_THAT(busy_result, StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  }
+  // Its write never commits.
+  EXPECT_THAT(writer->Exec("COMMIT"),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgConnection> reader,
+                       PgConnection::Open(uri, PgConnection::Options()));
+  ASSERT_OK_AND_ASSIGN(PgResult nodes,
+                       reader->Run("SELECT count(*) FROM nodes", {}));
+  EXPECT_EQ(nodes.Text(0, 0), "0");
+}
+
+TEST_F(PgLeaderTest, ATakeoverEndsAnOldLeaderFrozenBetweenStatements) {
+  auto a = OpenElection("a:1", absl::Milliseconds(200));
+  auto b = OpenElection("b:1", absl::Milliseconds(200));
+  TakeOverFromAFrozenWrite(uri_, /*busy=*/false, *a, *b);
+}
+
+TEST_F(PgLeaderTest, ATakeoverEndsAnOldLeaderFrozenWhileSendingABatch) {
+  auto a = OpenElection("a:1", absl::Milliseconds(200));
+  auto b = OpenElection("b:1", absl::Milliseconds(200));
+  TakeOverFromAFrozenWrite(uri_, /*busy=*/true, *a, *b);
+}
+
+TEST_F(PgLeaderTest, AFollowerFrozenInsideItsTakeoverHoldsTheLeaseBriefly) {
+  PgLeaderElection::Options options =
+      ElectionOptions("a:1", absl::Seconds(10));
+  options.renew_deadline = absl::Seconds(2);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgLeaderElection> a,
+                       PgLeaderElection::Open(uri_, options));
+  ASSERT_OK_AND_ASSIGN(const int64_t epoch, a->TryAcquire());
+  // A follower's election session, as PgLeaderElection opens it, frozen
+  // after locking the lease row and after raising the epoch (SIGSTOP).
+  options.address = "b:1";
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<PgConnection> frozen,
+      PgConnection::Open(uri_, PgLeaderElection::ConnectionOptions(options)));
+  ASSERT_OK(frozen->Exec("BEGIN"));
+  ASSERT_OK(frozen->Exec("SELECT * FROM leader_lease WHERE id = 1 FOR UPDATE"));
+  ASSERT_OK(frozen->Exec("UPDATE leader SET epoch = epoch + 1 WHERE id = 1"));
+  // The database ends that session within the renew deadline: the leader
+  // renews (a renewal waits a second for the lock, then tries again), and
+  // its writes are not blocked by the frozen UPDATE.
+  const absl::Time start = absl::Now();
+  absl::Status renewed = a->Renew(epoch);
+  while (!renewed.ok() && absl::Now() - start < absl::Seconds(5)) {
+    renewed = a->Renew(epoch);
+  }
+  EXPECT_OK(renewed);
+  EXPECT_LT(absl::Now() - start, options.renew_deadline);
   auto store = OpenStore();
-  EXPECT_THAT(NodeNames(*store), testing::ElementsAre("in-flight"));
+  store->set_epoch(epoch);
+  EXPECT_OK(PutNode(*store, "after"));
+  EXPECT_THAT(frozen->Exec("COMMIT"),
+              StatusIs(absl::StatusCode::kUnavailable, testing::_));
+}
+
+TEST_F(PgLeaderTest, ReplicasOfAnotherRoleAreRefused) {
+  PostgresInstance& pg = SharedPostgres::Get();
+  const std::string db = uri_.substr(uri_.rfind('/') + 1);
+  auto a = OpenElection("a:1", absl::Hours(1));
+  ASSERT_OK_AND_ASSIGN(const int64_t epoch, a->TryAcquire());
+  ASSERT_OK(pg.Psql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE "
+                    "rolname = 'other_role') THEN CREATE ROLE other_role LOGIN "
+                    "PASSWORD 'other-pw'; END IF; END $$; GRANT ALL ON ALL "
+                    "TABLES IN SCHEMA public TO other_role; GRANT ALL ON "
+                    "SCHEMA public TO other_role;",
+                    db)
+                .status());
+  const std::string other = absl::StrCat(
+      "postgresql://other_role:other-pw@127.0.0.1:", pg.port(), "/", db);
+  absl::StatusOr<std::unique_ptr<PgLeaderElection>> b = PgLeaderElection::Open(
+      other, ElectionOptions("b:1", absl::Hours(1)));
+  ASSERT_THAT(b.status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, testing::_));
+  EXPECT_THAT(b.status().message(), HasSubstr("role accelsched"));
+  EXPECT_THAT(b.status().message(), HasSubstr("role other_role"));
+  EXPECT_THAT(b.status().message(), HasSubstr("same role"));
+  // Nothing was taken over.
+  EXPECT_OK(a->Renew(epoch));
+}
+
+TEST_F(PgLeaderTest, TheWriteSessionCommitsSynchronouslyAndTimesOutTheNetwork) {
+  const std::string db = uri_.substr(uri_.rfind('/') + 1);
+  ASSERT_OK(SharedPostgres::Get()
+                .Psql(absl::StrCat("ALTER DATABASE ", db,
+                                   " SET synchronous_commit = off"))
+                .status());
+  auto store = OpenStore();
+  PgConnection& session = store->connection_for_testing();
+  EXPECT_THAT(session.Run("SHOW synchronous_commit", {}).value().Text(0, 0),
+              "on");
+  EXPECT_THAT(session.Run("SHOW tcp_user_timeout", {}).value().Text(0, 0),
+              "10000");  // milliseconds
+  EXPECT_THAT(session.Run("SHOW tcp_keepalives_idle", {}).value().Text(0, 0),
+              "5");  // seconds
+}
+
+TEST_F(PgLeaderTest, AMalformedUriIsRefusedWithoutThePassword) {
+  for (const std::string uri :
+       {"postgresql://u:s3cret%zz@127.0.0.1/db",
+        "host=x password='s3cret"}) {
+    absl::Status s = PgStore::Open(uri, PgStore::Options()).status();
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument, testing::_))
+        << uri;
+    EXPECT_THAT(s.message(), Not(HasSubstr("s3cret"))) << uri;
+    EXPECT_THAT(s.message(), HasSubstr("not a PostgreSQL connection URI"));
+  }
 }
 
 TEST_F(PgLeaderTest, TwoServersOpeningANewDatabaseMigrateItOnce) {
@@ -369,8 +499,9 @@ TEST_F(PgLeaderTest, WrongPasswordOrNoServerIsUnavailableWithoutThePassword) {
 }
 
 // Last: it restarts the shared server.
-TEST_F(PgLeaderTest, ZReconnectsAfterTheDatabaseRestarts) {
+TEST_F(PgLeaderTest, ZReconnectsAfterTheDatabaseRestartsAndKeepsItsLeader) {
   auto election = OpenElection("a:1", absl::Hours(1));
+  auto follower = OpenElection("b:1", absl::Hours(1));
   auto store = OpenStore();
   ASSERT_OK_AND_ASSIGN(const int64_t epoch, election->TryAcquire());
   store->set_epoch(epoch);
@@ -381,8 +512,18 @@ TEST_F(PgLeaderTest, ZReconnectsAfterTheDatabaseRestarts) {
   EXPECT_THAT(election->Renew(epoch),
               StatusIs(absl::StatusCode::kUnavailable, testing::_));
   ASSERT_OK(SharedPostgres::Get().Start());
-  // Both connections come back on their next call, the lease with its epoch.
+  // Every session is new after the restart: the leader's is gone as well,
+  // but for the restart, not for its process. The follower waits for the
+  // lease (an hour), well past its renew deadline...
+  absl::SleepFor(absl::Milliseconds(300));
+  // (Its first call finds its own connection lost.)
+  absl::StatusOr<int64_t> attempt = follower->TryAcquire();
+  if (absl::IsUnavailable(attempt.status())) attempt = follower->TryAcquire();
+  EXPECT_THAT(attempt, IsOkAndHolds(0));
+  // ...and the leader's connections come back on their next call, the lease
+  // with its epoch.
   EXPECT_OK(election->Renew(epoch));
+  EXPECT_THAT(follower->TryAcquire(), IsOkAndHolds(0));
   EXPECT_OK(PutNode(*store, "after"));
   EXPECT_THAT(NodeNames(*store), testing::ElementsAre("after", "before"));
 }
