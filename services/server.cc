@@ -96,7 +96,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
       RenewDeadline(options) <= options.leader_retry_period ||
       RenewDeadline(options) >= options.leader_lease) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--leader_renew_deadline (", absl::FormatDuration(RenewDeadline(options)),
+        "--leader_renew_deadline (",
+        absl::FormatDuration(RenewDeadline(options)),
         ") must be longer than --leader_retry_period and shorter than "
         "--leader_lease"));
   }

@@ -206,9 +206,8 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Open(
     // be the password: only its words before the first quote are kept.
     std::string why = error != nullptr ? Trimmed(error) : "out of memory";
     PQfreemem(error);
-    absl::string_view words =
-        absl::StripTrailingAsciiWhitespace(absl::string_view(why).substr(
-            0, std::min(why.find('"'), why.size())));
+    absl::string_view words = absl::StripTrailingAsciiWhitespace(
+        absl::string_view(why).substr(0, std::min(why.find('"'), why.size())));
     absl::ConsumeSuffix(&words, ":");
     why = std::string(words);
     return absl::InvalidArgumentError(absl::StrCat(

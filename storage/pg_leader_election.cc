@@ -36,7 +36,8 @@ constexpr char kHolder[] =
     "''), current_user::text, CASE WHEN isfinite(l.expires_at) THEN "
     "(EXTRACT(EPOCH FROM l.expires_at - clock_timestamp()) * 1000000)::bigint "
     "ELSE 0 END, CASE WHEN isfinite(l.renewed_at) THEN (EXTRACT(EPOCH FROM "
-    "l.renewed_at - clock_timestamp()) * 1000000)::bigint + $1::bigint ELSE 0 END, "
+    "l.renewed_at - clock_timestamp()) * 1000000)::bigint + $1::bigint ELSE 0 "
+    "END, "
     "l.backend_pid FROM leader_lease l LEFT JOIN pg_stat_activity a ON a.pid = "
     "l.backend_pid WHERE l.id = 1";
 

@@ -319,9 +319,8 @@ void TakeOverFromAFrozenWrite(const std::string& uri, bool busy,
   absl::Status busy_result;
   std::thread sending;
   if (busy) {
-    sending = std::thread([&] {
-      busy_result = writer->Run("SELECT pg_sleep(60)", {}).status();
-    });
+    sending = std::thread(
+        [&] { busy_result = writer->Run("SELECT pg_sleep(60)", {}).status(); });
   }
   absl::SleepFor(absl::Milliseconds(300));  // the lease runs out
   // The takeover ends the frozen session instead of waiting for it.
@@ -334,7 +333,8 @@ void TakeOverFromAFrozenWrite(const std::string& uri, bool busy,
   EXPECT_EQ(second, first + 1);
   if (busy) {
     sending.join();
-    EXPECT_THAT(busy_result, StatusIs(absl::StatusCode::kUnavailable, testing::_));
+    EXPECT_THAT(busy_result,
+                StatusIs(absl::StatusCode::kUnavailable, testing::_));
   }
   // Its write never commits.
   EXPECT_THAT(writer->Exec("COMMIT"),
@@ -359,8 +359,7 @@ TEST_F(PgLeaderTest, ATakeoverEndsAnOldLeaderFrozenWhileSendingABatch) {
 }
 
 TEST_F(PgLeaderTest, AFollowerFrozenInsideItsTakeoverHoldsTheLeaseBriefly) {
-  PgLeaderElection::Options options =
-      ElectionOptions("a:1", absl::Seconds(10));
+  PgLeaderElection::Options options = ElectionOptions("a:1", absl::Seconds(10));
   options.renew_deadline = absl::Seconds(2);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgLeaderElection> a,
                        PgLeaderElection::Open(uri_, options));
@@ -405,8 +404,8 @@ TEST_F(PgLeaderTest, ReplicasOfAnotherRoleAreRefused) {
                 .status());
   const std::string other = absl::StrCat(
       "postgresql://other_role:other-pw@127.0.0.1:", pg.port(), "/", db);
-  absl::StatusOr<std::unique_ptr<PgLeaderElection>> b = PgLeaderElection::Open(
-      other, ElectionOptions("b:1", absl::Hours(1)));
+  absl::StatusOr<std::unique_ptr<PgLeaderElection>> b =
+      PgLeaderElection::Open(other, ElectionOptions("b:1", absl::Hours(1)));
   ASSERT_THAT(b.status(),
               StatusIs(absl::StatusCode::kFailedPrecondition, testing::_));
   EXPECT_THAT(b.status().message(), HasSubstr("role accelsched"));
@@ -434,8 +433,7 @@ TEST_F(PgLeaderTest, TheWriteSessionCommitsSynchronouslyAndTimesOutTheNetwork) {
 
 TEST_F(PgLeaderTest, AMalformedUriIsRefusedWithoutThePassword) {
   for (const std::string uri :
-       {"postgresql://u:s3cret%zz@127.0.0.1/db",
-        "host=x password='s3cret"}) {
+       {"postgresql://u:s3cret%zz@127.0.0.1/db", "host=x password='s3cret"}) {
     absl::Status s = PgStore::Open(uri, PgStore::Options()).status();
     EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument, testing::_))
         << uri;
