@@ -193,10 +193,15 @@ void Leadership::Promote(int64_t epoch) {
   if (absl::Status s = callbacks_.promote(epoch); !s.ok()) {
     const absl::Status error(
         s.code(), absl::StrCat("loading the state as leader: ", s.message()));
-    if (absl::IsUnavailable(s)) return LogOnce(error);
-    // Not a passing fault: holding the lease would keep every other replica
-    // from serving for as long as this one lives. A replica that can load
-    // takes over at once.
+    // A state this server cannot load (DATA_LOSS: a type its
+    // --accelerator_types lacks) is not a passing fault: holding the lease
+    // would keep every other replica from serving for as long as this one
+    // lives, and a replica that can load takes over at once. Anything else
+    // (the database busy, restarting, out of memory) is tried again.
+    if (!absl::IsDataLoss(s) && !absl::IsInvalidArgument(s) &&
+        !absl::IsFailedPrecondition(s)) {
+      return LogOnce(error);
+    }
     LogOnce(error);
     if (absl::Status r = election_->Resign(epoch); !r.ok()) LogOnce(r);
     return Lose(absl::StrCat(error.message(), "; resigned the leadership"));

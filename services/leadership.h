@@ -35,14 +35,16 @@ class Leadership {
  public:
   struct Callbacks {
     // Called on the election thread once elected with the new epoch: loads
-    // the state and fences the store. On UNAVAILABLE it is called again a
-    // retry period later, while this server stays leader; on any other error
-    // (a state this server cannot load, such as a type its
-    // --accelerator_types lacks) the server resigns and loses.
+    // the state and fences the store. On DATA_LOSS, INVALID_ARGUMENT or
+    // FAILED_PRECONDITION (a state this server cannot load, such as a type
+    // its --accelerator_types lacks) the server resigns and loses; on any
+    // other error it is called again a retry period later, while this server
+    // stays leader.
     std::function<absl::Status(int64_t epoch)> promote;
     // Called whenever serving starts or stops, with this server's epoch (the
-    // health service, metrics). Under the leadership's lock: it must not call
-    // back.
+    // health service, metrics): from the election thread, the watch thread
+    // (at the renew deadline) or a thread calling Lose. Under the
+    // leadership's lock: it must not call back.
     std::function<void(bool serving, int64_t epoch)> serving;
     // Called once when another server has taken over.
     std::function<void(const std::string& why)> lost;
@@ -50,19 +52,21 @@ class Leadership {
 
   // The only server: serving from the start.
   Leadership();
-  // A replica: a follower until elected once Start()ed. `renew_deadline` as
-  // PgLeaderElection::Options' (longer than `retry_period`).
+  // A replica: a follower until elected once Start()ed. `renew_deadline`
+  // must be the election's (PgLeaderElection::Options) and longer than
+  // `retry_period` (Server checks both).
   Leadership(absl::Duration renew_deadline, absl::Duration retry_period,
              Callbacks callbacks);
-  // Stops the thread.
+  // Stops both threads.
   ~Leadership();
   Leadership(const Leadership&) = delete;
   Leadership& operator=(const Leadership&) = delete;
 
-  // Starts campaigning through `election` on a thread of its own.
+  // Starts campaigning through `election` on a thread of its own, and the
+  // thread that ends the serving at the renew deadline.
   void Start(std::unique_ptr<PgLeaderElection> election);
-  // Stops the thread (idempotent), and every callback: a leader stays leader
-  // until Resign.
+  // Stops both threads (idempotent), and every callback: a leader stays
+  // leader until Resign.
   void Stop();
   // After Stop, on shutdown once every write has committed: ends the lease so
   // that a follower takes over at once.

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <exception>
@@ -36,10 +37,14 @@
 namespace accelsched {
 namespace {
 
+// The flag's, or three retry periods, kept below the lease (halfway between
+// the retry period and the lease) for configurations that predate the flag.
 absl::Duration RenewDeadline(const Server::Options& options) {
-  return options.leader_renew_deadline > absl::ZeroDuration()
-             ? options.leader_renew_deadline
-             : 3 * options.leader_retry_period;
+  if (options.leader_renew_deadline > absl::ZeroDuration()) {
+    return options.leader_renew_deadline;
+  }
+  return std::min(3 * options.leader_retry_period,
+                  (options.leader_retry_period + options.leader_lease) / 2);
 }
 
 bool IsPostgresUri(absl::string_view db) {

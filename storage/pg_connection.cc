@@ -229,12 +229,13 @@ PgConnection::PgConnection(pg_conn* conn, std::string uri, Options options)
 
 PgConnection::~PgConnection() { PQfinish(conn_); }
 
-bool PgConnection::ok() const {
-  return !abandoned_ && PQstatus(conn_) == CONNECTION_OK;
-}
+// libpq takes a null connection everywhere: PQstatus reads CONNECTION_BAD.
+bool PgConnection::ok() const { return PQstatus(conn_) == CONNECTION_OK; }
 
 void PgConnection::Abandon() {
-  abandoned_ = true;
+  // Closed at once: the server rolls back its transaction and frees its
+  // locks (the fence's share lock among them).
+  PQfinish(std::exchange(conn_, nullptr));
   prepared_.clear();
 }
 
@@ -265,7 +266,6 @@ absl::Status PgConnection::Reconnect() {
   prepared_.clear();
   ASSIGN_OR_RETURN(pg_conn * fresh, Connect(uri_, options_));
   PQfinish(std::exchange(conn_, fresh));
-  abandoned_ = false;
   if (absl::Status s = ApplySettings(); !s.ok()) {
     // Never serve a session without its settings: the next call reconnects.
     Abandon();

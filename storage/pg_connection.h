@@ -97,7 +97,9 @@ class PgConnection final : public RowSource {
     // server's tcp_keepalives_* and tcp_user_timeout settings there. A
     // network cut without a reset then fails a call, and ends the session on
     // the server, instead of leaving both waiting until TCP gives up (about
-    // 15 minutes). Whole seconds, at least 1 s; the URI may override libpq's.
+    // 15 minutes). Whole seconds, at least 1 s (keepalives are whole seconds:
+    // below 6 s detection takes a few seconds more); the URI may override
+    // libpq's.
     absl::Duration network_timeout = absl::Seconds(10);
     // Shown in pg_stat_activity (fallback_application_name).
     std::string application_name = "accelschedd";
@@ -165,13 +167,12 @@ class PgConnection final : public RowSource {
   static absl::StatusOr<pg_conn*> Connect(const std::string& uri,
                                           const Options& options);
   absl::Status ApplySettings();
-  // Gives the connection up: ok() is false until Reconnect() replaces it
-  // with a fresh one, the session settings applied again.
+  // Closes the connection: ok() is false until Reconnect() opens a fresh
+  // one, the session settings applied again.
   void Abandon();
   absl::Status ResultError(pg_result* result, absl::string_view sql) const;
 
-  pg_conn* conn_;
-  bool abandoned_ = false;
+  pg_conn* conn_;  // null once abandoned
   std::string uri_;
   std::string description_;
   Options options_;

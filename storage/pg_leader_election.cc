@@ -10,34 +10,34 @@
 namespace accelsched {
 namespace {
 
-// Starts the lease ($2 microseconds from now, by the database's clock) and
-// records this session as its holder's: its pid, with its start since pids
-// are reused. Followed by the WHERE clause.
+// Starts the lease ($2 microseconds from now, by the database's clock), and
+// the holder's renew deadline ($3 microseconds: its own, which followers
+// honour whatever theirs), and records this session as its holder's: its
+// pid, with its start since pids are reused. Followed by the WHERE clause.
 constexpr char kLeaseUpdate[] =
-    "UPDATE leader_lease SET renewed_at = clock_timestamp(), expires_at = "
-    "clock_timestamp() + $2 * interval '1 microsecond', backend_pid = "
-    "pg_backend_pid(), backend_start = (SELECT backend_start FROM "
-    "pg_stat_activity WHERE pid = pg_backend_pid()) ";
+    "UPDATE leader_lease SET serves_until = clock_timestamp() + $3 * "
+    "interval '1 microsecond', expires_at = clock_timestamp() + $2 * "
+    "interval '1 microsecond', backend_pid = pg_backend_pid(), backend_start "
+    "= (SELECT backend_start FROM pg_stat_activity WHERE pid = "
+    "pg_backend_pid()) ";
 
 // The holder's session as this one sees it in pg_stat_activity, and its
 // lease: expired; gone (no session with its pid and start, counting only a
-// session that started after the database did: one lost in a restart comes
-// back and renews); past its renew deadline ($1 microseconds) since its last
-// renewal; hidden (a session with its pid whose details this role may not
+// session that started after the database did: one lost in a restart of the
+// database comes back and renews); past the deadline up to which it may
+// serve; hidden (a session with its pid whose details this role may not
 // see); that session's role and ours; microseconds until the lease ends and
-// until the deadline ends (0 when not finite).
+// until the deadline ends (0 when not finite); its pid.
 constexpr char kHolder[] =
     "SELECT l.expires_at < clock_timestamp(), (a.pid IS NULL OR "
     "(a.backend_start IS NOT NULL AND a.backend_start <> l.backend_start)) "
     "AND COALESCE(l.backend_start >= pg_postmaster_start_time(), true), "
-    "l.renewed_at + $1::bigint * interval '1 microsecond' < "
-    "clock_timestamp(), "
-    "a.pid IS NOT NULL AND a.backend_start IS NULL, COALESCE(a.usename::text, "
-    "''), current_user::text, CASE WHEN isfinite(l.expires_at) THEN "
-    "(EXTRACT(EPOCH FROM l.expires_at - clock_timestamp()) * 1000000)::bigint "
-    "ELSE 0 END, CASE WHEN isfinite(l.renewed_at) THEN (EXTRACT(EPOCH FROM "
-    "l.renewed_at - clock_timestamp()) * 1000000)::bigint + $1::bigint ELSE 0 "
-    "END, "
+    "l.serves_until < clock_timestamp(), a.pid IS NOT NULL AND "
+    "a.backend_start IS NULL, COALESCE(a.usename::text, ''), "
+    "current_user::text, CASE WHEN isfinite(l.expires_at) THEN (EXTRACT(EPOCH "
+    "FROM l.expires_at - clock_timestamp()) * 1000000)::bigint ELSE 0 END, "
+    "CASE WHEN isfinite(l.serves_until) THEN (EXTRACT(EPOCH FROM "
+    "l.serves_until - clock_timestamp()) * 1000000)::bigint ELSE 0 END, "
     "l.backend_pid FROM leader_lease l LEFT JOIN pg_stat_activity a ON a.pid = "
     "l.backend_pid WHERE l.id = 1";
 
@@ -73,6 +73,9 @@ absl::StatusOr<std::unique_ptr<PgLeaderElection>> PgLeaderElection::Open(
 PgConnection::Options PgLeaderElection::ConnectionOptions(
     const Options& options) {
   PgConnection::Options connection = options.connection;
+  // A takeover acknowledged here must survive a crash of the database, or
+  // the old leader would renew an epoch that a new one already serves.
+  connection.settings.emplace_back("synchronous_commit", "on");
   // A takeover waits for the old leader's write transaction to end; never
   // longer than this, so that the loop keeps its pace.
   connection.settings.emplace_back("lock_timeout", "1s");
@@ -90,9 +93,7 @@ PgConnection::Options PgLeaderElection::ConnectionOptions(
 }
 
 absl::Status PgLeaderElection::CheckHolderVisible() {
-  ASSIGN_OR_RETURN(
-      PgResult holder,
-      db_->Run(kHolder, {absl::ToInt64Microseconds(options_.renew_deadline)}));
+  ASSIGN_OR_RETURN(PgResult holder, db_->Run(kHolder, {}));
   if (holder.rows() != 1) {
     return absl::DataLossError(absl::StrCat("database ", db_->description(),
                                             " has no leader_lease row"));
@@ -119,10 +120,8 @@ absl::StatusOr<int64_t> PgLeaderElection::TryAcquire() {
 absl::StatusOr<int64_t> PgLeaderElection::TryAcquireInTransaction() {
   // The lease row locked first: two followers trying at once take turns, and
   // the second sees the first's lease.
-  ASSIGN_OR_RETURN(
-      PgResult holder,
-      db_->Run(absl::StrCat(kHolder, " FOR UPDATE OF l"),
-               {absl::ToInt64Microseconds(options_.renew_deadline)}));
+  ASSIGN_OR_RETURN(PgResult holder,
+                   db_->Run(absl::StrCat(kHolder, " FOR UPDATE OF l"), {}));
   if (holder.rows() != 1) {
     return absl::DataLossError(absl::StrCat("database ", db_->description(),
                                             " has no leader_lease row"));
@@ -150,6 +149,8 @@ absl::StatusOr<int64_t> PgLeaderElection::TryAcquireInTransaction() {
       db_->Run("SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE "
                "locktype = 'relation' AND relation = 'leader'::regclass AND "
                "mode = 'RowShareLock' AND granted AND pid <> pg_backend_pid() "
+               "AND pid IN (SELECT pid FROM pg_stat_activity WHERE usename = "
+               "current_user) "
                "AND database = (SELECT oid FROM pg_database WHERE datname = "
                "current_database())",
                {}));
@@ -167,7 +168,8 @@ absl::StatusOr<int64_t> PgLeaderElection::TryAcquireInTransaction() {
   ASSIGN_OR_RETURN(
       PgResult renewed,
       db_->Run(absl::StrCat(kLeaseUpdate, ", epoch = $1 WHERE id = 1"),
-               {epoch, absl::ToInt64Microseconds(options_.lease)}));
+               {epoch, absl::ToInt64Microseconds(options_.lease),
+                absl::ToInt64Microseconds(options_.renew_deadline)}));
   return epoch;
 }
 
@@ -177,7 +179,8 @@ absl::Status PgLeaderElection::Renew(int64_t epoch) {
   ASSIGN_OR_RETURN(
       PgResult r,
       db_->Run(absl::StrCat(kLeaseUpdate, "WHERE id = 1 AND epoch = $1"),
-               {epoch, absl::ToInt64Microseconds(options_.lease)}));
+               {epoch, absl::ToInt64Microseconds(options_.lease),
+                absl::ToInt64Microseconds(options_.renew_deadline)}));
   if (r.affected() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("epoch ", epoch, " is no longer the leader's"));

@@ -143,12 +143,12 @@ CREATE TABLE leader_lease (
 INSERT INTO leader_lease (id, epoch, expires_at, backend_pid)
   VALUES (1, 0, '-infinity', 0);
 )sql"},
-    // When the holder last renewed, by the database's clock: a holder whose
-    // session is gone is taken over only once its renew deadline has passed
-    // since then (pg_leader_election.h).
+    // Up to when the holder may serve, by the database's clock (its last
+    // renewal + its renew deadline): a holder whose session is gone is taken
+    // over only after that (pg_leader_election.h).
     {2, R"sql(
 ALTER TABLE leader_lease
-  ADD COLUMN renewed_at TIMESTAMPTZ NOT NULL DEFAULT '-infinity';
+  ADD COLUMN serves_until TIMESTAMPTZ NOT NULL DEFAULT '-infinity';
 )sql"},
 };
 
