@@ -227,12 +227,8 @@ void Leadership::Renew() {
   const SteadyTime start = std::chrono::steady_clock::now();
   absl::Status s = election_->Renew(epoch);
   if (absl::IsFailedPrecondition(s)) return Lose(std::string(s.message()));
-  if (!s.ok()) {
-    LogOnce(s);
-    absl::MutexLock lock(&mu_);
-    if (std::chrono::steady_clock::now() >= valid_until_) SetServing(false);
-    return;
-  }
+  // Serving ends at the deadline by Watch, whether this failed or hangs.
+  if (!s.ok()) return LogOnce(s);
   {
     absl::MutexLock lock(&mu_);
     valid_until_ = start + absl::ToChronoNanoseconds(renew_deadline_);

@@ -241,19 +241,18 @@ void PgConnection::Abandon() {
 
 absl::Status PgConnection::ApplySettings() {
   const NetworkTimeouts net = NetworkTimeoutsOf(options_.network_timeout);
+  // The network's first, then the owner's:
   // https://www.postgresql.org/docs/15/runtime-config-connection.html
   // (ignored on a Unix socket).
-  const std::pair<const char*, int64_t> network[] = {
-      {"tcp_keepalives_idle", net.keepalive_idle_s},
-      {"tcp_keepalives_interval", net.keepalive_interval_s},
-      {"tcp_keepalives_count", net.keepalive_count},
-      {"tcp_user_timeout", net.user_timeout_ms},
+  std::vector<std::pair<std::string, std::string>> settings = {
+      {"tcp_keepalives_idle", absl::StrCat(net.keepalive_idle_s)},
+      {"tcp_keepalives_interval", absl::StrCat(net.keepalive_interval_s)},
+      {"tcp_keepalives_count", absl::StrCat(net.keepalive_count)},
+      {"tcp_user_timeout", absl::StrCat(net.user_timeout_ms)},
   };
-  for (const auto& [name, value] : network) {
-    ASSIGN_OR_RETURN(PgResult r, Run("SELECT set_config($1, $2, false)",
-                                     {PgParam(name), PgParam(value)}));
-  }
-  for (const auto& [name, value] : options_.settings) {
+  settings.insert(settings.end(), options_.settings.begin(),
+                  options_.settings.end());
+  for (const auto& [name, value] : settings) {
     // set_config takes parameters, so values need no quoting.
     ASSIGN_OR_RETURN(PgResult r, Run("SELECT set_config($1, $2, false)",
                                      {PgParam(name), PgParam(value)}));

@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<PgLeaderElection>> PgLeaderElection::Open(
   RETURN_IF_ERROR(PgMigrate(*db));
   std::unique_ptr<PgLeaderElection> election(
       new PgLeaderElection(std::move(db), std::move(options)));
-  RETURN_IF_ERROR(election->CheckHolderVisible());
+  RETURN_IF_ERROR(election->ReadHolder("").status());
   return election;
 }
 
@@ -92,16 +92,17 @@ PgConnection::Options PgLeaderElection::ConnectionOptions(
   return connection;
 }
 
-absl::Status PgLeaderElection::CheckHolderVisible() {
-  ASSIGN_OR_RETURN(PgResult holder, db_->Run(kHolder, {}));
+absl::StatusOr<PgResult> PgLeaderElection::ReadHolder(absl::string_view lock) {
+  ASSIGN_OR_RETURN(PgResult holder, db_->Run(absl::StrCat(kHolder, lock), {}));
   if (holder.rows() != 1) {
     return absl::DataLossError(absl::StrCat("database ", db_->description(),
                                             " has no leader_lease row"));
   }
+  // A live lease whose session this role cannot see: neither gone nor alive.
   if (!holder.Bool(0, 0) && holder.Bool(0, 3)) {
     return HiddenHolderError(holder);
   }
-  return absl::OkStatus();
+  return holder;
 }
 
 absl::StatusOr<int64_t> PgLeaderElection::TryAcquire() {
@@ -120,16 +121,10 @@ absl::StatusOr<int64_t> PgLeaderElection::TryAcquire() {
 absl::StatusOr<int64_t> PgLeaderElection::TryAcquireInTransaction() {
   // The lease row locked first: two followers trying at once take turns, and
   // the second sees the first's lease.
-  ASSIGN_OR_RETURN(PgResult holder,
-                   db_->Run(absl::StrCat(kHolder, " FOR UPDATE OF l"), {}));
-  if (holder.rows() != 1) {
-    return absl::DataLossError(absl::StrCat("database ", db_->description(),
-                                            " has no leader_lease row"));
-  }
+  ASSIGN_OR_RETURN(PgResult holder, ReadHolder(" FOR UPDATE OF l"));
   const bool expired = holder.Bool(0, 0);
   const bool gone = holder.Bool(0, 1);
   const bool past_deadline = holder.Bool(0, 2);
-  if (!expired && holder.Bool(0, 3)) return HiddenHolderError(holder);
   if (!expired && !(gone && past_deadline)) {
     ASSIGN_OR_RETURN(const int64_t lease_left_us, holder.Int(0, 6));
     ASSIGN_OR_RETURN(const int64_t deadline_left_us, holder.Int(0, 7));

@@ -89,8 +89,10 @@ class PgLeaderElection {
   PgLeaderElection(std::unique_ptr<PgConnection> db, Options options)
       : db_(std::move(db)), options_(std::move(options)) {}
   absl::StatusOr<int64_t> TryAcquireInTransaction();
-  // FAILED_PRECONDITION when the holder's session is hidden from this role.
-  absl::Status CheckHolderVisible();
+  // The holder's row as kHolder reads it, `lock` appended to the query.
+  // DATA_LOSS without the row; FAILED_PRECONDITION when the lease is live
+  // and the holder's session is hidden from this role.
+  absl::StatusOr<PgResult> ReadHolder(absl::string_view lock);
 
   std::unique_ptr<PgConnection> db_;
   Options options_;
