@@ -23,9 +23,10 @@ PACKAGES=(
 # The Go client (clients/go) builds offline from Debian's Go toolchain and Go packages,
 # with Debian's protoc plugins for its generated code. gRPC-Go 1.33 decodes through
 # github.com/golang/protobuf, whose 1.5 series (not 1.3) handles APIv2 generated messages.
+# libfaketime runs a replica on a wall clock that is off in the HA tests (tests/support/clock_offset.h).
 # The PostgreSQL backend's tests start private servers of Debian's postgresql-15
 # (tests/support/postgres_instance.h), as the postgres account that package creates.
-TEST_PACKAGES=(postgresql-15 prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev
+TEST_PACKAGES=(postgresql-15 prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev libfaketime
   golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
   protoc-gen-go protoc-gen-go-grpc)
 if [[ "${1:-}" != "--build-only" ]]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi

@@ -138,10 +138,15 @@ absl::Status Server::OpenScheduler(const Options& options) {
     return absl::InvalidArgumentError(
         "--preemption_grace must not be negative");
   }
-  clock_ = std::make_unique<RealClock>();
   if (IsPostgresUri(options.db)) {
+    // Leases on the database's clock: a replica whose clock runs ahead would
+    // otherwise, once leader, end its predecessor's leases early.
+    auto clock = std::make_unique<OffsetClock>();
+    database_clock_ = clock.get();
+    clock_ = std::move(clock);
     RETURN_IF_ERROR(OpenPostgres(options));
   } else {
+    clock_ = std::make_unique<RealClock>();
     SqliteStore::Options store_options;
     store_options.max_pages = options.max_db_pages;
     ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db, store_options));
@@ -233,6 +238,7 @@ absl::Status Server::StartElection(const Options& options) {
   election_options.address = address;
   election_options.lease = options.leader_lease;
   election_options.renew_deadline = RenewDeadline(options);
+  election_options.clock = database_clock_;
   election_options.connection.application_name =
       absl::StrCat("accelschedd ", address);
   ASSIGN_OR_RETURN(std::unique_ptr<PgLeaderElection> election,

@@ -27,6 +27,7 @@ namespace accelsched {
 
 class AdminAuth;
 class Clock;
+class OffsetClock;
 class DeviceStatsTable;
 class Metrics;
 class Scheduler;
@@ -138,6 +139,8 @@ class Server {
   std::string accelerator_types_;  // the file's path
   std::string tenants_;            // the --tenants file's path
   std::unique_ptr<Clock> clock_;
+  // clock_ on PostgreSQL, set by the election (null on SQLite).
+  OffsetClock* database_clock_ = nullptr;
   std::unique_ptr<Store> store_;
   PgStore* pg_store_ = nullptr;  // store_, when it is PostgreSQL
   std::unique_ptr<Leadership> leadership_;

@@ -13,13 +13,17 @@ namespace {
 // Starts the lease ($2 microseconds from now, by the database's clock), and
 // the holder's renew deadline ($3 microseconds: its own, which followers
 // honour whatever theirs), and records this session as its holder's: its
-// pid, with its start since pids are reused. Followed by the WHERE clause.
+// pid, with its start since pids are reused. Followed by the WHERE clause
+// and kReturnNow.
 constexpr char kLeaseUpdate[] =
     "UPDATE leader_lease SET serves_until = clock_timestamp() + $3 * "
     "interval '1 microsecond', expires_at = clock_timestamp() + $2 * "
     "interval '1 microsecond', backend_pid = pg_backend_pid(), backend_start "
     "= (SELECT backend_start FROM pg_stat_activity WHERE pid = "
     "pg_backend_pid()) ";
+// The database's clock in microseconds since the Unix epoch.
+constexpr char kReturnNow[] =
+    " RETURNING (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint";
 
 // The holder's session as this one sees it in pg_stat_activity, and its
 // lease: expired; gone (no session with its pid and start, counting only a
@@ -160,27 +164,37 @@ absl::StatusOr<int64_t> PgLeaderElection::TryAcquireInTransaction() {
         absl::StrCat("database ", db_->description(), " has no leader row"));
   }
   ASSIGN_OR_RETURN(const int64_t epoch, leader.Int(0, 0));
-  ASSIGN_OR_RETURN(
-      PgResult renewed,
-      db_->Run(absl::StrCat(kLeaseUpdate, ", epoch = $1 WHERE id = 1"),
-               {epoch, absl::ToInt64Microseconds(options_.lease),
-                absl::ToInt64Microseconds(options_.renew_deadline)}));
+  RETURN_IF_ERROR(UpdateLease(", epoch = $1 WHERE id = 1", epoch).status());
   return epoch;
 }
 
 absl::Status PgLeaderElection::Renew(int64_t epoch) {
   RETURN_IF_ERROR(db_->Reconnect());
   // The session too: after a reconnect this is a new one.
-  ASSIGN_OR_RETURN(
-      PgResult r,
-      db_->Run(absl::StrCat(kLeaseUpdate, "WHERE id = 1 AND epoch = $1"),
-               {epoch, absl::ToInt64Microseconds(options_.lease),
-                absl::ToInt64Microseconds(options_.renew_deadline)}));
-  if (r.affected() == 0) {
+  ASSIGN_OR_RETURN(PgResult r,
+                   UpdateLease("WHERE id = 1 AND epoch = $1", epoch));
+  if (r.rows() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("epoch ", epoch, " is no longer the leader's"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<PgResult> PgLeaderElection::UpdateLease(absl::string_view where,
+                                                       int64_t epoch) {
+  const absl::Time sent = absl::Now();
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      db_->Run(absl::StrCat(kLeaseUpdate, where, kReturnNow),
+               {epoch, absl::ToInt64Microseconds(options_.lease),
+                absl::ToInt64Microseconds(options_.renew_deadline)}));
+  if (options_.clock != nullptr && r.rows() == 1) {
+    const absl::Time received = absl::Now();
+    ASSIGN_OR_RETURN(const int64_t database_us, r.Int(0, 0));
+    options_.clock->set_offset(absl::FromUnixMicros(database_us) -
+                               (sent + (received - sent) / 2));
+  }
+  return r;
 }
 
 absl::Status PgLeaderElection::Resign(int64_t epoch) {

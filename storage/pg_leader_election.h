@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/base/clock.h"
 #include "storage/pg_connection.h"
 
 namespace accelsched {
@@ -43,6 +44,11 @@ class PgLeaderElection {
     // gone session waits this long. Less than `lease`.
     absl::Duration renew_deadline = absl::Seconds(2);
     PgConnection::Options connection;
+    // When set (not owned), given the database's clock at every renewal and
+    // winning attempt: the offset of the database's clock from this machine's,
+    // measured at the middle of the round trip. A leader's leases are then
+    // on the clock every replica reads.
+    OffsetClock* clock = nullptr;
   };
   struct Leader {
     int64_t epoch = 0;  // 0: there has never been one
@@ -93,6 +99,9 @@ class PgLeaderElection {
   // DATA_LOSS without the row; FAILED_PRECONDITION when the lease is live
   // and the holder's session is hidden from this role.
   absl::StatusOr<PgResult> ReadHolder(absl::string_view lock);
+  // Runs the lease update with `where`, `epoch` its $1; sets
+  // Options::clock from the database's time it returns.
+  absl::StatusOr<PgResult> UpdateLease(absl::string_view where, int64_t epoch);
 
   std::unique_ptr<PgConnection> db_;
   Options options_;

@@ -35,6 +35,10 @@ absl::StatusOr<std::vector<StoredAllocation>> PgStore::LoadAllocations() {
 
 absl::StatusOr<uint64_t> PgStore::LoadEventSequence() {
   RETURN_IF_ERROR(db_->Reconnect());
+  return ReadEventSequence();
+}
+
+absl::StatusOr<uint64_t> PgStore::ReadEventSequence() {
   ASSIGN_OR_RETURN(const std::optional<uint64_t> last,
                    LoadEventSequenceRow(*db_));
   if (!last.has_value()) {
@@ -42,6 +46,29 @@ absl::StatusOr<uint64_t> PgStore::LoadEventSequence() {
                                             " has no event sequence row"));
   }
   return *last;
+}
+
+absl::StatusOr<StoredState> PgStore::Load() {
+  RETURN_IF_ERROR(db_->Reconnect());
+  // REPEATABLE READ takes its snapshot at the first SELECT and keeps it for
+  // every one after (https://www.postgresql.org/docs/15/transaction-iso.html,
+  // 13.2.2): a commit between two SELECTs is in neither.
+  RETURN_IF_ERROR(db_->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+  absl::StatusOr<StoredState> state = ReadState();
+  if (state.ok()) {
+    absl::Status committed = db_->Exec("COMMIT");
+    if (!committed.ok()) state = committed;
+  }
+  if (!state.ok()) db_->RollbackIfOpen();
+  return state;
+}
+
+absl::StatusOr<StoredState> PgStore::ReadState() {
+  StoredState state;
+  ASSIGN_OR_RETURN(state.event_sequence, ReadEventSequence());
+  ASSIGN_OR_RETURN(state.nodes, LoadNodeRows(*db_));
+  ASSIGN_OR_RETURN(state.allocations, LoadAllocationRows(*db_));
+  return state;
 }
 
 void PgStore::CheckEpoch() {

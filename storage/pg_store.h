@@ -46,6 +46,8 @@ class PgStore final : public Store {
   absl::StatusOr<std::vector<Node>> LoadNodes() override;
   absl::StatusOr<std::vector<StoredAllocation>> LoadAllocations() override;
   absl::StatusOr<uint64_t> LoadEventSequence() override;
+  // The three in one read-only REPEATABLE READ transaction: one snapshot.
+  absl::StatusOr<StoredState> Load() override;
   // As Store::Apply, and UNAVAILABLE naming the current epoch when this
   // store's epoch is not it (nothing is written), or when the connection is
   // lost (the transaction may then have committed or not: the caller reloads).
@@ -57,6 +59,10 @@ class PgStore final : public Store {
  private:
   PgStore(std::unique_ptr<PgConnection> db, Options options)
       : db_(std::move(db)), options_(std::move(options)) {}
+  // LoadEventSequence's result from the open session.
+  absl::StatusOr<uint64_t> ReadEventSequence();
+  // Load's reads, inside its transaction.
+  absl::StatusOr<StoredState> ReadState();
 
   // Queues the fence, the batch's first statement; each mutation's rows
   // (storage/rows.h) follow it.

@@ -27,6 +27,11 @@ class SerializedStore final : public Store {
     absl::MutexLock lock(&mu_);
     return store_->LoadEventSequence();
   }
+  // Holds the lock throughout: no Apply between its reads.
+  absl::StatusOr<StoredState> Load() override {
+    absl::MutexLock lock(&mu_);
+    return store_->Load();
+  }
   absl::Status Apply(absl::Span<const Mutation> mutations) override {
     absl::MutexLock lock(&mu_);
     return store_->Apply(mutations);

@@ -80,9 +80,37 @@ struct StoredAllocation {
   bool operator==(const StoredAllocation&) const = default;
 };
 
+// What the Load* calls return, read as one state.
+struct StoredState {
+  uint64_t event_sequence = 0;
+  std::vector<Node> nodes;
+  std::vector<StoredAllocation> allocations;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
+
+  // LoadEventSequence, LoadNodes and LoadAllocations as of one moment: no
+  // commit, this store's or another session's, lands between them (else rows
+  // committed in between come back without their parents). Errors as theirs.
+  // This default reads them in turn: enough for a store that alone writes its
+  // data and whose caller serialises its calls; a store on a shared database
+  // reads one snapshot.
+  virtual absl::StatusOr<StoredState> Load() {
+    StoredState state;
+    absl::StatusOr<uint64_t> sequence = LoadEventSequence();
+    if (!sequence.ok()) return sequence.status();
+    state.event_sequence = *sequence;
+    absl::StatusOr<std::vector<Node>> nodes = LoadNodes();
+    if (!nodes.ok()) return nodes.status();
+    state.nodes = *std::move(nodes);
+    absl::StatusOr<std::vector<StoredAllocation>> allocations =
+        LoadAllocations();
+    if (!allocations.ok()) return allocations.status();
+    state.allocations = *std::move(allocations);
+    return state;
+  }
 
   // Every node with its labels and devices, in name order, each node's devices
   // and MIG slices in the order written. Every field written comes back except

@@ -75,18 +75,15 @@ absl::Status Scheduler::Load() {
 absl::Status Scheduler::LoadLocked() {
   // The numbering too: a commit reported failed may have committed (its
   // connection lost at COMMIT), and its events' numbers with it.
-  ASSIGN_OR_RETURN(const uint64_t sequence, store_.LoadEventSequence());
-  committer_->set_last_event_sequence(sequence);
-  ASSIGN_OR_RETURN(std::vector<Node> nodes, store_.LoadNodes());
-  ASSIGN_OR_RETURN(std::vector<StoredAllocation> allocations,
-                   store_.LoadAllocations());
+  ASSIGN_OR_RETURN(StoredState state, store_.Load());
+  committer_->set_last_event_sequence(state.event_sequence);
   // The book first: the catalog asks it who holds each unit.
-  book_.Load(std::move(allocations));
+  book_.Load(std::move(state.allocations));
   queue_.Clear();
   for (const Record* r : book_.Pending()) queue_.Add(r->allocation);
   reservations_ = ReservationState();
   ++generation_;
-  RETURN_IF_ERROR(catalog_.Load(std::move(nodes), *accelerator_types()));
+  RETURN_IF_ERROR(catalog_.Load(std::move(state.nodes), *accelerator_types()));
   stale_reason_ = absl::OkStatus();
   stale_.store(false);
   return absl::OkStatus();

@@ -27,6 +27,7 @@
 #include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "tests/support/clock_offset.h"
 #include "tests/support/e2e_fixture.h"
 #include "tests/support/postgres_instance.h"
 #include "tests/support/server_process.h"
@@ -94,9 +95,10 @@ class HaTest : public testing::Test {
   // Starts a server on the shared database. Use as
   // ASSERT_TRUE(StartReplica(...)).
   testing::AssertionResult StartReplica(
-      Replica& r, const std::vector<std::string>& flags = {}) {
+      Replica& r, const std::vector<std::string>& flags = {},
+      const std::vector<std::string>& environment = {}) {
     absl::StatusOr<std::unique_ptr<ServerProcess>> p =
-        ServerProcess::Start(pg_->Uri(), flags);
+        ServerProcess::Start(pg_->Uri(), flags, environment);
     if (!p.ok()) {
       return testing::AssertionFailure()
              << "accelschedd did not start: " << p.status();
@@ -533,6 +535,49 @@ TEST_F(HaTest, TheDatabaseRestartedUnderTheServerLosesNothingAcknowledged) {
     EXPECT_EQ(stored.at(ids[i]).state(), v1::ACTIVE) << ids[i];
   }
   EXPECT_THAT(DoublyBooked(*a.stub), testing::IsEmpty());
+}
+
+// A leader whose clock runs a minute behind grants a lease; a replica with
+// a true clock takes over. The lease still ends when its holder was told, not
+// a minute early: leases are on the database's clock, whoever wrote them.
+// (The clock is set behind, not ahead: libfaketime fakes what the process
+// reads, not the kernel's timed waits, which abseil gives absolute times on
+// the real clock; ahead, every wait would last the offset longer.)
+TEST_F(HaTest, LeasesOfALeaderWhoseClockIsOffEndOnTime) {
+  const std::vector<std::string> flags = {"--leader_lease=2s",
+                                          "--leader_retry_period=200ms"};
+  Replica a, b;
+  ASSERT_TRUE(
+      StartReplica(a, flags, ClockOffsetEnvironment(-absl::Minutes(1))));
+  ASSERT_TRUE(AwaitServing(a).has_value()) << a.process->output();
+  ASSERT_TRUE(StartReplica(b, flags));
+  RegisterNodes(*a.stub, "node-", 1, 1);
+  v1::AllocateRequest req = AllocateReq("held", kModel);
+  req.mutable_lease()->set_seconds(45);
+  v1::Allocation held;
+  const absl::Time sent = absl::Now();
+  ASSERT_TRUE(CallOn(*a.stub, &Stub::Allocate, req, &held).ok());
+  // What it told the holder is on the true clock.
+  EXPECT_LT(
+      absl::AbsDuration(absl::FromUnixSeconds(held.expires_at().seconds()) -
+                        (sent + absl::Seconds(45))),
+      absl::Seconds(5));
+
+  EXPECT_EQ(a.process->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(AwaitServing(b).has_value()) << b.process->output();
+  // The one GPU is still held: Allocate expires what is due before it
+  // matches, so a lease ended early would free it here.
+  v1::Allocation out;
+  grpc::Status s =
+      CallOn(*b.stub, &Stub::Allocate, AllocateReq("next", kModel), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << s.error_message();
+  v1::GetAllocationRequest get;
+  get.set_request_id("held");
+  v1::Allocation got;
+  ASSERT_TRUE(CallOn(*b.stub, &Stub::GetAllocation, get, &got).ok());
+  EXPECT_EQ(got.state(), v1::ACTIVE);
+  EXPECT_EQ(got.expires_at().seconds(), held.expires_at().seconds());
 }
 
 TEST_F(HaTest, WrongCredentialsOrNoDatabaseExitOneWithAClearMessage) {

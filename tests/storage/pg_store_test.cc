@@ -310,6 +310,58 @@ TEST_F(PgLeaderTest, AWriteOfAnOldEpochNeverCommits) {
   EXPECT_THAT(NodeNames(*new_store), testing::ElementsAre("before", "by-new"));
 }
 
+// Load reads one snapshot: an allocation another session commits while Load
+// runs, after its SELECT of allocations and before its SELECT of their
+// devices, comes back whole or not at all (never as devices without their
+// allocation).
+TEST_F(PgLeaderTest, LoadReadsOneSnapshot) {
+  auto election = OpenElection("a:1", absl::Hours(1));
+  auto store = OpenStore();
+  ASSERT_OK_AND_ASSIGN(const int64_t epoch, election->TryAcquire());
+  store->set_epoch(epoch);
+  ASSERT_OK(PutNode(*store, "n0"));
+
+  // Holds Load at its SELECT of allocation_devices until this commits.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgConnection> other,
+                       PgConnection::Open(uri_, PgConnection::Options()));
+  ASSERT_OK(other->Exec("BEGIN"));
+  ASSERT_OK(
+      other->Exec("LOCK TABLE allocation_devices IN ACCESS EXCLUSIVE MODE"));
+  absl::StatusOr<StoredState> loaded;
+  std::thread loading([&] { loaded = store->Load(); });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgConnection> watcher,
+                       PgConnection::Open(uri_, PgConnection::Options()));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  bool waiting = false;
+  while (!waiting && absl::Now() < deadline) {
+    ASSERT_OK_AND_ASSIGN(
+        PgResult r, watcher->Run("SELECT count(*) FROM pg_stat_activity WHERE "
+                                 "wait_event_type = 'Lock' AND query LIKE "
+                                 "'%FROM allocation_devices%'",
+                                 {}));
+    waiting = r.Text(0, 0) == "1";
+    if (!waiting) absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_TRUE(waiting) << "Load never reached allocation_devices";
+  ASSERT_OK(other->Exec(
+      "INSERT INTO allocations VALUES ('a-new', 'r-new', 1, 'n0', '', 0, 0, "
+      "0, 0, '', 0, 'nvidia-tesla-t4', '', 1, '', false, '', '', 0, 1, '', 0, "
+      "'')"));
+  ASSERT_OK(
+      other->Exec("INSERT INTO allocation_devices VALUES ('a-new', 0, "
+                  "'n0', 'n0-gpu0', '', '')"));
+  ASSERT_OK(other->Exec("COMMIT"));
+  loading.join();
+  ASSERT_OK(loaded);
+  EXPECT_THAT(loaded->allocations, testing::IsEmpty());
+  ASSERT_EQ(loaded->nodes.size(), 1u);
+  // The next Load sees it whole.
+  ASSERT_OK_AND_ASSIGN(const StoredState after, store->Load());
+  ASSERT_EQ(after.allocations.size(), 1u);
+  EXPECT_EQ(after.allocations[0].allocation.id, "a-new");
+  EXPECT_EQ(after.allocations[0].allocation.devices.size(), 1u);
+}
+
 // An old leader frozen in the middle of its write transaction, its lease run
 // out: `busy` frozen while it sends a batch (its session active, which no idle
 // timeout ends), else between two statements.

@@ -20,9 +20,11 @@ namespace accelsched {
 class ServerProcess {
  public:
   // Starts accelschedd on `db` with loopback ports and `extra_flags`, and waits
-  // for its ready line. An error carries what the process printed.
+  // for its ready line; `environment` (KEY=VALUE each) is added to its
+  // environment through env(1). An error carries what the process printed.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
-      const std::string& db, const std::vector<std::string>& extra_flags = {});
+      const std::string& db, const std::vector<std::string>& extra_flags = {},
+      const std::vector<std::string>& environment = {});
 
   // Starts any program and waits until its output contains `ready_marker`
   // (ports are not parsed). For Prometheus in the metrics tests.
