@@ -9,6 +9,21 @@
 #include "storage/pg_leader_election.h"
 
 namespace accelsched {
+namespace {
+
+// An absl::Mutex as the lock std::condition_variable_any releases while it
+// waits (abseil's has no lower-case lock()).
+class Lockable {
+ public:
+  explicit Lockable(absl::Mutex* mu) : mu_(mu) {}
+  void lock() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu_->Lock(); }
+  void unlock() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu_->Unlock(); }
+
+ private:
+  absl::Mutex* mu_;
+};
+
+}  // namespace
 
 Leadership::Leadership()
     : replicated_(false),
@@ -31,30 +46,40 @@ void Leadership::Start(std::unique_ptr<PgLeaderElection> election) {
 }
 
 void Leadership::Stop() {
-  if (!stop_.HasBeenNotified()) stop_.Notify();
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stop_requested_ = true;
+  }
+  stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   {
     absl::MutexLock lock(&mu_);
     stopped_ = true;
-    watch_cv_.Signal();
+    watch_cv_.notify_all();
   }
   if (watch_thread_.joinable()) watch_thread_.join();
 }
 
+bool Leadership::WaitForStop(absl::Duration wait) {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  return stop_cv_.wait_for(lock, absl::ToChronoNanoseconds(wait),
+                           [this] { return stop_requested_; });
+}
+
 void Leadership::Watch() {
   absl::MutexLock lock(&mu_);
+  Lockable held(&mu_);
   while (!stopped_) {
-    absl::Duration wait = absl::InfiniteDuration();
-    if (serving_) {
-      const SteadyTime now = std::chrono::steady_clock::now();
-      if (now >= valid_until_) {
-        SetServing(false);
-        continue;
-      }
-      wait = absl::FromChrono(valid_until_ - now);
+    if (!serving_) {
+      watch_cv_.wait(held);
+      continue;
+    }
+    if (std::chrono::steady_clock::now() >= valid_until_) {
+      SetServing(false);
+      continue;
     }
     // Woken early by a renewal or a change of serving.
-    watch_cv_.WaitWithTimeout(&mu_, wait);
+    watch_cv_.wait_until(held, valid_until_);
   }
 }
 
@@ -111,7 +136,7 @@ int64_t Leadership::epoch() const {
 void Leadership::SetServing(bool serving) {
   if (serving == serving_) return;
   serving_ = serving;
-  watch_cv_.Signal();
+  watch_cv_.notify_all();
   if (callbacks_.serving && !stopped_) callbacks_.serving(serving, epoch_);
 }
 
@@ -152,7 +177,7 @@ void Leadership::Run() {
     } else {
       Renew();
     }
-  } while (!stop_.WaitForNotificationWithTimeout(wait));
+  } while (!WaitForStop(wait));
 }
 
 absl::Duration Leadership::Campaign() {
@@ -232,7 +257,7 @@ void Leadership::Renew() {
   {
     absl::MutexLock lock(&mu_);
     valid_until_ = start + absl::ToChronoNanoseconds(renew_deadline_);
-    watch_cv_.Signal();
+    watch_cv_.notify_all();
     last_error_.clear();
     if (loaded_) SetServing(std::chrono::steady_clock::now() < valid_until_);
   }

@@ -15,16 +15,17 @@
 #define ACCELSCHED_SERVICES_LEADERSHIP_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
 namespace accelsched {
@@ -97,6 +98,9 @@ class Leadership {
   // minute would otherwise log it every retry period).
   void LogOnce(const absl::Status& error);
   void SetServing(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until Stop() or `wait` passes on the monotonic clock; true when
+  // stopped.
+  bool WaitForStop(absl::Duration wait);
 
   const bool replicated_;  // false: the only server
   std::unique_ptr<PgLeaderElection> election_;
@@ -105,7 +109,14 @@ class Leadership {
   Callbacks callbacks_;
   std::thread thread_;
   std::thread watch_thread_;
-  absl::Notification stop_;
+  // Both threads wait on the monotonic clock through the standard library:
+  // abseil's (20220623) timed waits sleep until an absolute time of the wall
+  // clock (absl/synchronization/internal/futex.h:99, FUTEX_CLOCK_REALTIME),
+  // so a step of the wall clock back would stretch a wait, and with it the
+  // serving past the deadline.
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_requested_ = false;  // guarded by stop_mu_
 
   mutable absl::Mutex mu_;
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // ours once elected
@@ -114,7 +125,8 @@ class Leadership {
   // the monotonic clock (a step of the wall clock changes nothing).
   SteadyTime valid_until_ ABSL_GUARDED_BY(mu_) = SteadyTime::min();
   bool serving_ ABSL_GUARDED_BY(mu_) = false;
-  absl::CondVar watch_cv_;  // valid_until_, serving_ or stopped_ changed
+  // valid_until_, serving_ or stopped_ changed; waited on with mu_ held.
+  std::condition_variable_any watch_cv_;
   bool lost_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::string leader_address_ ABSL_GUARDED_BY(mu_);

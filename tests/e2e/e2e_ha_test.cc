@@ -537,34 +537,29 @@ TEST_F(HaTest, TheDatabaseRestartedUnderTheServerLosesNothingAcknowledged) {
   EXPECT_THAT(DoublyBooked(*a.stub), testing::IsEmpty());
 }
 
-// A leader whose clock runs a minute behind grants a lease; a replica with
-// a true clock takes over. The lease still ends when its holder was told, not
-// a minute early: leases are on the database's clock, whoever wrote them.
-// (The clock is set behind, not ahead: libfaketime fakes what the process
-// reads, not the kernel's timed waits, which abseil gives absolute times on
-// the real clock; ahead, every wait would last the offset longer.)
-TEST_F(HaTest, LeasesOfALeaderWhoseClockIsOffEndOnTime) {
+// A replica whose clock runs a minute ahead takes over. The leases it
+// inherits still end when their holders were told, not a minute early, and
+// what it writes is on the database's clock too. (Its clock is faked by
+// libfaketime for what it reads; the kernel's timed waits stay on the true
+// clock, as after a step of the wall clock back: its election must still
+// renew on time.)
+TEST_F(HaTest, ALeaderWhoseClockRunsAheadEndsNoLeaseEarly) {
   const std::vector<std::string> flags = {"--leader_lease=2s",
                                           "--leader_retry_period=200ms"};
   Replica a, b;
-  ASSERT_TRUE(
-      StartReplica(a, flags, ClockOffsetEnvironment(-absl::Minutes(1))));
-  ASSERT_TRUE(AwaitServing(a).has_value()) << a.process->output();
-  ASSERT_TRUE(StartReplica(b, flags));
+  ASSERT_TRUE(StartReplica(a, flags));
+  ASSERT_TRUE(AwaitServing(a).has_value());
+  ASSERT_TRUE(StartReplica(b, flags, ClockOffsetEnvironment(absl::Minutes(1))));
   RegisterNodes(*a.stub, "node-", 1, 1);
   v1::AllocateRequest req = AllocateReq("held", kModel);
   req.mutable_lease()->set_seconds(45);
   v1::Allocation held;
-  const absl::Time sent = absl::Now();
   ASSERT_TRUE(CallOn(*a.stub, &Stub::Allocate, req, &held).ok());
-  // What it told the holder is on the true clock.
-  EXPECT_LT(
-      absl::AbsDuration(absl::FromUnixSeconds(held.expires_at().seconds()) -
-                        (sent + absl::Seconds(45))),
-      absl::Seconds(5));
 
   EXPECT_EQ(a.process->Stop(SIGKILL), 128 + SIGKILL);
   ASSERT_TRUE(AwaitServing(b).has_value()) << b.process->output();
+  // It keeps serving: its renewals come on time.
+  const absl::Time serving_since = absl::Now();
   // The one GPU is still held: Allocate expires what is due before it
   // matches, so a lease ended early would free it here.
   v1::Allocation out;
@@ -578,6 +573,22 @@ TEST_F(HaTest, LeasesOfALeaderWhoseClockIsOffEndOnTime) {
   ASSERT_TRUE(CallOn(*b.stub, &Stub::GetAllocation, get, &got).ok());
   EXPECT_EQ(got.state(), v1::ACTIVE);
   EXPECT_EQ(got.expires_at().seconds(), held.expires_at().seconds());
+  // What it writes is on the database's clock, not a minute ahead.
+  v1::RenewLeaseRequest renew;
+  renew.set_allocation_id(held.id());
+  renew.mutable_lease()->set_seconds(45);
+  v1::Allocation renewed;
+  const absl::Time sent = absl::Now();
+  ASSERT_TRUE(CallOn(*b.stub, &Stub::RenewLease, renew, &renewed).ok());
+  EXPECT_LT(
+      absl::AbsDuration(absl::FromUnixSeconds(renewed.expires_at().seconds()) -
+                        (sent + absl::Seconds(45))),
+      absl::Seconds(5));
+  // Several renew deadlines later, still the leader.
+  while (absl::Now() - serving_since < absl::Seconds(3)) {
+    ASSERT_TRUE(Serving(b.channel)) << b.process->output();
+    absl::SleepFor(absl::Milliseconds(100));
+  }
 }
 
 TEST_F(HaTest, WrongCredentialsOrNoDatabaseExitOneWithAClearMessage) {
