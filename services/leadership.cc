@@ -46,11 +46,7 @@ void Leadership::Start(std::unique_ptr<PgLeaderElection> election) {
 }
 
 void Leadership::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(stop_mu_);
-    stop_requested_ = true;
-  }
-  stop_cv_.notify_all();
+  stop_.Notify();
   if (thread_.joinable()) thread_.join();
   {
     absl::MutexLock lock(&mu_);
@@ -58,12 +54,6 @@ void Leadership::Stop() {
     watch_cv_.notify_all();
   }
   if (watch_thread_.joinable()) watch_thread_.join();
-}
-
-bool Leadership::WaitForStop(absl::Duration wait) {
-  std::unique_lock<std::mutex> lock(stop_mu_);
-  return stop_cv_.wait_for(lock, absl::ToChronoNanoseconds(wait),
-                           [this] { return stop_requested_; });
 }
 
 void Leadership::Watch() {
@@ -177,7 +167,7 @@ void Leadership::Run() {
     } else {
       Renew();
     }
-  } while (!WaitForStop(wait));
+  } while (!stop_.WaitForNotificationWithTimeout(wait));
 }
 
 absl::Duration Leadership::Campaign() {

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -27,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "services/monotonic_notification.h"
 
 namespace accelsched {
 
@@ -98,9 +98,6 @@ class Leadership {
   // minute would otherwise log it every retry period).
   void LogOnce(const absl::Status& error);
   void SetServing(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Waits until Stop() or `wait` passes on the monotonic clock; true when
-  // stopped.
-  bool WaitForStop(absl::Duration wait);
 
   const bool replicated_;  // false: the only server
   std::unique_ptr<PgLeaderElection> election_;
@@ -109,14 +106,8 @@ class Leadership {
   Callbacks callbacks_;
   std::thread thread_;
   std::thread watch_thread_;
-  // Both threads wait on the monotonic clock through the standard library:
-  // abseil's (20220623) timed waits sleep until an absolute time of the wall
-  // clock (absl/synchronization/internal/futex.h:99, FUTEX_CLOCK_REALTIME),
-  // so a step of the wall clock back would stretch a wait, and with it the
-  // serving past the deadline.
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stop_requested_ = false;  // guarded by stop_mu_
+  // Both threads wait on the monotonic clock (monotonic_notification.h).
+  MonotonicNotification stop_;
 
   mutable absl::Mutex mu_;
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // ours once elected

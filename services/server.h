@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "core/placement/placement.h"
+#include "services/monotonic_notification.h"
 
 namespace grpc {
 class Server;
@@ -154,7 +154,9 @@ class Server {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<grpc::Server> grpc_server_;
-  absl::Notification stop_sweeper_;
+  // Monotonic: a step of the wall clock back must not stop the sweeps (the
+  // reload retried after a failed commit among them).
+  MonotonicNotification stop_sweeper_;
   std::thread sweeper_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;

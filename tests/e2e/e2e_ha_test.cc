@@ -589,6 +589,24 @@ TEST_F(HaTest, ALeaderWhoseClockRunsAheadEndsNoLeaseEarly) {
     ASSERT_TRUE(Serving(b.channel)) << b.process->output();
     absl::SleepFor(absl::Milliseconds(100));
   }
+
+  // A commit that fails while the database is down leaves the state to be
+  // reloaded by the next sweep (every second, on the monotonic clock too):
+  // the leader serves again soon after the database is back.
+  ASSERT_OK(pg_->Crash());
+  EXPECT_FALSE(CallOn(*b.stub, &Stub::RenewLease, renew, &renewed).ok());
+  ASSERT_OK(pg_->Start());
+  const absl::Time back = absl::Now();
+  v1::ReleaseRequest rel;
+  rel.set_allocation_id(held.id());
+  v1::Allocation released;
+  do {
+    s = CallOn(*b.stub, &Stub::Release, rel, &released, absl::Seconds(1));
+    if (s.ok()) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  } while (absl::Now() - back < absl::Seconds(10));
+  EXPECT_TRUE(s.ok()) << s.error_message() << "\n" << b.process->output();
+  EXPECT_EQ(released.state(), v1::RELEASED);
 }
 
 TEST_F(HaTest, WrongCredentialsOrNoDatabaseExitOneWithAClearMessage) {

@@ -211,6 +211,18 @@ absl::Status PostgresInstance::Stop() {
   return absl::OkStatus();
 }
 
+absl::Status PostgresInstance::Crash() {
+  std::string out;
+  if (RunAsOwner(
+          {bin_ + "/pg_ctl", "-D", data_, "-m", "immediate", "-w", "stop"},
+          &out) != 0) {
+    return absl::InternalError(
+        absl::StrCat("pg_ctl stop -m immediate failed:\n", out));
+  }
+  running_ = false;
+  return absl::OkStatus();
+}
+
 absl::Status PostgresInstance::Start() { return StartServer(); }
 
 absl::Status PostgresInstance::Restart() {

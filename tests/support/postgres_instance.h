@@ -42,6 +42,9 @@ class PostgresInstance {
 
   // pg_ctl stop -m fast: sessions are ended, what committed stays.
   absl::Status Stop();
+  // pg_ctl stop -m immediate: the server quits at once without a checkpoint,
+  // as in a crash; Start() recovers from the WAL what had committed.
+  absl::Status Crash();
   // Starts it again on the same port and data; waits until it accepts
   // connections.
   absl::Status Start();
