@@ -15,6 +15,8 @@
 //   private PostgreSQL 15 at the widest load
 //   build/bench/loadgen --postgres --startup_devices=100000   # a new leader's
 //   start-up after the old one is killed
+//   build/bench/loadgen --postgres --baseline_server=OLD/accelschedd  # this
+//   build's PostgreSQL throughput against an older build's, same rounds
 //
 // By default it starts its own server on a fresh database (synchronous=FULL);
 // --target connects to a running one instead (it must be empty of allocations;
@@ -72,6 +74,9 @@ ABSL_FLAG(
     int, startup_devices, 0,
     "instead: fill a database with this many devices, restart, and report the "
     "time to serve and the resident memory");
+ABSL_FLAG(std::string, baseline_server, "",
+          "with --postgres: another accelschedd binary (an older build) "
+          "measured on PostgreSQL in the same rounds, alternating");
 ABSL_FLAG(bool, postgres, false,
           "instead: start a private PostgreSQL 15 (Debian's postgresql-15) in "
           "--dir and compare Allocate+Release at the widest --callers on "
@@ -288,13 +293,14 @@ Measured Measure(const std::string& target, int metrics_port, int callers,
 }
 
 std::unique_ptr<ServerProcess> StartServer(
-    const std::string& db, const std::vector<std::string>& flags) {
+    const std::string& db, const std::vector<std::string>& flags,
+    const std::string& binary = ServerProcess::ServerPath()) {
   if (db.find("://") == std::string::npos) {  // a SQLite file
     std::filesystem::remove(db);
     std::filesystem::remove(db + "-wal");
     std::filesystem::remove(db + "-shm");
   }
-  auto server = ServerProcess::Start(db, flags);
+  auto server = ServerProcess::Start(db, flags, {}, binary);
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n",
                  std::string(server.status().message()).c_str());
@@ -711,15 +717,20 @@ int ComparePostgres(int callers, double seconds) {
       "%d callers, %.1f s per measurement, %d rounds; SQLite synchronous=FULL "
       "in %s; PostgreSQL 15 on loopback, synchronous_commit=on, fsync=on\n",
       callers, seconds, rounds, dir.c_str());
-  double per_floor[2] = {0, 0};
-  double per_second[2] = {0, 0};
+  // Engine 2: PostgreSQL served by --baseline_server, when given.
+  const std::string baseline = absl::GetFlag(FLAGS_baseline_server);
+  const int engines = baseline.empty() ? 2 : 3;
+  double per_floor[3] = {0, 0, 0};
+  double per_second[3] = {0, 0, 0};
   for (int round = 0; round < rounds; ++round) {
-    for (int engine = 0; engine < 2; ++engine) {
+    for (int engine = 0; engine < engines; ++engine) {
       const std::string db =
-          engine == 0 ? dir + "/compare.db"
-                      : FreshDatabase(*pg, absl::StrCat("compare", round));
-      auto server = StartServer(db, {});
-      if (engine == 1) {
+          engine == 0
+              ? dir + "/compare.db"
+              : FreshDatabase(*pg, absl::StrCat("compare", round, "_", engine));
+      auto server = StartServer(
+          db, {}, engine == 2 ? baseline : ServerProcess::ServerPath());
+      if (engine >= 1) {
         auto stub = v1::AcceleratorScheduler::NewStub(grpc::CreateChannel(
             server->grpc_address(), grpc::InsecureChannelCredentials()));
         AwaitServing(*stub);
@@ -728,7 +739,9 @@ int ComparePostgres(int callers, double seconds) {
       Measured m = Measure(server->grpc_address(), server->metrics_port(),
                            callers, seconds, absl::StrCat("r", round));
       std::printf("round %d, %s:\n", round,
-                  engine == 0 ? "SQLite" : "PostgreSQL");
+                  engine == 0   ? "SQLite"
+                  : engine == 1 ? "PostgreSQL"
+                                : "PostgreSQL, baseline server");
       PrintLoad(callers, m);
       per_second[engine] += m.work.per_second() / rounds;
       per_floor[engine] += m.work.per_second() / m.floor.per_second() / rounds;
@@ -741,6 +754,13 @@ int ComparePostgres(int callers, double seconds) {
       "floor first: %.2f)\n",
       rounds, per_second[0], per_second[1], per_second[1] / per_second[0],
       per_floor[1] / per_floor[0]);
+  if (engines == 3) {
+    std::printf(
+        "PostgreSQL, this build against --baseline_server: %.0f against %.0f "
+        "calls/s: %.3f (each divided by its own health floor first: %.3f)\n",
+        per_second[1], per_second[2], per_second[1] / per_second[2],
+        per_floor[1] / per_floor[2]);
+  }
   return 0;
 }
 

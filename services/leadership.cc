@@ -68,8 +68,10 @@ void Leadership::Watch() {
       SetServing(false);
       continue;
     }
-    // Woken early by a renewal or a change of serving.
-    watch_cv_.wait_until(held, valid_until_);
+    // Woken early by a renewal or a change of serving. A copy: the wait reads
+    // its deadline while mu_ is released, when a renewal may write it.
+    const SteadyTime until = valid_until_;
+    watch_cv_.wait_until(held, until);
   }
 }
 

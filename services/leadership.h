@@ -106,7 +106,9 @@ class Leadership {
   Callbacks callbacks_;
   std::thread thread_;
   std::thread watch_thread_;
-  // Both threads wait on the monotonic clock (monotonic_notification.h).
+  // The election thread's waits, on the monotonic clock
+  // (monotonic_notification.h); the watch thread waits on watch_cv_ with a
+  // deadline of the monotonic clock.
   MonotonicNotification stop_;
 
   mutable absl::Mutex mu_;

@@ -31,6 +31,10 @@ class MonotonicNotification {
   // true when notified.
   bool WaitForNotificationWithTimeout(absl::Duration timeout) {
     std::unique_lock<std::mutex> lock(mu_);
+    if (timeout == absl::InfiniteDuration()) {
+      cv_.wait(lock, [this] { return notified_; });
+      return true;
+    }
     return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
                         [this] { return notified_; });
   }

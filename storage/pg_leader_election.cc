@@ -191,8 +191,19 @@ absl::StatusOr<PgResult> PgLeaderElection::UpdateLease(absl::string_view where,
   if (options_.clock != nullptr && r.rows() == 1) {
     const absl::Time received = absl::Now();
     ASSIGN_OR_RETURN(const int64_t database_us, r.Int(0, 0));
-    options_.clock->set_offset(absl::FromUnixMicros(database_us) -
-                               (sent + (received - sent) / 2));
+    // The estimate is off by at most half the round trip: a sample from a
+    // slow one (a stalled network, this thread descheduled) is dropped
+    // unless it is the first, so the clock does not jump by half a stall.
+    // The bound follows the quickest round trip seen, which forgets itself
+    // by a tenth at each sample (the network may get slower for good).
+    const absl::Duration round_trip = received - sent;
+    best_round_trip_ = std::min(best_round_trip_ * 1.1, round_trip);
+    if (!clock_set_ ||
+        round_trip <= 2 * best_round_trip_ + absl::Milliseconds(1)) {
+      options_.clock->set_offset(absl::FromUnixMicros(database_us) -
+                                 (sent + round_trip / 2));
+      clock_set_ = true;
+    }
   }
   return r;
 }

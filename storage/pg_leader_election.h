@@ -46,8 +46,9 @@ class PgLeaderElection {
     PgConnection::Options connection;
     // When set (not owned), given the database's clock at every renewal and
     // winning attempt: the offset of the database's clock from this machine's,
-    // measured at the middle of the round trip. A leader's leases are then
-    // on the clock every replica reads.
+    // measured at the middle of the round trip (a sample whose round trip is
+    // over twice the quickest recent one, plus a millisecond, is dropped). A
+    // leader's leases are then on the clock every replica reads.
     OffsetClock* clock = nullptr;
   };
   struct Leader {
@@ -106,6 +107,9 @@ class PgLeaderElection {
   std::unique_ptr<PgConnection> db_;
   Options options_;
   absl::Duration next_attempt_ = absl::ZeroDuration();
+  // UpdateLease's clock samples.
+  absl::Duration best_round_trip_ = absl::InfiniteDuration();
+  bool clock_set_ = false;
 };
 
 }  // namespace accelsched

@@ -54,7 +54,12 @@ absl::StatusOr<StoredState> PgStore::Load() {
   // every one after (https://www.postgresql.org/docs/15/transaction-iso.html,
   // 13.2.2): a commit between two SELECTs is in neither.
   RETURN_IF_ERROR(db_->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
-  absl::StatusOr<StoredState> state = ReadState();
+  // Building the rows between two SELECTs counts as idle in the transaction:
+  // a large state would be ended by the write session's idle timeout.
+  const absl::Status unlimited =
+      db_->Exec("SET LOCAL idle_in_transaction_session_timeout = 0");
+  absl::StatusOr<StoredState> state =
+      unlimited.ok() ? ReadState() : absl::StatusOr<StoredState>(unlimited);
   if (state.ok()) {
     absl::Status committed = db_->Exec("COMMIT");
     if (!committed.ok()) state = committed;

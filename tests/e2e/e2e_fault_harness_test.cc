@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -56,6 +57,14 @@ constexpr char kModel[] = "nvidia-tesla-t4";
 constexpr absl::Duration kLease = absl::Seconds(2);
 constexpr int kReplicas = 3;
 constexpr int kClients = 12;
+// Writes resume within this many leases after each fault. Under
+// AddressSanitizer every server runs several times slower: there the bound
+// is three leases, and the claim of two is the plain build's.
+#ifdef __SANITIZE_ADDRESS__
+constexpr int kRecoveryLeases = 3;
+#else
+constexpr int kRecoveryLeases = 2;
+#endif
 // The tolerance of the database-side overlap check: each leader's clock is
 // the database's as measured at its last renewal, to half a loopback round
 // trip.
@@ -181,6 +190,10 @@ class History {
     absl::MutexLock lock(&mu_);
     return calls_;
   }
+  ::accelsched::Call call(size_t i) {
+    absl::MutexLock lock(&mu_);
+    return calls_[i];
+  }
   size_t Record(::accelsched::Call call) {
     absl::MutexLock lock(&mu_);
     calls_.push_back(std::move(call));
@@ -217,6 +230,7 @@ void RunClient(int k, Cluster& cluster, History& history,
     v1::AllocateRequest req = AllocateReq(absl::StrCat("c", k, "-", n), kModel);
     req.mutable_lease()->set_seconds(3600);
     v1::Allocation a;
+    const absl::Time first_attempt = absl::Now();
     grpc::Status s =
         History::Call(cluster, &server, &Stub::Allocate, req, &a, &attempt);
     if (!s.ok() || a.devices_size() != 1) {
@@ -225,6 +239,14 @@ void RunClient(int k, Cluster& cluster, History& history,
     }
     const absl::Time acked = absl::Now();
     history.Ack(attempt, acked);
+    // The lease ends an hour after the leader took the request, on the true
+    // clock (a leader on its own clock, a minute ahead, would say otherwise).
+    const absl::Time expires = absl::FromUnixSeconds(a.expires_at().seconds());
+    if (expires < first_attempt + absl::Hours(1) - absl::Seconds(5) ||
+        expires > acked + absl::Hours(1) + absl::Seconds(5)) {
+      history.Fail(absl::StrCat(a.id(), " expires at ",
+                                absl::FormatTime(expires), ", not an hour on"));
+    }
     const size_t mine = history.Record(
         {req.request_id(), a.id(), a.devices(0).device_id(), acked});
     // A read after the acknowledgement sees it, from whichever replica.
@@ -240,7 +262,7 @@ void RunClient(int k, Cluster& cluster, History& history,
           s.ok() ? v1::AllocationState_Name(got.state()) : s.error_message()));
     }
     if (previous.has_value()) {
-      const ::accelsched::Call before = history.calls()[*previous];
+      const ::accelsched::Call before = history.call(*previous);
       history.ReleaseSent(*previous);
       v1::ReleaseRequest rel;
       rel.set_allocation_id(before.id);
@@ -362,8 +384,15 @@ class FaultHarnessTest : public testing::Test {
   }
 
   void Kill(int i) {
-    EXPECT_EQ(replicas_[i].process->Stop(SIGKILL), 128 + SIGKILL);
+    ASSERT_GT(replicas_[i].process->pid(), 0);
+    const int code = replicas_[i].process->Stop(SIGKILL);
+    // 1: it had found out that it lost, and exited first.
+    EXPECT_TRUE(code == 128 + SIGKILL || code == 1) << code;
     replicas_[i].killed = true;
+  }
+  void Signal(int i, int signal) {
+    ASSERT_GT(replicas_[i].process->pid(), 0);
+    ASSERT_EQ(kill(replicas_[i].process->pid(), signal), 0);
   }
 
   // What a supervisor does: restarts every replica that was killed or that
@@ -393,7 +422,9 @@ class FaultHarnessTest : public testing::Test {
         "CREATE TEMP TABLE ended (n int); DO $$ DECLARE n int := 0; BEGIN "
         "FOR i IN 1..2000 LOOP PERFORM pg_stat_clear_snapshot(); SELECT "
         "count(pg_terminate_backend(pid)) INTO n FROM pg_stat_activity WHERE "
-        "usename = 'accelsched' AND state = 'active' AND query = 'COMMIT'; "
+        "usename = '" +
+        std::string(PostgresInstance::kRole) +
+        "' AND state = 'active' AND query = 'COMMIT'; "
         "EXIT WHEN n > 0; PERFORM pg_sleep(0.001); END LOOP; INSERT INTO "
         "ended VALUES (n); END $$; SELECT 'sessions ended in COMMIT: ' || n "
         "FROM ended");
@@ -415,6 +446,7 @@ class FaultHarnessTest : public testing::Test {
 
   void Inject(Fault f, std::mt19937& rng, History& history) {
     Supervise();
+    if (HasFatalFailure()) return;
     auto between = [&rng](int lo_ms, int hi_ms) {
       return absl::Milliseconds(
           std::uniform_int_distribution<int>(lo_ms, hi_ms)(rng));
@@ -435,9 +467,9 @@ class FaultHarnessTest : public testing::Test {
       case Fault::kFreezeLeader:
       case Fault::kFreezeFollower: {
         const int i = f == Fault::kFreezeLeader ? leader : follower;
-        ASSERT_EQ(kill(replicas_[i].process->pid(), SIGSTOP), 0);
+        Signal(i, SIGSTOP);
         absl::SleepFor(between(300, 4000));
-        ASSERT_EQ(kill(replicas_[i].process->pid(), SIGCONT), 0);
+        Signal(i, SIGCONT);
         if (i == leader) AwaitVerdict(i);
         break;
       }
@@ -446,12 +478,17 @@ class FaultHarnessTest : public testing::Test {
         // The followers campaign every 200 ms and at once when the killed
         // session is gone: this lands in one's takeover or just before it.
         absl::SleepFor(between(0, 300));
-        ASSERT_EQ(kill(replicas_[follower].process->pid(), SIGSTOP), 0);
+        Signal(follower, SIGSTOP);
         absl::SleepFor(kLease + kLease / 2);
-        ASSERT_EQ(kill(replicas_[follower].process->pid(), SIGCONT), 0);
+        Signal(follower, SIGCONT);
+        // It may have won before it froze.
+        AwaitVerdict(follower);
         break;
       case Fault::kDatabaseCrash:
         ASSERT_OK(pg_->Crash());
+        // From when it is down: writes acknowledged while pg_ctl stopped it
+        // do not count.
+        at = absl::Now();
         ASSERT_OK(pg_->Start());
         break;
       case Fault::kTerminateCommit:
@@ -484,7 +521,7 @@ class FaultHarnessTest : public testing::Test {
         history.Recovery(at, absl::Seconds(30));
     ASSERT_TRUE(recovered.has_value()) << Name(f) << ": no write for 30 s";
     recoveries_[f].push_back(*recovered);
-    EXPECT_LE(*recovered, 2 * kLease)
+    EXPECT_LE(*recovered, kRecoveryLeases * kLease)
         << Name(f) << ": writes resumed only " << *recovered << " after it";
     Supervise();
   }
@@ -508,6 +545,7 @@ struct Row {
 };
 
 TEST_F(FaultHarnessTest, EveryAcknowledgedWriteSurvivesAndNoDeviceIsHeldTwice) {
+  ASSERT_TRUE(std::filesystem::exists(kLibFaketime)) << kLibFaketime;
   const int seed = EnvInt("ACCELSCHED_FAULT_SEED", 1);
   const int faults = EnvInt("ACCELSCHED_FAULTS", kFaultKinds);
   std::mt19937 rng(static_cast<uint32_t>(seed));
@@ -542,6 +580,13 @@ TEST_F(FaultHarnessTest, EveryAcknowledgedWriteSurvivesAndNoDeviceIsHeldTwice) {
   History history;
   std::atomic<bool> stop{false};
   std::vector<std::thread> clients;
+  // Joined on every way out, a failed assertion's too.
+  absl::Cleanup join_clients = [&] {
+    stop.store(true);
+    for (std::thread& t : clients) {
+      if (t.joinable()) t.join();
+    }
+  };
   for (int k = 0; k < kClients; ++k) {
     clients.emplace_back([&, k] { RunClient(k, cluster_, history, stop); });
   }
@@ -555,8 +600,7 @@ TEST_F(FaultHarnessTest, EveryAcknowledgedWriteSurvivesAndNoDeviceIsHeldTwice) {
     Inject(schedule[i], rng, history);
   }
   ASSERT_TRUE(history.AwaitAcks(30, absl::Seconds(30)));
-  stop.store(true);
-  for (std::thread& t : clients) t.join();
+  std::move(join_clients).Invoke();
   EXPECT_THAT(history.failures(), testing::IsEmpty());
 
   // The database, read directly.

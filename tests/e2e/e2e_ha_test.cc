@@ -549,6 +549,7 @@ TEST_F(HaTest, ALeaderWhoseClockRunsAheadEndsNoLeaseEarly) {
   Replica a, b;
   ASSERT_TRUE(StartReplica(a, flags));
   ASSERT_TRUE(AwaitServing(a).has_value());
+  ASSERT_TRUE(std::filesystem::exists(kLibFaketime)) << kLibFaketime;
   ASSERT_TRUE(StartReplica(b, flags, ClockOffsetEnvironment(absl::Minutes(1))));
   RegisterNodes(*a.stub, "node-", 1, 1);
   v1::AllocateRequest req = AllocateReq("held", kModel);

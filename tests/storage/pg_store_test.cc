@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -329,6 +330,11 @@ TEST_F(PgLeaderTest, LoadReadsOneSnapshot) {
       other->Exec("LOCK TABLE allocation_devices IN ACCESS EXCLUSIVE MODE"));
   absl::StatusOr<StoredState> loaded;
   std::thread loading([&] { loaded = store->Load(); });
+  // On every way out, a failed assertion's too: the lock goes, Load ends.
+  absl::Cleanup finish = [&] {
+    other->RollbackIfOpen();
+    if (loading.joinable()) loading.join();
+  };
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgConnection> watcher,
                        PgConnection::Open(uri_, PgConnection::Options()));
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -351,7 +357,7 @@ TEST_F(PgLeaderTest, LoadReadsOneSnapshot) {
       other->Exec("INSERT INTO allocation_devices VALUES ('a-new', 0, "
                   "'n0', 'n0-gpu0', '', '')"));
   ASSERT_OK(other->Exec("COMMIT"));
-  loading.join();
+  std::move(finish).Invoke();
   ASSERT_OK(loaded);
   EXPECT_THAT(loaded->allocations, testing::IsEmpty());
   ASSERT_EQ(loaded->nodes.size(), 1u);

@@ -51,18 +51,18 @@ ServerProcess::ServerProcess(pid_t pid, int fd) : pid_(pid), fd_(fd) {
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const std::string& db, const std::vector<std::string>& extra_flags,
-    const std::vector<std::string>& environment) {
+    const std::vector<std::string>& environment, const std::string& binary) {
   // env(1) execs the server in its own place: the pid stays the server's.
   std::vector<std::string> flags = environment;
-  if (!environment.empty()) flags.push_back(ACCELSCHEDD_PATH);
+  if (!environment.empty()) flags.push_back(binary);
   flags.insert(flags.end(), {"--db=" + db, "--listen=127.0.0.1:0",
                              "--metrics_listen=127.0.0.1:0"});
   flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
   std::unique_ptr<ServerProcess> p;
   {
     absl::StatusOr<std::unique_ptr<ServerProcess>> started =
-        StartProgram(environment.empty() ? ACCELSCHEDD_PATH : "/usr/bin/env",
-                     flags, "accelschedd ready:");
+        StartProgram(environment.empty() ? binary : "/usr/bin/env", flags,
+                     "accelschedd ready:");
     if (!started.ok()) return started.status();
     p = std::move(*started);
   }

@@ -21,10 +21,12 @@ class ServerProcess {
  public:
   // Starts accelschedd on `db` with loopback ports and `extra_flags`, and waits
   // for its ready line; `environment` (KEY=VALUE each) is added to its
-  // environment through env(1). An error carries what the process printed.
+  // environment through env(1); `binary` is another build of accelschedd (a
+  // baseline to compare with). An error carries what the process printed.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::string& db, const std::vector<std::string>& extra_flags = {},
-      const std::vector<std::string>& environment = {});
+      const std::vector<std::string>& environment = {},
+      const std::string& binary = ACCELSCHEDD_PATH);
 
   // Starts any program and waits until its output contains `ready_marker`
   // (ports are not parsed). For Prometheus in the metrics tests.

@@ -28,9 +28,11 @@ class TcpProxy {
 
   int port() const { return port_; }
 
-  // A partition: nothing is forwarded either way and no connection is
-  // accepted, while every connection stays open, so neither end hears of it
-  // (the kernel still acknowledges what it is sent: keepalives pass).
+  // A partition: nothing more is forwarded either way (a chunk being
+  // written goes on) and no connection is accepted (the kernel still
+  // completes handshakes into the backlog), while every connection stays
+  // open, so neither end hears of it (the kernel still acknowledges what it
+  // is sent: keepalives pass).
   void Cut() { cut_.store(true); }
   // Forwards again, what was held back first (as TCP retransmits after a
   // partition heals); a connection one end closed meanwhile closes now.
