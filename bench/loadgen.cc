@@ -15,6 +15,8 @@
 //   private PostgreSQL 15 at the widest load
 //   build/bench/loadgen --postgres --startup_devices=100000   # a new leader's
 //   start-up after the old one is killed
+//   build/bench/loadgen --postgres --failovers=10   # failover after kill -9
+//   and after SIGSTOP of the leader, default election settings
 //   build/bench/loadgen --postgres --baseline_server=OLD/accelschedd  # this
 //   build's PostgreSQL throughput against an older build's, same rounds
 //
@@ -77,6 +79,10 @@ ABSL_FLAG(
 ABSL_FLAG(std::string, baseline_server, "",
           "with --postgres: another accelschedd binary (an older build) "
           "measured on PostgreSQL in the same rounds, alternating");
+ABSL_FLAG(int, failovers, 0,
+          "with --postgres: instead, kill -9 the leader of two servers this "
+          "many times and freeze it (SIGSTOP) as many, alternating, and "
+          "report how long until the other serves");
 ABSL_FLAG(bool, postgres, false,
           "instead: start a private PostgreSQL 15 (Debian's postgresql-15) in "
           "--dir and compare Allocate+Release at the widest --callers on "
@@ -706,6 +712,59 @@ int PostgresStartup(int devices) {
   return 0;
 }
 
+// Two servers on one PostgreSQL database with the default election settings
+// (--leader_lease=10s, --leader_retry_period=250ms); the leader killed (-9)
+// `n` times and frozen (SIGSTOP) `n` times, alternating, and each time the
+// time until the other answers GetCapacity. A frozen one is thawed after,
+// finds that it lost and exits 1; the killed or exited one is started again
+// as the follower.
+int PostgresFailovers(int n) {
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  std::unique_ptr<PostgresInstance> pg = StartPostgres(dir + "/pg");
+  const std::string uri = FreshDatabase(*pg, "failover");
+  std::unique_ptr<ServerProcess> servers[2];
+  auto stub_of = [](const ServerProcess& server) {
+    return v1::AcceleratorScheduler::NewStub(grpc::CreateChannel(
+        server.grpc_address(), grpc::InsecureChannelCredentials()));
+  };
+  servers[0] = StartServer(uri, {});
+  AwaitServing(*stub_of(*servers[0]));
+  servers[1] = StartServer(uri, {});
+  RegisterNodes(servers[0]->grpc_address(), 8);
+  std::vector<double> killed, frozen;
+  int leader = 0;
+  for (int i = 0; i < 2 * n; ++i) {
+    const bool freeze = i % 2 == 1;
+    auto next = stub_of(*servers[1 - leader]);
+    const absl::Time at = absl::Now();
+    if (freeze) {
+      kill(servers[leader]->pid(), SIGSTOP);
+    } else {
+      servers[leader]->Stop(SIGKILL);
+    }
+    AwaitServing(*next);
+    (freeze ? frozen : killed)
+        .push_back(absl::ToDoubleSeconds(absl::Now() - at));
+    if (freeze) {
+      kill(servers[leader]->pid(), SIGCONT);
+      servers[leader]->Stop(0);  // it exits by itself
+    }
+    servers[leader] = StartServer(uri, {});
+    leader = 1 - leader;
+  }
+  auto report = [n](const char* what, std::vector<double>& t, double bound) {
+    std::sort(t.begin(), t.end());
+    std::printf(
+        "%s, %d times: min %.3f s, median %.3f s, max (p99) %.3f s; the "
+        "target %.1f s %s\n",
+        what, n, t.front(), t[t.size() / 2], t.back(), bound,
+        t.back() <= bound ? "met" : "MISSED");
+  };
+  report("failover after kill -9 of the leader", killed, 1.0);
+  report("failover after SIGSTOP of the leader", frozen, 10.0 + 1.0);
+  return 0;
+}
+
 // Allocate+Release at `callers` on SQLite and on PostgreSQL, each on a fresh
 // database, servers alternating.
 int ComparePostgres(int callers, double seconds) {
@@ -765,6 +824,9 @@ int ComparePostgres(int callers, double seconds) {
 }
 
 int Main() {
+  if (absl::GetFlag(FLAGS_postgres) && absl::GetFlag(FLAGS_failovers) > 0) {
+    return PostgresFailovers(absl::GetFlag(FLAGS_failovers));
+  }
   if (absl::GetFlag(FLAGS_postgres) &&
       absl::GetFlag(FLAGS_startup_devices) > 0) {
     return PostgresStartup(absl::GetFlag(FLAGS_startup_devices));
