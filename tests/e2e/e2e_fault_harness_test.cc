@@ -38,11 +38,11 @@
 #include "absl/time/time.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
 #include "gmock/gmock.h"
-#include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/support/clock_offset.h"
 #include "tests/support/e2e_fixture.h"
 #include "tests/support/postgres_instance.h"
+#include "tests/support/scheduler_health.h"
 #include "tests/support/server_process.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/tcp_proxy.h"
@@ -77,14 +77,7 @@ int EnvInt(const char* name, int fallback) {
 }
 
 bool Serving(const std::shared_ptr<grpc::Channel>& channel) {
-  auto health = grpc::health::v1::Health::NewStub(channel);
-  grpc::health::v1::HealthCheckRequest req;
-  req.set_service("accelsched.v1.AcceleratorScheduler");
-  grpc::health::v1::HealthCheckResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
-  return health->Check(&ctx, req, &resp).ok() &&
-         resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+  return ServesScheduler(channel, absl::Milliseconds(500));
 }
 
 // What a client retries with the same request: the server is not the
