@@ -20,15 +20,10 @@ PACKAGES=(
 # The tests also need clang's sanitizer and libFuzzer runtimes, openssl for test
 # certificates, setpriv (util-linux) to run the server as an unprivileged user, and
 # dpkg-dev (dpkg-source) for scripts/tsan_abseil.sh's `apt-get source`.
-# The Go client (clients/go) builds offline from Debian's Go toolchain and Go packages,
-# with Debian's protoc plugins for its generated code. gRPC-Go 1.33 decodes through
-# github.com/golang/protobuf, whose 1.5 series (not 1.3) handles APIv2 generated messages.
 # libfaketime runs a replica on a wall clock that is off in the HA tests (tests/support/clock_offset.h).
 # The PostgreSQL backend's tests start private servers of Debian's postgresql-15
 # (tests/support/postgres_instance.h), as the postgres account that package creates.
-TEST_PACKAGES=(postgresql-15 prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev libfaketime
-  golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
-  protoc-gen-go protoc-gen-go-grpc)
+TEST_PACKAGES=(postgresql-15 prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev libfaketime)
 if [[ "${1:-}" != "--build-only" ]]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()
@@ -63,5 +58,16 @@ if [[ "${1:-}" != "--build-only" ]]; then
   if [[ ! -d "$validate/node_modules" || "$validate/package-lock.json" -nt "$validate/node_modules" ]]; then
     (cd "$validate" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
     touch "$validate/node_modules"
+  fi
+fi
+
+# The Go modules (clients/go and its propeller plugin) need the Go toolchain the machines carry
+# (Go 1.26, the go directive of Flyte's modules; Debian 12's 1.19 cannot build them); their
+# dependencies come from the Go module proxy into Go's own caches. The Python client's come from
+# PyPI into a virtual environment (scripts/python_test.sh).
+if [[ "${1:-}" != "--build-only" ]]; then
+  if ! go version 2>/dev/null | grep -Eq 'go1\.(2[6-9]|[3-9][0-9])'; then
+    echo "setup: Go 1.26 or later is needed on PATH (found: $(go version 2>&1))" >&2
+    exit 1
   fi
 fi

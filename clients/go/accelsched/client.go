@@ -14,22 +14,31 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// Backoff says how a call that failed with UNAVAILABLE is retried: waits
-// start at Initial and double up to Max, each drawn uniformly from [w/2, w]
-// (jitter, so clients that lost one server do not come back in step), for at
-// most Attempts calls in all, and never past the context's deadline.
+// Backoff says how a call that failed with UNAVAILABLE (the server is down,
+// restarting, or not the leader) or DEADLINE_EXCEEDED (one attempt ran past
+// PerAttempt) is retried: waits start at Initial and double up to Max, each
+// drawn uniformly from [w/2, w] (jitter, so clients that lost one server do
+// not come back in step), for at most Attempts calls in all, and never past
+// the context's deadline. Every call this package retries is idempotent:
+// Allocate by request id, Release by allocation id, the rest read.
 type Backoff struct {
 	Initial  time.Duration
 	Max      time.Duration
 	Attempts int
+	// Each attempt's own deadline (within the context's), so that a call
+	// stuck on a server that stopped answering (frozen, cut off) is tried
+	// again instead of holding the caller until the context ends. 0: none.
+	PerAttempt time.Duration
 }
 
-// DefaultBackoff rides out a server restart: about a minute in all.
-var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Attempts: 16}
+// DefaultBackoff rides out a server restart or a leader's failover: about a
+// minute in all, 10 s for each attempt.
+var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Attempts: 16,
+	PerAttempt: 10 * time.Second}
 
 // normalized is b with its gaps filled: no Initial (or a negative one) takes
-// DefaultBackoff's, Max is at least Initial, and there is at least one
-// attempt.
+// DefaultBackoff's, Max is at least Initial, there is at least one attempt,
+// and a negative PerAttempt is none.
 func (b Backoff) normalized() Backoff {
 	if b.Initial <= 0 {
 		b.Initial = DefaultBackoff.Initial
@@ -40,11 +49,13 @@ func (b Backoff) normalized() Backoff {
 	if b.Attempts < 1 {
 		b.Attempts = 1
 	}
+	if b.PerAttempt < 0 {
+		b.PerAttempt = 0
+	}
 	return b
 }
 
-// Each process draws its own jitter: math/rand's shared source starts from
-// the same seed in every process before Go 1.20.
+// Each process draws its own jitter.
 var (
 	jitterMu sync.Mutex
 	jitter   = rand.New(rand.NewSource(time.Now().UnixNano()))
@@ -57,22 +68,21 @@ func jittered(w time.Duration) time.Duration {
 	return w/2 + time.Duration(jitter.Int63n(int64(w-w/2)+1))
 }
 
-// Client calls accelsched. Every method is safe to retry and is retried on
-// UNAVAILABLE: Allocate is idempotent by request id, Release by allocation
-// id, and the others do not change what they read.
+// Client calls accelsched. Every method is safe to retry and is retried as
+// its Backoff says.
 type Client struct {
 	stub    pb.AcceleratorSchedulerClient
 	backoff Backoff
 }
 
-// NewClient uses conn (from grpc.Dial, with the credentials the server
+// NewClient uses conn (from grpc.NewClient, with the credentials the server
 // asks for) and DefaultBackoff.
 func NewClient(conn grpc.ClientConnInterface) *Client {
 	return &Client{stub: pb.NewAcceleratorSchedulerClient(conn), backoff: DefaultBackoff}
 }
 
-// WithBackoff returns a copy of c that retries by b (its zero fields
-// filled in as normalized says).
+// WithBackoff returns a copy of c that retries by b (its gaps filled in as
+// normalized says).
 func (c *Client) WithBackoff(b Backoff) *Client {
 	copied := *c
 	copied.backoff = b.normalized()
@@ -86,14 +96,26 @@ func (c *Client) retry(ctx context.Context, call func(context.Context) error) er
 	return c.backoff.retry(ctx, call)
 }
 
-// retry calls call until it returns anything but UNAVAILABLE, b.Attempts
-// calls were made, or ctx is done, and returns its last error.
+// Retryable says whether a call that failed with err may be tried again:
+// UNAVAILABLE, or DEADLINE_EXCEEDED of an attempt (not of the caller's
+// context, which retry checks separately).
+func Retryable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// retry calls call, each time with a context bounded by PerAttempt, until it
+// returns an error Retryable refuses (or none), b.Attempts calls were made,
+// or ctx is done, and returns its last error.
 func (b Backoff) retry(ctx context.Context, call func(context.Context) error) error {
 	b = b.normalized()
 	wait := b.Initial
 	for attempt := 1; ; attempt++ {
-		err := call(ctx)
-		if status.Code(err) != codes.Unavailable || attempt >= b.Attempts {
+		err := b.attempt(ctx, call)
+		if !Retryable(err) || attempt >= b.Attempts {
 			return err
 		}
 		timer := time.NewTimer(jittered(wait))
@@ -105,6 +127,15 @@ func (b Backoff) retry(ctx context.Context, call func(context.Context) error) er
 		}
 		wait = b.next(wait)
 	}
+}
+
+func (b Backoff) attempt(ctx context.Context, call func(context.Context) error) error {
+	if b.PerAttempt == 0 {
+		return call(ctx)
+	}
+	attemptCtx, cancel := context.WithTimeout(ctx, b.PerAttempt)
+	defer cancel()
+	return call(attemptCtx)
 }
 
 // next is the wait after w: doubled, at most Max (and never overflowing).

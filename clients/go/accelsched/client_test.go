@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -37,7 +38,7 @@ func TestAllocateRidesOutAServerRestart(t *testing.T) {
 	// default reconnect backoff (1 s doubling).
 	var once sync.Once
 	failed := make(chan struct{})
-	conn, err := grpc.Dial(s.address(), grpc.WithInsecure(),
+	conn, err := grpc.NewClient(s.address(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: 500 * time.Millisecond}}),
 		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply interface{},

@@ -10,8 +10,7 @@ import (
 
 	"github.com/accelsched/accelsched/clients/go/accelsched"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // What a propeller plugin does around a task's pod. README.md shows this
@@ -19,7 +18,8 @@ import (
 //
 // README:begin
 func Example() {
-	conn, err := grpc.Dial("accelsched.accelsched.svc:50051", grpc.WithInsecure())
+	conn, err := grpc.NewClient("accelsched.accelsched.svc:50051",
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -42,14 +42,20 @@ func Example() {
 		Count:       1,
 		Container:   "f7c2a9-n0-0",
 		Lease:       time.Hour,
+		Queue:       true, // wait in accelsched's queue when nothing fits now
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	alloc, err := client.Allocate(ctx, req)
-	if status.Code(err) == codes.ResourceExhausted {
-		return // nothing fits now: report the task as queued, try again next round
-	} else if err != nil {
+	if err != nil {
+		log.Fatal(err) // the server's status: INVALID_ARGUMENT naming the field, ...
+	}
+	// A plugin reports a PENDING allocation as waiting (its queue_position
+	// and pending_reason) and reads it again next round; a program that can
+	// block waits for its admission.
+	alloc, err = client.WaitAdmitted(ctx, alloc, 5*time.Second)
+	if err != nil {
 		log.Fatal(err)
 	}
 

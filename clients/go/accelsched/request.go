@@ -40,6 +40,10 @@ type Task struct {
 	Container string
 	// How long the devices are held unless renewed; 0: the server default.
 	Lease time.Duration
+	// Wait in accelsched's queue when nothing fits now: Allocate returns a
+	// PENDING allocation (WaitAdmitted waits for it) instead of
+	// RESOURCE_EXHAUSTED.
+	Queue bool
 }
 
 // NewAllocateRequest turns a task into the request Allocate takes. It checks
@@ -59,6 +63,7 @@ func NewAllocateRequest(t Task) (*pb.AllocateRequest, error) {
 		RequestId:     t.ExecutionID,
 		Count:         t.Count,
 		ContainerName: t.Container,
+		Queue:         t.Queue,
 	}
 	if t.Project != "" || t.Domain != "" {
 		req.Tenant = t.Project + "/" + t.Domain

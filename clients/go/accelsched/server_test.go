@@ -14,6 +14,7 @@ import (
 
 	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // server is a real accelschedd (ACCELSCHEDD, set by scripts/go_test.sh) on a
@@ -86,7 +87,7 @@ func (s *server) kill() {
 func (s *server) address() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
 
 func (s *server) client() *Client {
-	conn, err := grpc.Dial(s.address(), grpc.WithInsecure())
+	conn, err := grpc.NewClient(s.address(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		s.t.Fatal(err)
 	}
