@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds and tests the Go client module (clients/go) against the real build/accelschedd:
+# Builds and tests the Go modules against the real build/accelschedd: the client (clients/go)
+# and the Flyte propeller plugin (clients/go/flyteplugin, a module of its own on Flyte's):
 #   - its committed stubs are what clients/go/generate.sh makes of proto/ now (same bytes);
-#   - gofmt, go vet and go test, in module mode with go.sum as committed (-mod=readonly);
+#   - gofmt, go vet and go test of both, in module mode with go.sum as committed (-mod=readonly);
 #   - a scratch module gets it by its import path with `go get` from a module proxy (a local one
 #     serving this tree's module zip, in front of the public proxy for its dependencies) and
 #     builds against it.
@@ -28,6 +29,7 @@ if [[ -n "$unformatted" ]]; then
   exit 1
 fi
 (cd clients/go && go vet ./... && go test -count=1 -timeout=300s ./...)
+(cd clients/go/flyteplugin && go vet ./... && go test -count=1 -timeout=300s ./...)
 
 # `go get` by import path. The module zip holds what a tag clients/go/v0.1.0 would: the
 # module's files, without nested modules.

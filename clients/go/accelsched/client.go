@@ -219,3 +219,27 @@ func (c *Client) Release(ctx context.Context, allocationID string) (*pb.Allocati
 	})
 	return out, err
 }
+
+// ReleaseRequest releases the allocation made for requestID (its latest),
+// as Release does; NOT_FOUND when that request id never allocated.
+func (c *Client) ReleaseRequest(ctx context.Context, requestID string) (*pb.Allocation, error) {
+	var out *pb.Allocation
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.stub.Release(ctx, &pb.ReleaseRequest{
+			Key: &pb.ReleaseRequest_RequestId{RequestId: requestID}})
+		return err
+	})
+	return out, err
+}
+
+// AcceleratorTypes is the accelerator type that name (any alias,
+// case-insensitive) denotes, or every type when name is empty; none for an
+// unknown name.
+func (c *Client) AcceleratorTypes(ctx context.Context, name string) ([]*pb.AcceleratorType, error) {
+	var out *pb.ListAcceleratorTypesResponse
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.stub.ListAcceleratorTypes(ctx, &pb.ListAcceleratorTypesRequest{Name: name})
+		return err
+	})
+	return out.GetTypes(), err
+}

@@ -1,0 +1,268 @@
+package flyteplugin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/gob"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/accelsched/accelsched/clients/go/accelsched"
+	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
+	"github.com/flyteorg/flyte/flyteidl/gen/pb-go/flyteidl/core"
+	pluginsCore "github.com/flyteorg/flyte/flyteplugins/go/tasks/pluginmachinery/core"
+	pluginsCoreMock "github.com/flyteorg/flyte/flyteplugins/go/tasks/pluginmachinery/core/mocks"
+	pluginsIOMock "github.com/flyteorg/flyte/flyteplugins/go/tasks/pluginmachinery/io/mocks"
+	"github.com/flyteorg/flyte/flytestdlib/contextutils"
+	"github.com/flyteorg/flyte/flytestdlib/logger"
+	"github.com/flyteorg/flyte/flytestdlib/promutils/labeled"
+	"github.com/flyteorg/flyte/flytestdlib/storage"
+	"github.com/stretchr/testify/mock"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// server is a real accelschedd (ACCELSCHEDD, set by scripts/go_test.sh) on a
+// SQLite file in a test directory.
+type server struct {
+	t    *testing.T
+	db   string
+	port int
+	cmd  *exec.Cmd
+}
+
+func startServer(t *testing.T) *server {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &server{t: t, db: filepath.Join(t.TempDir(), "accelsched.db"), port: port}
+	s.start()
+	t.Cleanup(s.kill)
+	return s
+}
+
+var ready = regexp.MustCompile(`accelschedd ready: grpc_port=(\d+)`)
+
+// start runs accelschedd and returns once it says it is ready.
+func (s *server) start() {
+	binary := os.Getenv("ACCELSCHEDD")
+	if binary == "" {
+		s.t.Fatal("ACCELSCHEDD is not set: run scripts/go_test.sh")
+	}
+	s.cmd = exec.Command(binary, "--db="+s.db,
+		fmt.Sprintf("--listen=127.0.0.1:%d", s.port), "--metrics_listen=127.0.0.1:0")
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		if ready.MatchString(lines.Text()) {
+			go func() { // drain, so that the server never blocks on a full pipe
+				for lines.Scan() {
+				}
+			}()
+			return
+		}
+	}
+	s.t.Fatalf("accelschedd exited before it was ready: %v", s.cmd.Wait())
+}
+
+// kill is kill -9: nothing is flushed or closed on the way out.
+func (s *server) kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+func (s *server) client() *accelsched.Client {
+	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", s.port),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { conn.Close() })
+	return accelsched.NewClient(conn)
+}
+
+func (s *server) register(nodes ...*pb.Node) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, node := range nodes {
+		if _, err := s.client().Stub().RegisterNode(ctx, &pb.RegisterNodeRequest{Node: node}); err != nil {
+			s.t.Fatalf("RegisterNode %s: %v", node.GetName(), err)
+		}
+	}
+}
+
+func gpu(id, model string, index int32) *pb.Device {
+	return &pb.Device{Id: id, Model: model, Index: index, Healthy: true}
+}
+
+func migGpu(id, model string, index int32, profile string, starts ...int32) *pb.Device {
+	d := gpu(id, model, index)
+	d.MigEnabled = true
+	for i, start := range starts {
+		d.MigSlices = append(d.MigSlices, &pb.MigSlice{Id: fmt.Sprintf("%s-mig-%d", id, i), Profile: profile, Start: start})
+	}
+	return d
+}
+
+// task is what a test says of a Flyte task: its type, GPU limit and
+// accelerator, and its attempt's generated name (the request id).
+type task struct {
+	taskType    string
+	gpus        int64
+	accelerator *core.GPUAccelerator
+	name        string
+}
+
+func (tk task) template() *core.TaskTemplate {
+	taskType := tk.taskType
+	if taskType == "" {
+		taskType = "python-task"
+	}
+	resources := &core.Resources{Limits: []*core.Resources_ResourceEntry{
+		{Name: core.Resources_CPU, Value: "2"}, {Name: core.Resources_MEMORY, Value: "8Gi"}}}
+	if tk.gpus > 0 {
+		resources.Limits = append(resources.Limits,
+			&core.Resources_ResourceEntry{Name: core.Resources_GPU, Value: fmt.Sprint(tk.gpus)})
+	}
+	t := &core.TaskTemplate{
+		Type: taskType,
+		Target: &core.TaskTemplate_Container{Container: &core.Container{
+			Image: "ghcr.io/flyteorg/flytekit:py3.11", Command: []string{"pyflyte-execute"},
+			Args: []string{"--inputs", "{{.Input}}"}, Resources: resources,
+		}},
+	}
+	if tk.accelerator != nil {
+		t.ExtendedResources = &core.ExtendedResources{GpuAccelerator: tk.accelerator}
+	}
+	return t
+}
+
+// stateStore keeps the plugin state propeller would keep between rounds
+// (gob, as propeller's own store encodes it).
+type stateStore struct {
+	version uint8
+	data    []byte
+}
+
+type stateReader struct{ s *stateStore }
+
+func (r stateReader) GetStateVersion() uint8 { return r.s.version }
+
+func (r stateReader) Get(t interface{}) (uint8, error) {
+	if r.s.data == nil {
+		return 0, nil
+	}
+	return r.s.version, gob.NewDecoder(bytes.NewReader(r.s.data)).Decode(t)
+}
+
+type stateWriter struct{ s *stateStore }
+
+func (w stateWriter) Put(version uint8, v interface{}) error {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		return err
+	}
+	w.s.version, w.s.data = version, b.Bytes()
+	return nil
+}
+
+func (w stateWriter) Reset() error {
+	w.s.version, w.s.data = 0, nil
+	return nil
+}
+
+// taskContext is the TaskExecutionContext propeller hands a plugin for one
+// attempt of tk, with flyteplugins' mocks for what the pod plugin reads (as
+// its own tests set them, go/tasks/plugins/k8s/pod/container_test.go) and
+// state kept in store.
+func taskContext(tk task, store *stateStore) pluginsCore.TaskExecutionContext {
+	metadata := &pluginsCoreMock.TaskExecutionMetadata{}
+	metadata.On("GetNamespace").Return("flytesnacks-development")
+	metadata.On("GetAnnotations").Return(map[string]string{})
+	metadata.On("GetLabels").Return(map[string]string{"execution-id": "f7c2a9"})
+	metadata.On("GetOwnerReference").Return(metav1.OwnerReference{Kind: "FlyteWorkflow", Name: "f7c2a9"})
+	metadata.On("GetK8sServiceAccount").Return("default")
+	metadata.On("GetSecurityContext").Return(core.SecurityContext{RunAs: &core.Identity{}})
+	metadata.On("GetOwnerID").Return(types.NamespacedName{Namespace: "flytesnacks-development", Name: "f7c2a9"})
+	metadata.On("GetPlatformResources").Return(&v1.ResourceRequirements{})
+	metadata.On("IsInterruptible").Return(false)
+	metadata.On("GetEnvironmentVariables").Return(nil)
+	metadata.On("GetConsoleURL").Return("")
+	metadata.On("GetMaxAttempts").Return(uint32(1))
+	id := &pluginsCoreMock.TaskExecutionID{}
+	id.On("GetID").Return(core.TaskExecutionIdentifier{NodeExecutionId: &core.NodeExecutionIdentifier{
+		NodeId: "n0",
+		ExecutionId: &core.WorkflowExecutionIdentifier{
+			Project: "flytesnacks", Domain: "development", Name: "f7c2a9"},
+	}})
+	id.On("GetGeneratedName").Return(tk.name)
+	id.On("GetUniqueNodeID").Return("n0")
+	metadata.On("GetTaskExecutionID").Return(id)
+	overrides := &pluginsCoreMock.TaskOverrides{}
+	// No override: the container keeps the template's resources (propeller
+	// hands plugins a non-nil one always).
+	overrides.On("GetResources").Return(&v1.ResourceRequirements{})
+	overrides.On("GetExtendedResources").Return(nil)
+	overrides.On("GetPodTemplate").Return(nil)
+	overrides.On("GetContainerImage").Return("")
+	metadata.On("GetOverrides").Return(overrides)
+
+	tCtx := &pluginsCoreMock.TaskExecutionContext{}
+	inputs := &pluginsIOMock.InputReader{}
+	inputs.On("GetInputPrefixPath").Return(storage.DataReference("s3://bucket/inputs"))
+	inputs.On("GetInputPath").Return(storage.DataReference("s3://bucket/inputs/inputs.pb"))
+	inputs.On("Get", mock.Anything).Return(&core.LiteralMap{}, nil)
+	tCtx.On("InputReader").Return(inputs)
+	outputs := &pluginsIOMock.OutputWriter{}
+	outputs.On("GetOutputPath").Return(storage.DataReference("s3://bucket/outputs/outputs.pb"))
+	outputs.On("GetOutputPrefixPath").Return(storage.DataReference("s3://bucket/outputs"))
+	outputs.On("GetRawOutputPrefix").Return(storage.DataReference("s3://bucket/raw"))
+	outputs.On("GetCheckpointPrefix").Return(storage.DataReference("s3://bucket/checkpoint"))
+	outputs.On("GetPreviousCheckpointsPrefix").Return(storage.DataReference(""))
+	outputs.On("GetErrorPath").Return(storage.DataReference("s3://bucket/outputs/error.pb"))
+	outputs.On("Put", mock.Anything, mock.Anything).Return(nil) // a task's outputs, on success
+	tCtx.On("OutputWriter").Return(outputs)
+	reader := &pluginsCoreMock.TaskReader{}
+	reader.On("Read", mock.Anything).Return(tk.template(), nil)
+	tCtx.On("TaskReader").Return(reader)
+	tCtx.On("TaskExecutionMetadata").Return(metadata)
+	tCtx.On("PluginStateReader").Return(stateReader{store})
+	tCtx.On("PluginStateWriter").Return(stateWriter{store})
+	tCtx.On("DataStore").Return(nil)
+	return tCtx
+}
+
+func quantity(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
+
+// TestMain quiets flyteplugins' info logs (a line per pod built) and sets
+// the metric keys propeller sets at start-up (as its own tests do).
+func TestMain(m *testing.M) {
+	if err := logger.SetConfig(&logger.Config{Level: logger.WarnLevel}); err != nil {
+		panic(err)
+	}
+	labeled.SetMetricKeys(contextutils.ProjectKey)
+	os.Exit(m.Run())
+}
