@@ -15,6 +15,7 @@ import (
 //	    address: accelsched.accelsched.svc:50051
 //	    tls: {ca-cert: /etc/accelsched/ca.crt}
 //	    lease: 24h
+//	    resource-claims: false
 //	    task-types: [python-task, container]
 type Config struct {
 	// accelsched's gRPC address (host:port), best the Service in front of
@@ -29,6 +30,12 @@ type Config struct {
 	// Each call's deadline per attempt; calls are retried on UNAVAILABLE and
 	// DEADLINE_EXCEEDED for about a minute.
 	CallTimeout stdconfig.Duration `json:"call-timeout"`
+	// On a cluster whose GPUs NVIDIA's DRA driver publishes: create the
+	// allocation's ResourceClaim (Placement.resource_claim, the very devices
+	// accelsched chose) and have the pod take its GPUs through it instead of
+	// the device plugin's nvidia.com/gpu. Classes without a claim are placed
+	// as without this.
+	ResourceClaims bool `json:"resource-claims"`
 	// The task types whose pods get their accelerators from accelsched; a
 	// task of another type this plugin was registered for (Register) runs as
 	// the pod plugin runs it, without accelsched.

@@ -55,7 +55,7 @@ func pods(t *testing.T, tk task, nodes ...*pb.Node) (propeller, placed *v1.Pod, 
 	if alloc, err = p.client.Allocate(ctx, req); err != nil || alloc.GetState() != pb.AllocationState_ACTIVE {
 		t.Fatalf("Allocate %v: %v, %v", req, alloc, err)
 	}
-	o, err = PlacingPodPlugin{pod.DefaultPodPlugin}.BuildResource(context.WithValue(ctx, allocationKey{}, alloc), tCtx)
+	o, err = PlacingPodPlugin{Plugin: pod.DefaultPodPlugin}.BuildResource(context.WithValue(ctx, allocationKey{}, alloc), tCtx)
 	if err != nil {
 		t.Fatalf("the plugin's pod: %v", err)
 	}

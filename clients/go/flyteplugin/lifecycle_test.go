@@ -17,6 +17,7 @@ import (
 	propellerk8s "github.com/flyteorg/flyte/flytepropeller/pkg/controller/nodes/task/k8s"
 	"github.com/flyteorg/flyte/flytestdlib/promutils"
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -39,12 +40,12 @@ func setupContext(kube client.Client) pluginsCore.SetupContext {
 }
 
 // loaded is the plugin as Load makes it, but on a test server's connection
-// and a fake Kubernetes API.
-func loaded(t *testing.T, s *server, kube client.Client) *Plugin {
+// and a fake Kubernetes API; claims is Config.ResourceClaims.
+func loaded(t *testing.T, s *server, kube client.Client, claims ...bool) *Plugin {
 	t.Helper()
 	pods, err := propellerk8s.NewPluginManager(context.Background(), setupContext(kube), k8s.PluginEntry{
 		ID: ID, RegisteredTaskTypes: DefaultTaskTypes, ResourceToWatch: &v1.Pod{},
-		Plugin: PlacingPodPlugin{pod.DefaultPodPlugin},
+		Plugin: PlacingPodPlugin{Plugin: pod.DefaultPodPlugin, Claims: len(claims) > 0 && claims[0], Kube: kube},
 	}, propellerk8s.NewResourceMonitorIndex(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -212,5 +213,47 @@ func TestRefusalsAndOutages(t *testing.T) {
 	s.kill()
 	if _, err := p.Handle(context.Background(), taskContext(a100Task("down-n0-0"), &stateStore{})); err == nil {
 		t.Error("Handle with accelsched down gave no system error")
+	}
+}
+
+// With resource-claims, the pod takes the very devices accelsched chose
+// through NVIDIA's DRA driver: the claim exists, owned by the workflow, and
+// the pod names it instead of asking the device plugin for nvidia.com/gpu.
+func TestResourceClaimCarriesTheDevices(t *testing.T) {
+	propellerDefaults(t)
+	s := startServer(t)
+	s.register(node("n1", nil, gpus("nvidia-tesla-a100", 2)...))
+	kube := fake.NewClientBuilder().Build()
+	p := loaded(t, s, kube, true)
+	tk := a100Task("f7c2a9-n0-0")
+	tCtx := taskContext(tk, &stateStore{})
+	if info := round(t, p, tCtx); info.Phase() != pluginsCore.PhaseQueued {
+		t.Fatalf("%v %q", info.Phase(), info.Reason())
+	}
+	alloc := allocationOf(t, s.client(), tk.name)
+	claim := &resourcev1.ResourceClaim{}
+	name := "accelsched-" + alloc.GetId()
+	if err := kube.Get(context.Background(), k8stypes.NamespacedName{Namespace: "flytesnacks-development", Name: name}, claim); err != nil {
+		t.Fatalf("claim %s: %v", name, err)
+	}
+	requests := claim.Spec.Devices.Requests
+	if len(requests) != 1 || requests[0].Exactly == nil || len(requests[0].Exactly.Selectors) != 1 ||
+		!strings.Contains(requests[0].Exactly.Selectors[0].CEL.Expression, alloc.GetDevices()[0].GetDeviceId()) ||
+		len(claim.OwnerReferences) != 1 || claim.OwnerReferences[0].Name != "f7c2a9" {
+		t.Fatalf("claim %+v", claim)
+	}
+	created := podOf(t, kube, tk.name)
+	container := containerOf(t, created, tk.name)
+	if len(created.Spec.ResourceClaims) != 1 || *created.Spec.ResourceClaims[0].ResourceClaimName != name ||
+		len(container.Resources.Claims) != 1 || container.Resources.Claims[0].Name != created.Spec.ResourceClaims[0].Name {
+		t.Errorf("the pod does not take its devices through %s: %v, %v", name, created.Spec.ResourceClaims, container.Resources.Claims)
+	}
+	if _, ok := container.Resources.Limits["nvidia.com/gpu"]; ok {
+		t.Errorf("the pod still asks the device plugin: %v", container.Resources.Limits)
+	}
+	// A round that builds the pod again finds the claim there.
+	if _, err := (PlacingPodPlugin{Plugin: pod.DefaultPodPlugin, Claims: true, Kube: kube}).BuildResource(
+		context.WithValue(context.Background(), allocationKey{}, alloc), tCtx); err != nil {
+		t.Errorf("a second build: %v", err)
 	}
 }

@@ -65,7 +65,8 @@ func Load(ctx context.Context, iCtx pluginsCore.SetupContext, cfg *Config, taskT
 		ID:                  ID,
 		RegisteredTaskTypes: taskTypes,
 		ResourceToWatch:     &v1.Pod{},
-		Plugin:              PlacingPodPlugin{pod.DefaultPodPlugin},
+		Plugin: PlacingPodPlugin{Plugin: pod.DefaultPodPlugin, Claims: cfg.ResourceClaims,
+			Kube: iCtx.KubeClient().GetClient()},
 	}, propellerk8s.NewResourceMonitorIndex(), clientset)
 	if err != nil {
 		return nil, err

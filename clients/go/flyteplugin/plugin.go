@@ -9,6 +9,7 @@ package flyteplugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -27,6 +28,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	k8serrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -279,8 +283,17 @@ type allocationKey struct{}
 
 // PlacingPodPlugin is flyteplugins' pod plugin whose pods carry the
 // placement of the allocation Handle passes down (in the context): the
-// chosen node, the devices' labels, tolerations and resource.
-type PlacingPodPlugin struct{ k8s.Plugin }
+// chosen node, the devices' labels, tolerations and resource. With Claims
+// set it also creates the allocation's DRA ResourceClaim through Kube and
+// gives the pod its devices through it.
+type PlacingPodPlugin struct {
+	k8s.Plugin
+	Claims bool
+	Kube   client.Client
+}
+
+// ClaimName is the name under which the pod refers to its ResourceClaim.
+const ClaimName = "accelsched"
 
 func (p PlacingPodPlugin) BuildResource(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) (client.Object, error) {
 	o, err := p.Plugin.BuildResource(ctx, tCtx)
@@ -292,12 +305,43 @@ func (p PlacingPodPlugin) BuildResource(ctx context.Context, tCtx pluginsCore.Ta
 		return o, nil
 	}
 	built := o.(*v1.Pod)
-	if err := ApplyPlacement(&built.Spec, primaryContainer(built, tCtx), alloc.GetPlacement()); err != nil {
+	primary := primaryContainer(built, tCtx)
+	placement := alloc.GetPlacement()
+	if err := ApplyPlacement(&built.Spec, primary, placement); err != nil {
 		return nil, err
+	}
+	if p.Claims && placement.GetResourceClaim() != "" {
+		if err := p.claim(ctx, tCtx, built, primary, placement); err != nil {
+			return nil, err
+		}
 	}
 	if built.Annotations == nil {
 		built.Annotations = map[string]string{}
 	}
 	built.Annotations[AllocationAnnotation] = alloc.GetId()
 	return built, nil
+}
+
+// claim creates the placement's ResourceClaim in the task's namespace, owned
+// by the workflow (so it goes with it), unless a round before this one did,
+// and swaps the primary container's device-plugin resource for it.
+func (p PlacingPodPlugin) claim(ctx context.Context, tCtx pluginsCore.TaskExecutionContext, built *v1.Pod,
+	primary string, placement *pb.Placement) error {
+	claim := &resourcev1.ResourceClaim{}
+	if err := json.Unmarshal([]byte(placement.GetResourceClaim()), claim); err != nil {
+		return fmt.Errorf("accelsched: the allocation's resource_claim: %w", err)
+	}
+	metadata := tCtx.TaskExecutionMetadata()
+	claim.Namespace = metadata.GetNamespace()
+	claim.OwnerReferences = []metav1.OwnerReference{metadata.GetOwnerReference()}
+	if err := p.Kube.Create(ctx, claim); err != nil && !k8serrors.IsAlreadyExists(err) {
+		return fmt.Errorf("accelsched: creating ResourceClaim %s: %w", claim.Name, err)
+	}
+	name := claim.Name
+	built.Spec.ResourceClaims = append(built.Spec.ResourceClaims, v1.PodResourceClaim{Name: ClaimName, ResourceClaimName: &name})
+	container := containerNamed(&built.Spec, primary)
+	delete(container.Resources.Limits, v1.ResourceName(placement.GetResourceName()))
+	delete(container.Resources.Requests, v1.ResourceName(placement.GetResourceName()))
+	container.Resources.Claims = append(container.Resources.Claims, v1.ResourceClaim{Name: ClaimName})
+	return nil
 }
