@@ -14,11 +14,13 @@ import (
 	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
 )
 
-// What Flyte's propeller does to a task pod for a GPUAccelerator, transcribed
-// from flyteorg/flyte main 6fadb90d,
+// What Flyte 2's propeller does to a task pod for a GPUAccelerator,
+// transcribed from flyteorg/flyte main 6fadb90d,
 // flyteplugins/go/tasks/pluginmachinery/flytek8s/, with its default
 // configuration. The tests below check accelsched's patch against it, field
-// by field.
+// by field. A transcription, because Flyte 2 (github.com/flyteorg/flyte/v2)
+// is not on the Go module proxy to compile against; Flyte 1's propeller
+// (v1.16.8) is checked against its own code in ../flyteplugin.
 
 // config/config.go:70-120, the default accelerator-devices map.
 var propellerDevices = map[string]string{
@@ -233,6 +235,8 @@ func TestPatchedPodIsPropellersPlusThePin(t *testing.T) {
 	// A node labelled with the value propeller writes for "H100 80G".
 	s.register(c, &pb.Node{Name: "h100", Labels: map[string]string{"k8s.amazonaws.com/accelerator": "nvidia-h100-80gb"},
 		Devices: []*pb.Device{gpu("GPU-h", "NVIDIA H100 80GB HBM3", 0)}})
+	s.register(c, &pb.Node{Name: "h100-plain", Labels: map[string]string{"pool": "h100-plain"},
+		Devices: []*pb.Device{gpu("GPU-h2", "H100", 0)}})
 	s.register(c, &pb.Node{Name: "plain", Labels: map[string]string{"pool": "plain"}, Devices: []*pb.Device{gpu("GPU-l4", "NVIDIA L4", 0)}})
 	s.register(c, tpuHost("tpu-a"))
 	s.register(c, tpuHost("tpu-b"))
@@ -268,6 +272,10 @@ func TestPatchedPodIsPropellersPlusThePin(t *testing.T) {
 			count: 2, pool: "mixed", hosts: []hostCheck{{"mixed", 2}}, mixed: true, claimed: true, resource: "nvidia.com/mig-1g.5gb"},
 		{name: "nvidia unpartitioned, the node's own label", acc: &pb.Accelerator{Device: "H100 80G", PartitionSizeValue: &pb.Accelerator_Unpartitioned{Unpartitioned: true}},
 			count: 1, hosts: []hostCheck{{"h100", 1}}, claimed: true},
+		// No label on the node: the value propeller writes for the task's
+		// spelling, its map's (not the registry's nvidia-h100).
+		{name: "nvidia, a spelling the map gives its own value", acc: &pb.Accelerator{Device: "H100 80G"},
+			count: 1, pool: "h100-plain", hosts: []hostCheck{{"h100-plain", 1}}, claimed: true},
 		{name: "plain gpu: 1", count: 1, pool: "plain", hosts: []hostCheck{{"plain", 1}}, claimed: true},
 		{name: "TPU multi-host", acc: &pb.Accelerator{Device: "V5P", DeviceClass: pb.DeviceClass_GOOGLE_TPU,
 			PartitionSizeValue: &pb.Accelerator_PartitionSize{PartitionSize: "2x2x2"}},
