@@ -1,0 +1,397 @@
+"""A client of accelsched's AcceleratorScheduler service (proto/accelsched/v1/accelsched.proto).
+
+Unary calls are retried on UNAVAILABLE and DEADLINE_EXCEEDED, which is safe for every one of
+them: Allocate is idempotent by request_id, Release by allocation id, and the rest only read.
+Failures raise the typed errors of :mod:`accelsched.errors`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from queue import Empty, SimpleQueue
+from typing import Any
+
+import grpc
+from google.protobuf import duration_pb2
+
+from accelsched.errors import (
+    AccelschedError,
+    AllocationEndedError,
+    DeadlineExceededError,
+    from_rpc_error,
+)
+from accelsched.v1 import accelsched_pb2 as pb
+from accelsched.v1 import accelsched_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+# What `accelerator` may be: anything to_accelerator takes (flytekit's objects are duck-typed).
+AcceleratorLike = Any
+# A lease: seconds, or a timedelta.
+LeaseLike = float | datetime.timedelta | None
+
+
+def to_accelerator(accelerator: AcceleratorLike) -> pb.Accelerator | None:
+    """``accelerator`` as an accelsched.v1.Accelerator, or None for "any whole GPU".
+
+    Accepts an accelsched.v1.Accelerator; a device name in any spelling the server's
+    accelerator-type registry knows ("nvidia-tesla-a100", "A100", "NVIDIA A100-SXM4-40GB");
+    a flytekit accelerator object as it is (``flytekit.extras.accelerators.T4``,
+    ``A100.partition_2g_10gb``: anything with ``to_flyte_idl()``); or a flyteidl
+    ``GPUAccelerator`` message (anything with ``SerializeToString()``). Raises TypeError for
+    anything else. Names are checked by the server, not here.
+    """
+    if accelerator is None or isinstance(accelerator, pb.Accelerator):
+        return accelerator
+    if isinstance(accelerator, str):
+        return pb.Accelerator(device=accelerator)
+    # Duck-typed so that the client does not depend on flytekit or flyteidl.
+    if hasattr(accelerator, "to_flyte_idl"):
+        accelerator = accelerator.to_flyte_idl()
+    if hasattr(accelerator, "SerializeToString"):
+        # accelsched.v1.Accelerator has GPUAccelerator's field numbers (device 1,
+        # unpartitioned 2, partition_size 3, device_class 4), so its bytes parse as ours.
+        return pb.Accelerator.FromString(accelerator.SerializeToString())
+    raise TypeError(
+        "accelerator must be None, a device name, an accelsched.v1.Accelerator, a flytekit "
+        f"accelerator or a GPUAccelerator message, not {type(accelerator).__name__}"
+    )
+
+
+def _duration(lease: LeaseLike) -> duration_pb2.Duration | None:
+    if lease is None:
+        return None
+    if not isinstance(lease, datetime.timedelta):
+        lease = datetime.timedelta(seconds=lease)
+    duration = duration_pb2.Duration()
+    duration.FromTimedelta(lease)
+    return duration
+
+
+def _allocate_request(
+    request_id: str,
+    accelerator: AcceleratorLike = None,
+    *,
+    count: int = 1,
+    tenant: str = "",
+    lease: LeaseLike = None,
+    queue: bool = False,
+    container_name: str = "",
+    node_selector: Mapping[str, str] | None = None,
+    alternative_devices: Sequence[str] | None = None,
+    priority: int = 0,
+    replicas: int = 0,
+    topology_key: str = "",
+) -> pb.AllocateRequest:
+    return pb.AllocateRequest(
+        request_id=request_id,
+        accelerator=to_accelerator(accelerator),
+        count=count,
+        tenant=tenant,
+        lease=_duration(lease),
+        queue=queue,
+        container_name=container_name,
+        node_selector=node_selector,
+        alternative_devices=alternative_devices,
+        priority=priority,
+        replicas=replicas,
+        topology_key=topology_key,
+    )
+
+
+def _key(allocation_id: str | None, request_id: str | None) -> dict[str, str]:
+    """The oneof key of Release and GetAllocation: exactly one of the two ids."""
+    if (allocation_id is None) == (request_id is None):
+        raise ValueError("give exactly one of allocation_id and request_id")
+    if allocation_id is not None:
+        return {"allocation_id": allocation_id}
+    return {"request_id": request_id}
+
+
+class EventStream:
+    """WatchEvents' events, as an iterator of accelsched.v1.Event.
+
+    ``cancel()``, or leaving a ``with`` block, ends the stream and the iteration. A stream
+    the server ends raises a typed error: UnavailableError when the server stops or restarts,
+    ResourceExhaustedError when this watcher fell behind. Either way events may have been
+    missed: read the state again (get, ListAllocations) and watch anew. Not retried, for that
+    reason.
+    """
+
+    def __init__(self, call: Any):
+        self._call = call
+        self._cancelled = False
+
+    def __iter__(self) -> EventStream:
+        return self
+
+    def __next__(self) -> pb.Event:
+        try:
+            return next(self._call)
+        except grpc.RpcError as e:
+            if self._cancelled:
+                raise StopIteration from None
+            raise from_rpc_error(e) from e
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._call.cancel()
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cancel()
+
+
+class Client:
+    """accelsched over one gRPC channel to ``target`` ("host:port").
+
+    ``credentials`` (grpc.ssl_channel_credentials(...) and the like) makes a secure channel;
+    None, a plaintext one. Every unary call gets ``timeout`` seconds per attempt and is retried
+    up to ``retries`` times on UNAVAILABLE or DEADLINE_EXCEEDED, after waits that start at
+    ``initial_backoff`` seconds and double up to ``max_backoff``, each drawn uniformly from
+    [w/2, w] so that clients cut off together do not come back in step. The defaults keep
+    trying for 25 to 50 s, through a server restart. ``options`` are extra gRPC channel
+    arguments.
+
+    ``stub`` is the generated AcceleratorSchedulerStub on the same channel, for the RPCs this
+    class does not wrap (RegisterNode, GetCapacity, ...): no retries, grpc.RpcError.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+        timeout: float = 10.0,
+        retries: int = 15,
+        initial_backoff: float = 0.1,
+        max_backoff: float = 5.0,
+        options: Sequence[tuple[str, Any]] = (),
+    ):
+        self._timeout = timeout
+        self._retries = retries
+        self._initial_backoff = initial_backoff
+        self._max_backoff = max_backoff
+        channel_options = [
+            # While the channel waits to reconnect, calls fail at once; its own backoff grows
+            # to 120 s by default. Kept within ours, so that the retries reach a server as
+            # soon as it is back.
+            ("grpc.initial_reconnect_backoff_ms", int(initial_backoff * 1000)),
+            ("grpc.max_reconnect_backoff_ms", int(max_backoff * 1000)),
+            *options,
+        ]
+        if credentials is None:
+            self._channel = grpc.insecure_channel(target, options=channel_options)
+        else:
+            self._channel = grpc.secure_channel(target, credentials, options=channel_options)
+        self.stub = pb_grpc.AcceleratorSchedulerStub(self._channel)
+
+    def close(self) -> None:
+        """Closes the channel; calls in flight end with CANCELLED."""
+        self._channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _call(self, rpc: str, request: Any) -> Any:
+        method = getattr(self.stub, rpc)
+        backoff = self._initial_backoff
+        attempt = 0
+        while True:
+            try:
+                return method(request, timeout=self._timeout)
+            except grpc.RpcError as e:
+                if e.code() not in _RETRYABLE or attempt >= self._retries:
+                    raise from_rpc_error(e) from e
+                wait = random.uniform(backoff / 2, backoff)
+                attempt += 1
+                log.info(
+                    "accelsched %s: %s (%s); retry %d of %d in %.2f s",
+                    rpc, e.code().name, e.details(), attempt, self._retries, wait,
+                )
+            time.sleep(wait)
+            backoff = min(2 * backoff, self._max_backoff)
+
+    def allocate(
+        self,
+        request_id: str,
+        accelerator: AcceleratorLike = None,
+        *,
+        count: int = 1,
+        tenant: str = "",
+        lease: LeaseLike = None,
+        queue: bool = False,
+        container_name: str = "",
+        node_selector: Mapping[str, str] | None = None,
+        alternative_devices: Sequence[str] | None = None,
+        priority: int = 0,
+        replicas: int = 0,
+        topology_key: str = "",
+    ) -> pb.Allocation:
+        """Allocates ``count`` devices (or MIG slices) of ``accelerator`` on one node.
+
+        ``request_id`` is the idempotency key (e.g. the task execution id): while it has a
+        live allocation, the same request returns that allocation and allocates nothing, so a
+        retry is always safe. ``accelerator`` is anything :func:`to_accelerator` takes; None
+        means any whole GPU not in MIG mode (Flyte's plain ``gpu: 1``), and
+        ``alternative_devices`` names further models that will do. ``lease`` is seconds or a
+        timedelta (None: the server's default). With ``queue=True`` a request that does not
+        fit now is returned PENDING instead of refused (see wait_admitted).
+
+        Returns the Allocation: ACTIVE with its devices and Kubernetes placement, or PENDING.
+        Raises InvalidArgumentError for a malformed request, its message naming the field
+        (an unknown device: ``accelerator.device``; a MIG profile the model lacks; an empty
+        request_id); ResourceExhaustedError when nothing is free now and ``queue`` is False,
+        with the server's summary of why; FailedPreconditionError when no node could ever hold
+        it; AlreadyExistsError when ``request_id`` is live for a different accelerator or
+        count; UnavailableError or DeadlineExceededError once the retries are spent; TypeError
+        for an ``accelerator`` of no known kind.
+        """
+        return self._call(
+            "Allocate",
+            _allocate_request(
+                request_id, accelerator, count=count, tenant=tenant, lease=lease, queue=queue,
+                container_name=container_name, node_selector=node_selector,
+                alternative_devices=alternative_devices, priority=priority,
+                replicas=replicas, topology_key=topology_key,
+            ),
+        )
+
+    def explain(self, request_id: str, accelerator: AcceleratorLike = None, **kwargs: Any
+                ) -> pb.ExplainResponse:
+        """What allocate with the same arguments would pick now, and for every node that
+        cannot serve it, why. Allocates nothing.
+
+        Returns an ExplainResponse (``feasible``, ``would_allocate``, ``nodes``, ``summary``).
+        Raises InvalidArgumentError for a request allocate would refuse as malformed, and
+        UnavailableError or DeadlineExceededError once the retries are spent.
+        """
+        return self._call("Explain", _allocate_request(request_id, accelerator, **kwargs))
+
+    @contextlib.contextmanager
+    def allocation(self, request_id: str, accelerator: AcceleratorLike = None, **kwargs: Any
+                   ) -> Iterator[pb.Allocation]:
+        """``with client.allocation(...) as a:`` allocates as allocate (same arguments and
+        errors) and releases ``a`` when the block ends, also when it raises. A PENDING
+        allocation (``queue=True``) is yielded as it is; it is withdrawn on exit."""
+        allocation = self.allocate(request_id, accelerator, **kwargs)
+        try:
+            yield allocation
+        finally:
+            self.release(allocation.id)
+
+    def release(self, allocation_id: str | None = None, *, request_id: str | None = None
+                ) -> pb.Allocation:
+        """Releases the allocation named by exactly one of ``allocation_id`` and
+        ``request_id`` (ValueError otherwise); a PENDING one is withdrawn.
+
+        Idempotent: releasing an ended allocation returns it as it is. Returns the ended
+        Allocation. Raises NotFoundError for an unknown id, InvalidArgumentError for a
+        malformed one, UnavailableError or DeadlineExceededError once the retries are spent.
+        """
+        return self._call("Release", pb.ReleaseRequest(**_key(allocation_id, request_id)))
+
+    def get(self, allocation_id: str | None = None, *, request_id: str | None = None
+            ) -> pb.Allocation:
+        """The allocation named by exactly one of ``allocation_id`` and ``request_id``
+        (ValueError otherwise), in any state.
+
+        Raises NotFoundError for an unknown id (or an ended one past the server's retention),
+        InvalidArgumentError for a malformed one, UnavailableError or DeadlineExceededError
+        once the retries are spent.
+        """
+        request = pb.GetAllocationRequest(**_key(allocation_id, request_id))
+        return self._call("GetAllocation", request)
+
+    def renew(self, allocation_id: str, lease: LeaseLike) -> pb.Allocation:
+        """Extends a live allocation's lease to ``lease`` (seconds or a timedelta; None: the
+        server's default) from now. A PENDING one keeps its place in the queue.
+
+        Returns the Allocation with its new ``expires_at``. Raises FailedPreconditionError if
+        it has already ended (released, expired), NotFoundError for an unknown id,
+        InvalidArgumentError for a malformed id or lease, UnavailableError or
+        DeadlineExceededError once the retries are spent.
+        """
+        return self._call(
+            "RenewLease", pb.RenewLeaseRequest(allocation_id=allocation_id, lease=_duration(lease))
+        )
+
+    def watch(self, *, tenant: str = "", request_id: str = "", node: str = "",
+              timeout: float | None = None) -> EventStream:
+        """Allocation and catalog events as they are committed, from now on, as an
+        :class:`EventStream` (iterate it; cancel it or use it in a ``with`` block).
+
+        Each filter set must match: ``tenant`` and ``request_id`` select allocation events of
+        that tenant or request; ``node`` catalog events of that node and events of
+        allocations with a device on it. ``timeout`` (seconds) ends the stream with
+        DeadlineExceededError; None: it runs until cancelled. A malformed filter raises
+        InvalidArgumentError from the iteration. Not retried (see EventStream).
+        """
+        request = pb.WatchEventsRequest(tenant=tenant, request_id=request_id, node=node)
+        return EventStream(self.stub.WatchEvents(request, timeout=timeout))
+
+    def wait_admitted(self, allocation_id: str, timeout: float, *, poll_interval: float = 1.0
+                      ) -> pb.Allocation:
+        """Waits until the PENDING allocation ``allocation_id`` is ACTIVE and returns it (at
+        once if it already is).
+
+        Listens to WatchEvents for its request, and reads it with GetAllocation every
+        ``poll_interval`` seconds without an event about it: that covers an admission between
+        the first read and the watch taking effect, and a watch that fails (it is then polling
+        alone). Raises DeadlineExceededError when it is still PENDING after ``timeout``
+        seconds; AllocationEndedError when it ended instead (released, expired); NotFoundError
+        for an unknown id; what get raises once its retries are spent.
+        """
+        deadline = time.monotonic() + timeout
+        allocation = self.get(allocation_id)
+        if allocation.state != pb.PENDING:
+            return _admitted(allocation)
+        events: SimpleQueue[pb.Event] = SimpleQueue()
+        with self.watch(request_id=allocation.request_id) as stream:
+            threading.Thread(target=_pump, args=(stream, events), daemon=True).start()
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise DeadlineExceededError(
+                        grpc.StatusCode.DEADLINE_EXCEEDED,
+                        f"allocation {allocation_id} still PENDING after {timeout} s",
+                    )
+                try:
+                    event = events.get(timeout=min(remaining, poll_interval))
+                except Empty:
+                    event = None
+                if event is None:  # nothing heard about it for a while: read it
+                    allocation = self.get(allocation_id)
+                elif event.allocation.id == allocation_id:
+                    allocation = event.allocation
+                if allocation.state != pb.PENDING:
+                    return _admitted(allocation)
+
+
+def _admitted(allocation: pb.Allocation) -> pb.Allocation:
+    if allocation.state != pb.ACTIVE:
+        raise AllocationEndedError(allocation)
+    return allocation
+
+
+def _pump(stream: EventStream, events: SimpleQueue[pb.Event]) -> None:
+    """Moves the stream's events to ``events``, so that the waiter never blocks on the stream
+    itself. A failed stream only leaves the waiter polling."""
+    try:
+        for event in stream:
+            events.put(event)
+    except AccelschedError as e:
+        log.info("accelsched WatchEvents ended (%s); polling GetAllocation", e)
