@@ -201,6 +201,17 @@ CREATE TABLE allocation_node_selector (
   PRIMARY KEY (allocation_id, key)
 );
 )sql"},
+    // The request's spellings of its models (Allocation::device_spellings),
+    // whose label value propeller writes. An earlier allocation has none and
+    // keeps the registry's node_label_value.
+    {7, R"sql(
+CREATE TABLE allocation_device_spellings (
+  allocation_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  spelling TEXT NOT NULL,
+  PRIMARY KEY (allocation_id, position)
+);
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

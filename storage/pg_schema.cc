@@ -150,6 +150,17 @@ INSERT INTO leader_lease (id, epoch, expires_at, backend_pid)
 ALTER TABLE leader_lease
   ADD COLUMN serves_until TIMESTAMPTZ NOT NULL DEFAULT '-infinity';
 )sql"},
+    // SQLite's schema 7: the request's spellings of its models
+    // (Allocation::device_spellings). An earlier allocation has none and keeps
+    // the registry's node_label_value.
+    {3, R"sql(
+CREATE TABLE allocation_device_spellings (
+  allocation_id TEXT NOT NULL REFERENCES allocations(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  spelling TEXT NOT NULL,
+  PRIMARY KEY (allocation_id, position)
+);
+)sql"},
 };
 
 // Any constant: the key of the advisory lock migrations run under.

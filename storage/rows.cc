@@ -159,6 +159,10 @@ struct UnitRow {
   bool live = false;
 };
 
+struct SpellingRow {
+  std::string spelling;
+};
+
 // The tables, in the order of storage/migrations.cc. To add a field: one
 // column here, and one migration in each schema.
 const Table<Node>& NodesTable() {
@@ -275,6 +279,17 @@ const Table<PlacementTarget>& AllocationTargetsTable() {
        Text("device_label", &PlacementTarget::device_label),
        Text("mig_strategy", &PlacementTarget::mig_strategy)},
       /*positioned=*/true};
+  return *table;
+}
+
+// Allocation::device_spellings, a row each: a spelling may hold any
+// character a list column would need for its separator.
+const Table<SpellingRow>& AllocationDeviceSpellingsTable() {
+  static const auto* const table =
+      new Table<SpellingRow>{"allocation_device_spellings",
+                             "allocation_id",
+                             {Text("spelling", &SpellingRow::spelling)},
+                             /*positioned=*/true};
   return *table;
 }
 
@@ -433,6 +448,7 @@ struct Statements {
       delete_allocation;
   std::string select_selectors, insert_selector;
   std::string select_targets, insert_target;
+  std::string select_spellings, insert_spelling;
   std::string select_allocated_devices, insert_allocated_device;
   std::string select_units, upsert_unit;
   std::string select_event_sequence, update_event_sequence;
@@ -471,6 +487,8 @@ Statements::Statements(SqlDialect d)
       insert_selector(InsertSql(d, AllocationNodeSelectorTable())),
       select_targets(SelectSql(d, AllocationTargetsTable())),
       insert_target(InsertSql(d, AllocationTargetsTable())),
+      select_spellings(SelectSql(d, AllocationDeviceSpellingsTable())),
+      insert_spelling(InsertSql(d, AllocationDeviceSpellingsTable())),
       select_allocated_devices(SelectSql(d, AllocationDevicesTable())),
       insert_allocated_device(InsertSql(d, AllocationDevicesTable())),
       select_units(SelectSql(d, AllocationUnitsTable())),
@@ -614,6 +632,11 @@ absl::Status Write(const Statements& sql, const PutAllocationMutation& m,
           Run(db, sql.insert_target,
               RowOf(AllocationTargetsTable(), a.targets[i], a.id, i)));
     }
+    for (size_t i = 0; i < a.device_spellings.size(); ++i) {
+      RETURN_IF_ERROR(Run(db, sql.insert_spelling,
+                          RowOf(AllocationDeviceSpellingsTable(),
+                                SpellingRow{a.device_spellings[i]}, a.id, i)));
+    }
     for (size_t i = 0; i < a.devices.size(); ++i) {
       RETURN_IF_ERROR(
           Run(db, sql.insert_allocated_device,
@@ -720,6 +743,14 @@ absl::StatusOr<std::vector<StoredAllocation>> LoadAllocationRows(
         PlacementTarget t;
         RETURN_IF_ERROR(ReadRow(AllocationTargetsTable(), row, t));
         out[row.Text(0)].allocation.targets.push_back(std::move(t));
+        return absl::OkStatus();
+      }));
+  RETURN_IF_ERROR(
+      db.Query(sql.select_spellings, [&](RowReader& row) -> absl::Status {
+        SpellingRow s;
+        RETURN_IF_ERROR(ReadRow(AllocationDeviceSpellingsTable(), row, s));
+        out[row.Text(0)].allocation.device_spellings.push_back(
+            std::move(s.spelling));
         return absl::OkStatus();
       }));
   RETURN_IF_ERROR(

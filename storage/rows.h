@@ -27,9 +27,9 @@ namespace accelsched {
 // before it, in start slot order). Errors are `db`'s.
 absl::StatusOr<std::vector<Node>> LoadNodeRows(RowSource& db);
 
-// Store::LoadAllocations: every allocation in id order, its devices, targets
-// and units in the order written (units of one position in the order
-// inserted, on SQLite). Errors are `db`'s.
+// Store::LoadAllocations: every allocation in id order, its devices, targets,
+// device spellings and units in the order written (units of one position in the
+// order inserted, on SQLite). Errors are `db`'s.
 absl::StatusOr<std::vector<StoredAllocation>> LoadAllocationRows(RowSource& db);
 
 // The last event sequence number recorded; nullopt when the database has no

@@ -84,7 +84,8 @@ struct PlacementTarget {
   std::string hostname;  // its kubernetes.io/hostname label, else its name
   // The value of the device label (k8s.amazonaws.com/accelerator, for TPUs
   // cloud.google.com/gke-tpu-accelerator): the node's own when it has the
-  // label, else the type's node_label_value from the accelerator types.
+  // label, else the one propeller writes for the request's spelling of the
+  // model (core/placement/placement.h RequestedDeviceLabel).
   std::string device_label;
   std::string mig_strategy;  // its nvidia.com/mig.strategy label, "" if none
 
@@ -115,6 +116,15 @@ struct Allocation {
   // The acceptable canonical models, sorted and unique; empty: any model of
   // device_class.
   std::vector<std::string> requested_models;
+  // The request's accelerator.device (when set), then its
+  // alternative_devices, as the client spelled them: propeller writes the
+  // spelling's own label value (core/placement/placement.h
+  // RequestedDeviceLabel), so a PENDING allocation admitted later, or after
+  // a restart, needs them. Those of the request that made the allocation: a
+  // retry spelled otherwise changes nothing. Empty for a request naming no
+  // model, and for allocations stored before they were kept (SQLite schema
+  // 7, PostgreSQL schema 3).
+  std::vector<std::string> device_spellings;
   std::string model;      // canonical: the model of the allocated devices
   std::string partition;  // "" whole device; MIG profile; TPU topology
   int count = 1;          // units per group (per node)

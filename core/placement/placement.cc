@@ -3,8 +3,10 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/labels.h"
 
 namespace accelsched {
 namespace {
@@ -109,8 +111,27 @@ PlacementLabels PlacementLabelsOf(DeviceClass device_class) {
           "k8s.amazonaws.com/gpu-partition-size"};
 }
 
-PlacementTarget PlacementTargetOf(const Node& node,
-                                  const AcceleratorType& type) {
+std::string RequestedDeviceLabel(const AcceleratorTypeSet& types,
+                                 const std::vector<std::string>& spellings,
+                                 const AcceleratorType& type) {
+  for (const std::string& spelling : spellings) {
+    const AcceleratorType* named = types.Find(spelling);
+    if (named == nullptr || named->canonical_model != type.canonical_model) {
+      continue;
+    }
+    // Go's strings.ToUpper, on the printable ASCII a known spelling is.
+    const std::string upper = absl::AsciiStrToUpper(spelling);
+    for (const FlyteNodeLabel& entry : type.flyte_node_labels) {
+      if (entry.name == upper) return entry.node_label_value;
+    }
+    if (IsLabelValue(spelling)) return spelling;
+    break;
+  }
+  return type.node_label_value;
+}
+
+PlacementTarget PlacementTargetOf(const Node& node, const AcceleratorType& type,
+                                  absl::string_view requested_label) {
   auto label = [&](absl::string_view key) -> const std::string* {
     auto it = node.labels.find(std::string(key));
     return it == node.labels.end() ? nullptr : &it->second;
@@ -124,7 +145,7 @@ PlacementTarget PlacementTargetOf(const Node& node,
   // node's own value is the one that matches it.
   const std::string* device =
       label(PlacementLabelsOf(type.device_class).device);
-  t.device_label = device != nullptr ? *device : type.node_label_value;
+  t.device_label = device != nullptr ? *device : std::string(requested_label);
   const std::string* strategy = label(kMigStrategyLabel);
   if (strategy != nullptr) t.mig_strategy = *strategy;
   return t;

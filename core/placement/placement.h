@@ -31,6 +31,7 @@
 
 #include "absl/strings/string_view.h"
 #include "core/accelerators/accelerator_type.h"
+#include "core/accelerators/accelerator_type_set.h"
 #include "core/model/allocation_model.h"
 #include "core/model/catalog_model.h"
 
@@ -91,9 +92,31 @@ struct PlacementOptions {
   bool nvidia_visible_devices = false;
 };
 
-// What the placement on `node` needs, for devices of `type`.
-PlacementTarget PlacementTargetOf(const Node& node,
-                                  const AcceleratorType& type);
+// The device label value propeller writes for a request that spelled its
+// models `spellings` (Allocation::device_spellings) and got devices of `type`
+// (flyteorg/flyte main 6fadb90d, flytek8s/utils.go:101-110
+// GetNormalizedAcceleratorDevice: `accelerator-devices[upper(device)]`, else
+// `device` unchanged; propeller v1 writes `device` unchanged, the same for
+// every spelling that is not a key of that map). The spelling is the first of
+// `spellings` that `types` resolves to `type`; its value is that of the
+// type's flyte_node_labels entry named by the spelling upper-cased (compared
+// exactly, as propeller's map lookup: the entry "L40s" matches no spelling),
+// else the spelling itself when it is a label value. The type's
+// node_label_value when no spelling resolves to `type` (a model-less request,
+// one stored before spellings were kept, a spelling an accelerator types
+// reload dropped) or when the spelling is no label value (an NVML product
+// name such as "NVIDIA H100 80GB HBM3", on which propeller writes a pod
+// Kubernetes refuses).
+std::string RequestedDeviceLabel(const AcceleratorTypeSet& types,
+                                 const std::vector<std::string>& spellings,
+                                 const AcceleratorType& type);
+
+// What the placement on `node` needs, for devices of `type`: the node's own
+// device label value when it has the label (a node carries one value, and
+// propeller's differ by spelling: the node's is the one that matches it),
+// else `requested_label` (RequestedDeviceLabel).
+PlacementTarget PlacementTargetOf(const Node& node, const AcceleratorType& type,
+                                  absl::string_view requested_label);
 
 // The placement of the whole allocation (Allocation.placement): pinned to its
 // node when it has one. A multi-host TPU slice's is not pinned, asks for the

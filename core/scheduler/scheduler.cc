@@ -190,6 +190,10 @@ Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
   a.priority = request.priority;
   a.device_class = spec.device_class;
   a.requested_models = spec.models;
+  if (!request.device.empty()) a.device_spellings.push_back(request.device);
+  a.device_spellings.insert(a.device_spellings.end(),
+                            request.alternative_devices.begin(),
+                            request.alternative_devices.end());
   a.partition = spec.partition;
   a.count = spec.count;
   a.replicas = spec.replicas;
@@ -202,8 +206,10 @@ Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
 }
 
 // Whether a retry asks for what `e` was made for: the same models in any
-// spelling and order are the same request. Unpartitioned picks the same
-// devices as no partition value but gives the pod another placement.
+// spelling and order are the same request, and it gets `e` as it is (its
+// placement keeps the label value of the first request's spelling).
+// Unpartitioned picks the same devices as no partition value but gives the pod
+// another placement.
 bool SameRequest(const Allocation& e, const Allocation& retry) {
   return e.device_class == retry.device_class &&
          e.requested_models == retry.requested_models &&
@@ -235,9 +241,11 @@ void Scheduler::Assign(
   if (type.resource_name != DefaultResourceName(type.device_class)) {
     a.resource_name = type.resource_name;
   }
+  const std::string requested_label =
+      RequestedDeviceLabel(*accelerator_types(), a.device_spellings, type);
   for (const std::string& host : hosts) {
-    a.targets.push_back(
-        PlacementTargetOf(catalog_.nodes().find(host)->second, type));
+    a.targets.push_back(PlacementTargetOf(catalog_.nodes().find(host)->second,
+                                          type, requested_label));
   }
 }
 

@@ -157,6 +157,48 @@ TEST_F(E2eTest, MultiHostTpuSliceHasOnePinnedPlacementPerHost) {
   }
 }
 
+// A node without the device label: the value propeller writes for the
+// request's own spelling (README "Label values"), for a request admitted from
+// the queue after kill -9 too, and unchanged by a retry in another spelling.
+TEST_F(E2eTest, UnlabelledNodeGetsTheValueOfTheRequestsSpelling) {
+  ASSERT_TRUE(StartServer());
+  v1::Node n;
+  n.set_name("h100-1");
+  AddGpu(&n, "GPU-h", "NVIDIA H100 80GB HBM3", 0);
+  ASSERT_TRUE(Register(n).ok());
+  v1::Allocation first;
+  ASSERT_TRUE(Allocate(AllocateReq("first", "nvidia-h100"), &first).ok());
+  constexpr char kAccel[] = "k8s.amazonaws.com/accelerator";
+  EXPECT_EQ(first.placement().node_selector().at(kAccel), "nvidia-h100");
+  v1::AllocateRequest late = AllocateReq("late", "H100 80G");
+  late.set_queue(true);
+  v1::Allocation pending;
+  ASSERT_TRUE(Allocate(late, &pending).ok());
+  ASSERT_EQ(pending.state(), v1::PENDING);
+
+  server_->Stop(SIGKILL);
+  ASSERT_TRUE(StartServer());
+  v1::ReleaseRequest release;
+  release.set_allocation_id(first.id());
+  v1::Allocation released;
+  ASSERT_TRUE(Call(&Stub::Release, release, &released).ok());
+  v1::GetAllocationRequest get;
+  get.set_allocation_id(pending.id());
+  v1::Allocation admitted;
+  ASSERT_TRUE(Call(&Stub::GetAllocation, get, &admitted).ok());
+  ASSERT_EQ(admitted.state(), v1::ACTIVE);
+  const v1::Placement& p = admitted.placement();
+  EXPECT_EQ(p.node_selector().at(kAccel), "nvidia-h100-80gb");
+  ASSERT_GE(p.tolerations_size(), 1);
+  EXPECT_EQ(p.tolerations(0).value(), "nvidia-h100-80gb");
+  EXPECT_THAT(p.pod_spec_patch(), HasSubstr("\"nvidia-h100-80gb\""));
+  // A retry spelled otherwise is the same request, and changes nothing.
+  v1::Allocation retried;
+  ASSERT_TRUE(Allocate(AllocateReq("late", "nvidia-h100"), &retried).ok());
+  EXPECT_EQ(retried.id(), admitted.id());
+  EXPECT_EQ(retried.placement().DebugString(), p.DebugString());
+}
+
 TEST_F(E2eTest, VisibleDevicesOnlyWithTheFlag) {
   ASSERT_TRUE(StartServer({"--nvidia_visible_devices"}));
   ASSERT_TRUE(Register(GpuNode()).ok());

@@ -76,6 +76,7 @@ RecordingWriter Writes(SqlDialect dialect) {
   a.id = "a";
   a.node_selector = {{"k", "v"}};
   a.targets = {{"n1", "h", "l", ""}};
+  a.device_spellings = {"H100 80G"};
   a.devices = {{"n1", "gpu", "mig", "1g.10gb"}};
   const std::vector<Mutation> batch = {PutNodeMutation{node},
                                        PutNodeStatusMutation{node},

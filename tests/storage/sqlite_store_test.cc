@@ -364,6 +364,46 @@ TEST(SqliteStoreTest, VersionFourAllocationsGetTargetsFromTheirNodes) {
   EXPECT_EQ(by_id["a-2"].container_name, "");
 }
 
+// Before schema 7 the request's spellings were not kept: an allocation of an
+// older file has none (its placement takes the registry's node_label_value),
+// and one written after the migration keeps its own.
+TEST(SqliteStoreTest, VersionSixAllocationsHaveNoSpellings) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(
+      path, 6,
+      "INSERT INTO allocations (id, request_id, state, node, tenant, "
+      "priority, created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+      "end_reason, device_class, model, partition, count, requested_models, "
+      "unpartitioned, resource_name, container_name, admitted_at_unix_ns, "
+      "replicas, topology_key, lease_ns, preempted_by) VALUES "
+      "('a-1', 'r1', 4, '', '', 0, 1, 2, 0, '', 0, '', '', 1, "
+      "'nvidia-h100', 0, '', '', 0, 1, '', 0, '');"));
+  std::unique_ptr<SqliteStore> store;
+  std::vector<Node> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  auto allocations = store->LoadAllocations();
+  ASSERT_OK(allocations);
+  ASSERT_EQ(allocations->size(), 1u);
+  const Allocation& old = (*allocations)[0].allocation;
+  EXPECT_EQ(old.state, AllocationState::kPending);
+  EXPECT_EQ(old.requested_models, std::vector<std::string>{"nvidia-h100"});
+  EXPECT_THAT(old.device_spellings, testing::IsEmpty());
+
+  Allocation admitted = old;
+  admitted.state = AllocationState::kActive;
+  admitted.device_spellings = {"H100 80G"};
+  ASSERT_OK(store->Apply({DeleteAllocationMutation{"a-1"},
+                          PutAllocationMutation{admitted, {"GPU-0"}, true}}));
+  allocations = store->LoadAllocations();
+  ASSERT_OK(allocations);
+  ASSERT_EQ(allocations->size(), 1u);
+  EXPECT_EQ((*allocations)[0].allocation, admitted);
+  // Deleting the allocation deletes its spellings.
+  ASSERT_OK(ApplyOne(*store, DeleteAllocationMutation{"a-1"}));
+  EXPECT_EQ(Count(path, "allocation_device_spellings"), 0);
+}
+
 // A capped file refuses the write that does not fit, whole, and keeps every
 // commit before it.
 TEST(SqliteStoreTest, FullDatabaseIsResourceExhaustedAndKeepsCommits) {

@@ -138,6 +138,9 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
   }
   a.device_class = DeviceClass::kNvidiaGpu;
   a.requested_models = {"nvidia-a100-80gb", "nvidia-h100"};
+  // As a client spelled them, in its order; the last holds what a list
+  // column would use for separators.
+  a.device_spellings = {"H100 80G", "A100 80G", " nvidia-h100,\n"};
   a.model = "nvidia-a100-80gb";
   a.partition = "3g.40gb";
   a.count = 2;
@@ -328,8 +331,14 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsInEveryStateRoundTrip) {
     const std::string id = absl::StrCat("a-", i++);
     Allocation a = FullAllocation(id, state);
     // One model, several (FullAllocation's) and none (any model).
-    if (state == AllocationState::kReleased) a.requested_models = {a.model};
-    if (state == AllocationState::kExpired) a.requested_models.clear();
+    if (state == AllocationState::kReleased) {
+      a.requested_models = {a.model};
+      a.device_spellings = {"A100 80G"};
+    }
+    if (state == AllocationState::kExpired) {
+      a.requested_models.clear();
+      a.device_spellings.clear();
+    }
     // Built in place: gcc 12 warns of a moved-from variant otherwise.
     batch.emplace_back(std::in_place_type<PutAllocationMutation>,
                        PutAllocationMutation{a, UnitsOf(id), true});
@@ -361,6 +370,7 @@ TYPED_TEST_P(StoreConformanceTest, AllocationUpdateChangesOnlyStateLeaseEnd) {
   renewed.tenant = "someone-else";       // ignored
   renewed.devices.clear();               // ignored
   renewed.requested_models.clear();      // ignored
+  renewed.device_spellings = {"T4"};     // ignored
   renewed.node_selector.clear();         // ignored
   renewed.lease = absl::ZeroDuration();  // ignored
   ASSERT_OK(this->Apply({PutAllocationMutation{renewed, UnitsOf("a-1")}}));
@@ -556,6 +566,7 @@ TYPED_TEST_P(SqlStoreConformanceTest, EveryListLoadsInStoredPositionOrder) {
       "UPDATE mig_slices SET position = 10 - position; "
       "UPDATE allocation_devices SET position = 10 - position; "
       "UPDATE allocation_targets SET position = 10 - position; "
+      "UPDATE allocation_device_spellings SET position = 10 - position; "
       "UPDATE allocation_units SET position = 10 - position");
   Node node = AsStored(FullNode());
   std::reverse(node.devices.begin(), node.devices.end());
@@ -565,6 +576,8 @@ TYPED_TEST_P(SqlStoreConformanceTest, EveryListLoadsInStoredPositionOrder) {
   Allocation allocation = a;
   std::reverse(allocation.devices.begin(), allocation.devices.end());
   std::reverse(allocation.targets.begin(), allocation.targets.end());
+  std::reverse(allocation.device_spellings.begin(),
+               allocation.device_spellings.end());
   std::vector<std::string> units = UnitsOf("a-1");
   std::reverse(units.begin(), units.end());
   for (int pass = 0; pass < 2; ++pass) {

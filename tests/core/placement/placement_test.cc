@@ -1,5 +1,9 @@
 #include "core/placement/placement.h"
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -245,23 +249,128 @@ TEST(PlacementTest, MultiHostTpuSliceHasOnePlacementPerHost) {
   }
 }
 
-TEST(PlacementTest, TargetTakesTheNodesLabelsElseTheRegistrysValue) {
+TEST(PlacementTest, TargetTakesTheNodesLabelsElseTheRequestedValue) {
   AcceleratorType tpu;
   tpu.canonical_model = "tpu-v5p-slice";
   tpu.device_class = DeviceClass::kGoogleTpu;
   tpu.node_label_value = "tpu-v5p-slice";
   Node n;
   n.name = "node-1";
-  EXPECT_EQ(PlacementTargetOf(n, tpu),
-            (PlacementTarget{"node-1", "node-1", "tpu-v5p-slice", ""}));
+  EXPECT_EQ(PlacementTargetOf(n, tpu, "v5p-requested"),
+            (PlacementTarget{"node-1", "node-1", "v5p-requested", ""}));
   n.labels = {{"kubernetes.io/hostname", "host-1"},
               {"cloud.google.com/gke-tpu-accelerator", "tpu-v5p-own"},
               // Not the TPU's label: ignored for a TPU.
               {"k8s.amazonaws.com/accelerator", "other"},
               {"nvidia.com/mig.strategy", "single"}};
-  EXPECT_EQ(PlacementTargetOf(n, tpu),
+  EXPECT_EQ(PlacementTargetOf(n, tpu, "v5p-requested"),
             (PlacementTarget{"node-1", "host-1", "tpu-v5p-own", "single"}));
 }
+
+// Three types spelled as the built-in ones are, with propeller's map entries
+// (config/accelerator_types.textproto).
+std::shared_ptr<const AcceleratorTypeSet> SpellingTypes() {
+  AcceleratorTypeSetBuilder b;
+  AcceleratorType h100;
+  h100.canonical_model = "nvidia-h100";
+  h100.aliases = {"H100", "H100 80G", "nvidia-h100-80gb",
+                  "NVIDIA H100 80GB HBM3"};
+  h100.node_label_value = "nvidia-h100";
+  h100.flyte_node_labels = {{"H100", "nvidia-h100"},
+                            {"H100 80G", "nvidia-h100-80gb"}};
+  AcceleratorType a100;
+  a100.canonical_model = "nvidia-tesla-a100";
+  a100.aliases = {"A100"};
+  a100.node_label_value = "nvidia-tesla-a100";
+  a100.flyte_node_labels = {{"A100", "nvidia-tesla-a100"}};
+  AcceleratorType l40s;
+  l40s.canonical_model = "nvidia-l40s";
+  l40s.aliases = {"L40s"};
+  l40s.node_label_value = "nvidia-l40s";
+  l40s.flyte_node_labels = {{"L40s", "nvidia-l40s"}};
+  for (AcceleratorType* t : {&h100, &a100, &l40s}) {
+    const absl::Status added = b.Add(*t);
+    EXPECT_TRUE(added.ok()) << added;
+  }
+  return std::move(b).Build();
+}
+
+struct SpellingCase {
+  const char* name;
+  std::vector<std::string> spellings;  // Allocation::device_spellings
+  const char* model;                   // the model the allocation got
+  const char* label;                   // what propeller writes
+};
+
+class RequestedDeviceLabelIsPropellers
+    : public testing::TestWithParam<SpellingCase> {};
+
+TEST_P(RequestedDeviceLabelIsPropellers, ForTheSpellingOfTheChosenModel) {
+  const SpellingCase& c = GetParam();
+  const std::shared_ptr<const AcceleratorTypeSet> types = SpellingTypes();
+  const AcceleratorType* type = types->Find(c.model);
+  ASSERT_NE(type, nullptr);
+  EXPECT_EQ(RequestedDeviceLabel(*types, c.spellings, *type), c.label);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Spellings, RequestedDeviceLabelIsPropellers,
+    testing::Values(
+        // utils.go:104-110: accelerator-devices[upper(device)]...
+        SpellingCase{
+            "MappedName", {"H100 80G"}, "nvidia-h100", "nvidia-h100-80gb"},
+        SpellingCase{"MappedNameUpperCased",
+                     {"h100 80g"},
+                     "nvidia-h100",
+                     "nvidia-h100-80gb"},
+        SpellingCase{"MappedMainName", {"H100"}, "nvidia-h100", "nvidia-h100"},
+        // ...else the device unchanged (propeller v1's rule for every
+        // spelling).
+        SpellingCase{"UnmappedLabelValue",
+                     {"nvidia-h100-80gb"},
+                     "nvidia-h100",
+                     "nvidia-h100-80gb"},
+        SpellingCase{
+            "CanonicalName", {"nvidia-h100"}, "nvidia-h100", "nvidia-h100"},
+        SpellingCase{"UnmappedKeepsItsCase",
+                     {"NVIDIA-H100-80GB"},
+                     "nvidia-h100",
+                     "NVIDIA-H100-80GB"},
+        // Propeller's key "L40s" is never matched by an upper-cased lookup.
+        SpellingCase{
+            "LowerCaseKeyNeverMatches", {"L40s"}, "nvidia-l40s", "L40s"},
+        // Propeller would write a value Kubernetes refuses: the registry's.
+        SpellingCase{"NotALabelValue",
+                     {"NVIDIA H100 80GB HBM3"},
+                     "nvidia-h100",
+                     "nvidia-h100"},
+        SpellingCase{
+            "PaddedSpelling", {" H100 80G "}, "nvidia-h100", "nvidia-h100"},
+        // The first spelling of the model chosen, whatever comes before it.
+        SpellingCase{"AlternativeChosen",
+                     {"A100", "H100 80G"},
+                     "nvidia-h100",
+                     "nvidia-h100-80gb"},
+        SpellingCase{"DeviceChosen",
+                     {"A100", "H100 80G"},
+                     "nvidia-tesla-a100",
+                     "nvidia-tesla-a100"},
+        SpellingCase{"FirstSpellingOfTheModel",
+                     {"H100", "H100 80G"},
+                     "nvidia-h100",
+                     "nvidia-h100"},
+        SpellingCase{"FirstSpellingIsNoLabelValue",
+                     {"NVIDIA H100 80GB HBM3", "H100 80G"},
+                     "nvidia-h100",
+                     "nvidia-h100"},
+        // No spelling of the model: stored before spellings were kept, or
+        // one the registry no longer knows.
+        SpellingCase{"NoSpellings", {}, "nvidia-h100", "nvidia-h100"},
+        SpellingCase{
+            "UnknownSpelling", {"H100 96G"}, "nvidia-h100", "nvidia-h100"}),
+    [](const testing::TestParamInfo<SpellingCase>& info) {
+      return std::string(info.param.name);
+    });
 
 }  // namespace
 }  // namespace accelsched

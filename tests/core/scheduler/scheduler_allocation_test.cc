@@ -1,5 +1,8 @@
+#include <iterator>
+#include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/matching/allocation_request.h"
@@ -257,7 +260,7 @@ TEST_F(SchedulerAllocationTest, TpuSliceIsTakenWholeAcrossItsHosts) {
 
 // Propeller writes the request's own spelling of the model (mapped or
 // unchanged), so a node carries one of several values: the node's own label
-// wins, the registry's node_label_value stands in for a node without it.
+// wins, the value of the request's spelling stands in for a node without it.
 TEST_F(SchedulerAllocationTest, PlacementTargetsTakeTheNodesOwnLabels) {
   Register(MakeNode("labelled", {Gpu("GPU-l", "H100", 0)},
                     {{"k8s.amazonaws.com/accelerator", "nvidia-h100-80gb"},
@@ -294,7 +297,7 @@ TEST_F(SchedulerAllocationTest, PlacementTargetsTakeTheNodesOwnLabels) {
   absl::StatusOr<Allocation> p = s_.Allocate(Want("p", "H100 80G"));
   ASSERT_OK(p);
   EXPECT_THAT(p->targets, ElementsAre(PlacementTarget{"plain", "plain",
-                                                      "nvidia-h100", ""}));
+                                                      "nvidia-h100-80gb", ""}));
   EXPECT_FALSE(p->unpartitioned);
 
   // GPU Feature Discovery's label: the device plugin's mixed strategy.
@@ -313,6 +316,76 @@ TEST_F(SchedulerAllocationTest, PlacementTargetsTakeTheNodesOwnLabels) {
                                      "nvidia-tesla-a100", "NoSchedule"}));
   // What was stored is what the placement is derived from after a restart.
   EXPECT_EQ(store_.allocations().at(m->id).allocation, *m);
+}
+
+// On a node without the device label, the value propeller writes for the
+// request's own spelling of the model it got (flytek8s/utils.go:101-110):
+// propeller's map entry for it, else the spelling unchanged, else (no label
+// value) the registry's. Kept with the allocation: a retry spelled otherwise
+// is the same request and changes nothing.
+TEST_F(SchedulerAllocationTest,
+       UnlabelledNodeGetsTheValueOfTheRequestsSpelling) {
+  struct Case {
+    const char* request_id;
+    const char* device;
+    std::vector<std::string> alternatives;
+    const char* label;
+  };
+  const Case cases[] = {
+      {"mapped", "H100 80G", {}, "nvidia-h100-80gb"},
+      {"upper-cased", "h100 80g", {}, "nvidia-h100-80gb"},
+      {"unchanged", "nvidia-h100-80gb", {}, "nvidia-h100-80gb"},
+      {"flytekit", "nvidia-h100", {}, "nvidia-h100"},
+      {"nvml", "NVIDIA H100 80GB HBM3", {}, "nvidia-h100"},
+      // No T4 anywhere: the alternative's spelling is the one of the model.
+      {"alternative", "T4", {"L4", "H100 80G"}, "nvidia-h100-80gb"},
+  };
+  for (size_t i = 0; i <= std::size(cases); ++i) {
+    Register(MakeNode(absl::StrCat("h", i), {Gpu(absl::StrCat("GPU-", i),
+                                                 "NVIDIA H100 80GB HBM3", 0)}));
+  }
+  std::map<std::string, Allocation> made;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.request_id);
+    AllocationRequest r = Want(c.request_id, c.device);
+    r.alternative_devices = c.alternatives;
+    absl::StatusOr<Allocation> a = s_.Allocate(r);
+    ASSERT_OK(a);
+    ASSERT_EQ(a->targets.size(), 1u);
+    EXPECT_EQ(a->targets[0].device_label, c.label);
+    const Placement p = BuildPlacement(*a, PlacementOptions());
+    EXPECT_EQ(p.node_affinity.front(),
+              (NodeSelectorRequirement{
+                  "k8s.amazonaws.com/accelerator", "In", {c.label}}));
+    EXPECT_THAT(p.tolerations,
+                ElementsAre(Toleration{"k8s.amazonaws.com/accelerator", "Equal",
+                                       c.label, "NoSchedule"}));
+    std::vector<std::string> spellings = {c.device};
+    spellings.insert(spellings.end(), c.alternatives.begin(),
+                     c.alternatives.end());
+    EXPECT_EQ(a->device_spellings, spellings);
+    EXPECT_EQ(store_.allocations().at(a->id).allocation, *a);
+    made[c.request_id] = *a;
+  }
+  // A retry in another spelling gets the allocation as it was made.
+  absl::StatusOr<Allocation> retry = s_.Allocate(Want("mapped", "nvidia-h100"));
+  ASSERT_OK(retry);
+  EXPECT_EQ(*retry, made["mapped"]);
+  EXPECT_EQ(store_.allocations().at(retry->id).allocation, made["mapped"]);
+  // Explain previews the same value.
+  absl::StatusOr<ExplainResult> e = s_.Explain(Want("preview", "H100 80G"));
+  ASSERT_OK(e);
+  ASSERT_TRUE(e->feasible);
+  EXPECT_EQ(e->would_allocate.targets.at(0).device_label, "nvidia-h100-80gb");
+  // A request naming no model: no device label at all, as propeller's
+  // `gpu: 1`.
+  absl::StatusOr<Allocation> any = s_.Allocate(Want("any", ""));
+  ASSERT_OK(any);
+  EXPECT_THAT(any->device_spellings, IsEmpty());
+  for (const NodeSelectorRequirement& r :
+       BuildPlacement(*any, PlacementOptions()).node_affinity) {
+    EXPECT_NE(r.key, "k8s.amazonaws.com/accelerator");
+  }
 }
 
 TEST_F(SchedulerAllocationTest, IneligibleNodesGetNothing) {

@@ -187,5 +187,37 @@ TYPED_TEST(SchedulerRestartTest, RequestedModelsSurviveARestart) {
       StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("already holds")));
 }
 
+// A PENDING request is admitted after a restart with the label value of its
+// own spelling (propeller's, README "Label values"): the store kept the
+// spellings. Its node has no device label.
+TYPED_TEST(SchedulerRestartTest, PendingRequestsSpellingSurvivesARestart) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n1", {Gpu("GPU-0", "NVIDIA H100 80GB HBM3", 0)})));
+  absl::StatusOr<Allocation> first =
+      this->s().Allocate(Want("first", "nvidia-h100"));
+  ASSERT_OK(first);
+  EXPECT_EQ(first->targets.at(0).device_label, "nvidia-h100");
+  AllocationRequest late = Want("late", "T4");
+  late.alternative_devices = {"H100 80G"};
+  late.queue = true;
+  absl::StatusOr<Allocation> pending = this->s().Allocate(late);
+  ASSERT_OK(pending);
+  ASSERT_EQ(pending->state, AllocationState::kPending);
+  ASSERT_NO_FATAL_FAILURE(this->Restart());
+
+  ASSERT_OK(this->s().Release({first->id, ""}));
+  absl::StatusOr<Allocation> admitted =
+      this->s().GetAllocation({pending->id, ""});
+  ASSERT_OK(admitted);
+  ASSERT_EQ(admitted->state, AllocationState::kActive);
+  EXPECT_EQ(admitted->device_spellings,
+            (std::vector<std::string>{"T4", "H100 80G"}));
+  EXPECT_EQ(
+      admitted->targets,
+      (std::vector<PlacementTarget>{{"n1", "n1", "nvidia-h100-80gb", ""}}));
+  ASSERT_NO_FATAL_FAILURE(this->Restart());
+  EXPECT_EQ(*this->s().GetAllocation({pending->id, ""}), *admitted);
+}
+
 }  // namespace
 }  // namespace accelsched
