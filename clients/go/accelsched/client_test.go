@@ -32,13 +32,13 @@ func allocateA100(t *testing.T, c *Client, id string) (*pb.Allocation, error) {
 // id until the server is back, and the devices are allocated once.
 func TestAllocateRidesOutAServerRestart(t *testing.T) {
 	s := startServer(t)
-	s.register(s.client(), a100Node())
+	s.Register(a100Node())
 
 	// A fast reconnect, so that the test waits on accelsched, not on gRPC's
 	// default reconnect backoff (1 s doubling).
 	var once sync.Once
 	failed := make(chan struct{})
-	conn, err := grpc.NewClient(s.address(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(s.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: 500 * time.Millisecond}}),
 		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply interface{},
@@ -55,7 +55,7 @@ func TestAllocateRidesOutAServerRestart(t *testing.T) {
 	defer conn.Close()
 	c := NewClient(conn).WithBackoff(Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 1000})
 
-	s.kill()
+	s.Kill()
 	type result struct {
 		a   *pb.Allocation
 		err error
@@ -66,7 +66,7 @@ func TestAllocateRidesOutAServerRestart(t *testing.T) {
 		done <- result{a, err}
 	}()
 	<-failed // the first attempt met the stopped server
-	s.start()
+	s.Start()
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("Allocate after the restart: %v", r.err)
@@ -84,7 +84,7 @@ func TestAllocateRidesOutAServerRestart(t *testing.T) {
 func TestPollRenewRelease(t *testing.T) {
 	s := startServer(t)
 	c := s.client()
-	s.register(c, a100Node())
+	s.Register(a100Node())
 	a, err := allocateA100(t, c, "exec-1")
 	if err != nil {
 		t.Fatal(err)

@@ -227,28 +227,28 @@ const emptyPod = `{"containers":[{"name":"task","image":"example/task:1"}]}`
 func TestPatchedPodIsPropellersPlusThePin(t *testing.T) {
 	s := startServer(t)
 	c := s.client()
-	s.register(c, &pb.Node{Name: "whole", Labels: map[string]string{"pool": "whole", "kubernetes.io/hostname": "host-whole"},
+	s.Register(&pb.Node{Name: "whole", Labels: map[string]string{"pool": "whole", "kubernetes.io/hostname": "host-whole"},
 		Devices: []*pb.Device{gpu("GPU-w0", "NVIDIA A100-SXM4-40GB", 0), gpu("GPU-w1", "NVIDIA A100-SXM4-40GB", 1)}})
-	s.register(c, &pb.Node{Name: "single", Labels: map[string]string{"pool": "single"}, Devices: []*pb.Device{migGpu("GPU-s", 0)}})
-	s.register(c, &pb.Node{Name: "mixed", Labels: map[string]string{"pool": "mixed", "nvidia.com/mig.strategy": "mixed"},
+	s.Register(&pb.Node{Name: "single", Labels: map[string]string{"pool": "single"}, Devices: []*pb.Device{migGpu("GPU-s", 0)}})
+	s.Register(&pb.Node{Name: "mixed", Labels: map[string]string{"pool": "mixed", "nvidia.com/mig.strategy": "mixed"},
 		Devices: []*pb.Device{migGpu("GPU-m", 0)}})
 	// A node labelled with the value propeller writes for "H100 80G".
-	s.register(c, &pb.Node{Name: "h100", Labels: map[string]string{"k8s.amazonaws.com/accelerator": "nvidia-h100-80gb"},
+	s.Register(&pb.Node{Name: "h100", Labels: map[string]string{"k8s.amazonaws.com/accelerator": "nvidia-h100-80gb"},
 		Devices: []*pb.Device{gpu("GPU-h", "NVIDIA H100 80GB HBM3", 0)}})
-	s.register(c, &pb.Node{Name: "h100-plain", Labels: map[string]string{"pool": "h100-plain"},
+	s.Register(&pb.Node{Name: "h100-plain", Labels: map[string]string{"pool": "h100-plain"},
 		Devices: []*pb.Device{gpu("GPU-h2", "H100", 0)}})
-	s.register(c, &pb.Node{Name: "plain", Labels: map[string]string{"pool": "plain"}, Devices: []*pb.Device{gpu("GPU-l4", "NVIDIA L4", 0)}})
-	s.register(c, tpuHost("tpu-a"))
-	s.register(c, tpuHost("tpu-b"))
+	s.Register(&pb.Node{Name: "plain", Labels: map[string]string{"pool": "plain"}, Devices: []*pb.Device{gpu("GPU-l4", "NVIDIA L4", 0)}})
+	s.Register(tpuHost("tpu-a"))
+	s.Register(tpuHost("tpu-b"))
 	neuron := gpu("trn-0", "TRN1", 0)
 	neuron.DeviceClass = pb.DeviceClass_AMAZON_NEURON
-	s.register(c, &pb.Node{Name: "neuron", Devices: []*pb.Device{neuron}})
+	s.Register(&pb.Node{Name: "neuron", Devices: []*pb.Device{neuron}})
 	amd0, amd1 := gpu("amd-0", "MI300X", 0), gpu("amd-1", "MI300X", 1)
 	amd0.DeviceClass, amd1.DeviceClass = pb.DeviceClass_AMD_GPU, pb.DeviceClass_AMD_GPU
-	s.register(c, &pb.Node{Name: "amd", Devices: []*pb.Device{amd0, amd1}})
+	s.Register(&pb.Node{Name: "amd", Devices: []*pb.Device{amd0, amd1}})
 	gaudi := gpu("hl-0", "GAUDI1", 0)
 	gaudi.DeviceClass = pb.DeviceClass_HABANA_GAUDI
-	s.register(c, &pb.Node{Name: "gaudi", Devices: []*pb.Device{gaudi}})
+	s.Register(&pb.Node{Name: "gaudi", Devices: []*pb.Device{gaudi}})
 
 	type hostCheck struct {
 		host  string // the kubernetes.io/hostname pinned

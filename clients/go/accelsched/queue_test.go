@@ -29,8 +29,8 @@ func queuedA100(t *testing.T, c *Client, id string) *pb.Allocation {
 
 // waitAdmittedAfterRelease queues a request behind a held A100, releases the
 // holder once WaitAdmitted is under way, and returns what WaitAdmitted gave.
-func waitAdmittedAfterRelease(t *testing.T, s *server, c *Client, poll time.Duration) *pb.Allocation {
-	s.register(s.client(), a100Node())
+func waitAdmittedAfterRelease(t *testing.T, s server, c *Client, poll time.Duration) *pb.Allocation {
+	s.Register(a100Node())
 	holder := queuedA100(t, c, "holder")
 	waiter := queuedA100(t, c, "waiter")
 	if holder.GetState() != pb.AllocationState_ACTIVE || waiter.GetState() != pb.AllocationState_PENDING ||
@@ -82,7 +82,7 @@ func TestWaitAdmittedLearnsFromTheWatch(t *testing.T) {
 func TestWaitAdmittedFallsBackToPolling(t *testing.T) {
 	s := startServer(t)
 	watches := 0
-	conn, err := grpc.NewClient(s.address(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(s.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
 			method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 			watches++
@@ -101,7 +101,7 @@ func TestWaitAdmittedFallsBackToPolling(t *testing.T) {
 func TestWaitAdmittedReturnsWhatIsNotPending(t *testing.T) {
 	s := startServer(t)
 	c := s.client()
-	s.register(c, a100Node())
+	s.Register(a100Node())
 	a := queuedA100(t, c, "now")
 	got, err := c.WaitAdmitted(context.Background(), a, time.Hour)
 	if err != nil || got != a {
@@ -121,10 +121,10 @@ func TestWaitAdmittedReturnsWhatIsNotPending(t *testing.T) {
 func TestAnAttemptPastItsDeadlineIsRetried(t *testing.T) {
 	s := startServer(t)
 	c := s.client()
-	s.register(c, a100Node())
+	s.Register(a100Node())
 	c = c.WithBackoff(Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 100,
 		PerAttempt: 300 * time.Millisecond})
-	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := s.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	attempts := 0
@@ -143,7 +143,7 @@ func TestAnAttemptPastItsDeadlineIsRetried(t *testing.T) {
 		})
 	}()
 	<-first // the first attempt ran out of its deadline on the frozen server
-	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := s.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {

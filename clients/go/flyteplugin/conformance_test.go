@@ -37,7 +37,7 @@ func propellerDefaults(t *testing.T) {
 func pods(t *testing.T, tk task, nodes ...*pb.Node) (propeller, placed *v1.Pod, alloc *pb.Allocation) {
 	t.Helper()
 	s := startServer(t)
-	s.register(nodes...)
+	s.Register(nodes...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tCtx := taskContext(tk, &stateStore{})

@@ -41,7 +41,7 @@ func setupContext(kube client.Client) pluginsCore.SetupContext {
 
 // loaded is the plugin as Load makes it, but on a test server's connection
 // and a fake Kubernetes API; claims is Config.ResourceClaims.
-func loaded(t *testing.T, s *server, kube client.Client, claims ...bool) *Plugin {
+func loaded(t *testing.T, s server, kube client.Client, claims ...bool) *Plugin {
 	t.Helper()
 	pods, err := propellerk8s.NewPluginManager(context.Background(), setupContext(kube), k8s.PluginEntry{
 		ID: ID, RegisteredTaskTypes: DefaultTaskTypes, ResourceToWatch: &v1.Pod{},
@@ -97,7 +97,7 @@ func a100Task(name string) task {
 func TestTaskWaitsRunsAndReleases(t *testing.T) {
 	propellerDefaults(t)
 	s := startServer(t)
-	s.register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
+	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
 	c := s.client()
 	kube := fake.NewClientBuilder().WithStatusSubresource(&v1.Pod{}).Build()
 	p := loaded(t, s, kube)
@@ -112,8 +112,8 @@ func TestTaskWaitsRunsAndReleases(t *testing.T) {
 	if waiting.Phase() != pluginsCore.PhaseWaitingForResources || !strings.Contains(waiting.Reason(), "position 1") {
 		t.Fatalf("behind the holder: %v %q", waiting.Phase(), waiting.Reason())
 	}
-	s.kill()
-	s.start()
+	s.Kill()
+	s.Start()
 	if again := round(t, p, tCtx); again.Phase() != waiting.Phase() || again.Reason() != waiting.Reason() ||
 		again.Version() != waiting.Version() {
 		t.Fatalf("after a restart: %v %q v%d; before: %v %q v%d", again.Phase(), again.Reason(), again.Version(),
@@ -156,7 +156,7 @@ func TestTaskWaitsRunsAndReleases(t *testing.T) {
 func TestAbortReleasesAndARetryIsANewRequest(t *testing.T) {
 	propellerDefaults(t)
 	s := startServer(t)
-	s.register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
+	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
 	c := s.client()
 	kube := fake.NewClientBuilder().Build()
 	p := loaded(t, s, kube)
@@ -186,7 +186,7 @@ func TestAbortReleasesAndARetryIsANewRequest(t *testing.T) {
 func TestRefusalsAndOutages(t *testing.T) {
 	propellerDefaults(t)
 	s := startServer(t)
-	s.register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
+	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
 	kube := fake.NewClientBuilder().Build()
 	p := loaded(t, s, kube)
 
@@ -210,7 +210,7 @@ func TestRefusalsAndOutages(t *testing.T) {
 		t.Errorf("a task without a GPU got an allocation: %v", created.Annotations)
 	}
 
-	s.kill()
+	s.Kill()
 	if _, err := p.Handle(context.Background(), taskContext(a100Task("down-n0-0"), &stateStore{})); err == nil {
 		t.Error("Handle with accelsched down gave no system error")
 	}
@@ -222,7 +222,7 @@ func TestRefusalsAndOutages(t *testing.T) {
 func TestResourceClaimCarriesTheDevices(t *testing.T) {
 	propellerDefaults(t)
 	s := startServer(t)
-	s.register(node("n1", nil, gpus("nvidia-tesla-a100", 2)...))
+	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 2)...))
 	kube := fake.NewClientBuilder().Build()
 	p := loaded(t, s, kube, true)
 	tk := a100Task("f7c2a9-n0-0")

@@ -1,21 +1,15 @@
 package flyteplugin
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/gob"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"testing"
-	"time"
 
 	"github.com/accelsched/accelsched/clients/go/accelsched"
 	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
+	"github.com/accelsched/accelsched/clients/go/internal/testserver"
 	"github.com/flyteorg/flyte/flyteidl/gen/pb-go/flyteidl/core"
 	pluginsCore "github.com/flyteorg/flyte/flyteplugins/go/tasks/pluginmachinery/core"
 	pluginsCoreMock "github.com/flyteorg/flyte/flyteplugins/go/tasks/pluginmachinery/core/mocks"
@@ -25,94 +19,18 @@ import (
 	"github.com/flyteorg/flyte/flytestdlib/promutils/labeled"
 	"github.com/flyteorg/flyte/flytestdlib/storage"
 	"github.com/stretchr/testify/mock"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// server is a real accelschedd (ACCELSCHEDD, set by scripts/go_test.sh) on a
-// SQLite file in a test directory.
-type server struct {
-	t    *testing.T
-	db   string
-	port int
-	cmd  *exec.Cmd
-}
+// server is a real accelschedd (clients/go/internal/testserver).
+type server struct{ *testserver.Server }
 
-func startServer(t *testing.T) *server {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &server{t: t, db: filepath.Join(t.TempDir(), "accelsched.db"), port: port}
-	s.start()
-	t.Cleanup(s.kill)
-	return s
-}
+func startServer(t *testing.T) server { return server{testserver.Start(t)} }
 
-var ready = regexp.MustCompile(`accelschedd ready: grpc_port=(\d+)`)
-
-// start runs accelschedd and returns once it says it is ready.
-func (s *server) start() {
-	binary := os.Getenv("ACCELSCHEDD")
-	if binary == "" {
-		s.t.Fatal("ACCELSCHEDD is not set: run scripts/go_test.sh")
-	}
-	s.cmd = exec.Command(binary, "--db="+s.db,
-		fmt.Sprintf("--listen=127.0.0.1:%d", s.port), "--metrics_listen=127.0.0.1:0")
-	stderr, err := s.cmd.StderrPipe()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		if ready.MatchString(lines.Text()) {
-			go func() { // drain, so that the server never blocks on a full pipe
-				for lines.Scan() {
-				}
-			}()
-			return
-		}
-	}
-	s.t.Fatalf("accelschedd exited before it was ready: %v", s.cmd.Wait())
-}
-
-// kill is kill -9: nothing is flushed or closed on the way out.
-func (s *server) kill() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
-		s.cmd = nil
-	}
-}
-
-func (s *server) client() *accelsched.Client {
-	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", s.port),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(func() { conn.Close() })
-	return accelsched.NewClient(conn)
-}
-
-func (s *server) register(nodes ...*pb.Node) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, node := range nodes {
-		if _, err := s.client().Stub().RegisterNode(ctx, &pb.RegisterNodeRequest{Node: node}); err != nil {
-			s.t.Fatalf("RegisterNode %s: %v", node.GetName(), err)
-		}
-	}
-}
+func (s server) client() *accelsched.Client { return accelsched.NewClient(s.Conn()) }
 
 func gpu(id, model string, index int32) *pb.Device {
 	return &pb.Device{Id: id, Model: model, Index: index, Healthy: true}
