@@ -28,7 +28,7 @@ if [[ -n "$unformatted" ]]; then
   echo "go_test.sh: not gofmt-formatted: $unformatted" >&2
   exit 1
 fi
-(cd clients/go && go vet ./... && go test -count=1 -timeout=300s ./...)
+(cd clients/go && go vet ./... && go test -race -count=1 -timeout=300s ./...)
 (cd clients/go/flyteplugin && go vet ./... && go test -count=1 -timeout=300s ./...)
 
 # `go get` by import path. The module zip holds what a tag clients/go/v0.1.0 would: the

@@ -32,7 +32,8 @@ type Backoff struct {
 }
 
 // DefaultBackoff rides out a server restart or a leader's failover: about a
-// minute in all, 10 s for each attempt.
+// minute when attempts fail at once, each at most 10 s against a server that
+// does not answer.
 var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Attempts: 16,
 	PerAttempt: 10 * time.Second}
 
@@ -177,6 +178,9 @@ func (c *Client) Get(ctx context.Context, allocationID string) (*pb.Allocation, 
 func (c *Client) Poll(ctx context.Context, allocationID string, interval time.Duration) (*pb.Allocation, error) {
 	for {
 		a, err := c.Get(ctx, allocationID)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if err != nil || a.GetState() != pb.AllocationState_PENDING {
 			return a, err
 		}
@@ -242,4 +246,15 @@ func (c *Client) AcceleratorTypes(ctx context.Context, name string) ([]*pb.Accel
 		return err
 	})
 	return out.GetTypes(), err
+}
+
+// GetRequest reads the allocation made for requestID (its latest).
+func (c *Client) GetRequest(ctx context.Context, requestID string) (*pb.Allocation, error) {
+	var out *pb.Allocation
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		out, err = c.stub.GetAllocation(ctx, &pb.GetAllocationRequest{
+			Key: &pb.GetAllocationRequest_RequestId{RequestId: requestID}})
+		return err
+	})
+	return out, err
 }

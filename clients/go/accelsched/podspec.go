@@ -51,7 +51,8 @@ type podSpecPatch struct {
 // ApplyPodSpecPatch applies a Placement.pod_spec_patch to a PodSpec given as
 // JSON and returns the patched PodSpec as JSON; fields the patch does not
 // touch are kept as they are. It merges as propeller merges its own
-// accelerator rules (flytek8s/pod_helper.go:97-117 and 766-779), which on a
+// accelerator rules (flyteorg/flyte main 6fadb90d, flytek8s/pod_helper.go:97-117
+// and 766-779; v1.16.8 appends without the duplicate check), which on a
 // PodSpec without required node affinity or tolerations gives exactly the
 // strategic merge:
 //   - each node-selector requirement is appended to every required term that
@@ -169,7 +170,8 @@ func addRequirements(spec map[string]interface{}, requirements []nodeSelectorReq
 	return nil
 }
 
-// As propeller's containsNodeSelectorRequirement (pod_helper.go:122-139):
+// As propeller's containsNodeSelectorRequirement (flyteorg/flyte main 6fadb90d,
+// pod_helper.go:122-139):
 // same key, operator and values in the same order.
 func containsRequirement(list []nodeSelectorRequirement, r nodeSelectorRequirement) bool {
 	for _, e := range list {

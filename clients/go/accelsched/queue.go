@@ -41,6 +41,9 @@ func (c *Client) WaitAdmitted(ctx context.Context, a *pb.Allocation, poll time.D
 			return out, nil
 		case <-timer.C:
 			out, err := c.Get(ctx, a.GetId())
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -2,7 +2,7 @@ package accelsched
 
 import (
 	"context"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,8 +28,9 @@ func queuedA100(t *testing.T, c *Client, id string) *pb.Allocation {
 }
 
 // waitAdmittedAfterRelease queues a request behind a held A100, releases the
-// holder once WaitAdmitted is under way, and returns what WaitAdmitted gave.
-func waitAdmittedAfterRelease(t *testing.T, s server, c *Client, poll time.Duration) *pb.Allocation {
+// holder once WaitAdmitted is under way (its watch connected, when watched),
+// and returns what WaitAdmitted gave.
+func waitAdmittedAfterRelease(t *testing.T, s server, c *Client, poll time.Duration, watched bool) *pb.Allocation {
 	s.Register(a100Node())
 	holder := queuedA100(t, c, "holder")
 	waiter := queuedA100(t, c, "waiter")
@@ -48,10 +49,13 @@ func waitAdmittedAfterRelease(t *testing.T, s server, c *Client, poll time.Durat
 		a, err := c.WaitAdmitted(ctx, waiter, poll)
 		done <- result{a, err}
 	}()
+	if watched {
+		s.WaitWatchers(1)
+	}
 	select {
 	case r := <-done:
 		t.Fatalf("WaitAdmitted returned before the release: %v, %v", r.a, r.err)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	if _, err := c.Release(ctx, holder.GetId()); err != nil {
 		t.Fatal(err)
@@ -72,7 +76,7 @@ func waitAdmittedAfterRelease(t *testing.T, s server, c *Client, poll time.Durat
 func TestWaitAdmittedLearnsFromTheWatch(t *testing.T) {
 	s := startServer(t)
 	start := time.Now()
-	waitAdmittedAfterRelease(t, s, s.client(), time.Hour)
+	waitAdmittedAfterRelease(t, s, s.client(), time.Hour, true)
 	if waited := time.Since(start); waited > 20*time.Second {
 		t.Errorf("took %v", waited)
 	}
@@ -81,20 +85,20 @@ func TestWaitAdmittedLearnsFromTheWatch(t *testing.T) {
 // Where WatchEvents is refused, polling finds the admission.
 func TestWaitAdmittedFallsBackToPolling(t *testing.T) {
 	s := startServer(t)
-	watches := 0
+	var watches atomic.Int32
 	conn, err := grpc.NewClient(s.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
 			method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			watches++
+			watches.Add(1)
 			return nil, status.Error(codes.Unimplemented, "no WatchEvents here")
 		}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	waitAdmittedAfterRelease(t, s, NewClient(conn), 20*time.Millisecond)
-	if watches != 1 {
-		t.Errorf("%d watches, want 1", watches)
+	waitAdmittedAfterRelease(t, s, NewClient(conn), 20*time.Millisecond, false)
+	if n := watches.Load(); n != 1 {
+		t.Errorf("%d watches, want 1", n)
 	}
 }
 
@@ -124,11 +128,9 @@ func TestAnAttemptPastItsDeadlineIsRetried(t *testing.T) {
 	s.Register(a100Node())
 	c = c.WithBackoff(Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 100,
 		PerAttempt: 300 * time.Millisecond})
-	if err := s.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	s.Freeze()
 	attempts := 0
-	first := make(chan struct{})
+	first := make(chan error, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -137,15 +139,15 @@ func TestAnAttemptPastItsDeadlineIsRetried(t *testing.T) {
 			attempts++
 			_, err := c.stub.GetNode(ctx, &pb.GetNodeRequest{Name: "n1"})
 			if attempts == 1 {
-				close(first)
+				first <- err
 			}
 			return err
 		})
 	}()
-	<-first // the first attempt ran out of its deadline on the frozen server
-	if err := s.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
+	if err := <-first; status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("the first attempt, on the frozen server: %v", err)
 	}
+	s.Thaw()
 	if err := <-done; err != nil {
 		t.Fatalf("after SIGCONT: %v (%d attempts)", err, attempts)
 	}

@@ -25,10 +25,11 @@ type Config struct {
 	TLS TLSConfig `json:"tls"`
 	// How long an allocation is held unless renewed: the backstop that frees
 	// the devices of a task whose release never came (propeller down for
-	// good). 0: the server's default.
+	// good). The plugin renews it while the pod runs, when less than half is
+	// left. 0: the server's default, not renewed.
 	Lease stdconfig.Duration `json:"lease"`
-	// Each call's deadline per attempt; calls are retried on UNAVAILABLE and
-	// DEADLINE_EXCEEDED for about a minute.
+	// Each call's deadline per attempt; a call is tried three times in a
+	// round on UNAVAILABLE and DEADLINE_EXCEEDED, then again next round.
 	CallTimeout stdconfig.Duration `json:"call-timeout"`
 	// On a cluster whose GPUs NVIDIA's DRA driver publishes: create the
 	// allocation's ResourceClaim (Placement.resource_claim, the very devices

@@ -40,14 +40,14 @@ func pods(t *testing.T, tk task, nodes ...*pb.Node) (propeller, placed *v1.Pod, 
 	s.Register(nodes...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tCtx := taskContext(tk, &stateStore{})
+	tCtx := taskContext(tk)
 	o, err := pod.DefaultPodPlugin.BuildResource(ctx, tCtx)
 	if err != nil {
 		t.Fatalf("propeller's pod: %v", err)
 	}
 	propeller = o.(*v1.Pod)
 
-	p := NewPlugin(s.client(), nil, time.Hour, DefaultTaskTypes)
+	p := NewPlugin(s.client(), nil, Options{Lease: time.Hour, TaskTypes: DefaultTaskTypes})
 	req, err := p.requestOf(ctx, tCtx)
 	if err != nil || req == nil {
 		t.Fatalf("request: %v, %v", req, err)

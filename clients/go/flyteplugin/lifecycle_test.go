@@ -16,8 +16,11 @@ import (
 	"github.com/flyteorg/flyte/flytepropeller/pkg/controller/executors/mocks"
 	propellerk8s "github.com/flyteorg/flyte/flytepropeller/pkg/controller/nodes/task/k8s"
 	"github.com/flyteorg/flyte/flytestdlib/promutils"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	k8serrors "k8s.io/apimachinery/pkg/api/errors"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -39,116 +42,183 @@ func setupContext(kube client.Client) pluginsCore.SetupContext {
 	return sCtx
 }
 
-// loaded is the plugin as Load makes it, but on a test server's connection
-// and a fake Kubernetes API; claims is Config.ResourceClaims.
-func loaded(t *testing.T, s server, kube client.Client, claims ...bool) *Plugin {
+// loaded is the plugin as Load makes it (Dial, Backoff, the manager), on a
+// test server and a fake Kubernetes API; claims is Config.ResourceClaims.
+func loaded(t *testing.T, s server, kube client.Client, claims bool) (*Plugin, *grpc.ClientConn) {
 	t.Helper()
 	pods, err := propellerk8s.NewPluginManager(context.Background(), setupContext(kube), k8s.PluginEntry{
 		ID: ID, RegisteredTaskTypes: DefaultTaskTypes, ResourceToWatch: &v1.Pod{},
-		Plugin: PlacingPodPlugin{Plugin: pod.DefaultPodPlugin, Claims: len(claims) > 0 && claims[0], Kube: kube},
+		Plugin: PlacingPodPlugin{Plugin: pod.DefaultPodPlugin, Claims: claims},
 	}, propellerk8s.NewResourceMonitorIndex(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewPlugin(s.client().WithBackoff(Backoff(GetConfig())), pods, time.Hour, DefaultTaskTypes)
+	cfg := *GetConfig()
+	cfg.Address = s.Address()
+	conn, err := Dial(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return NewPlugin(accelsched.NewClient(conn).WithBackoff(Backoff(&cfg)), pods, Options{
+		Lease: time.Hour, TaskTypes: DefaultTaskTypes, ResourceClaims: claims, Kube: kube}), conn
 }
 
-// round is one propeller round of the task: Handle, again while it returns
-// a system error (propeller re-runs the round), at most 100 times.
-func round(t *testing.T, p *Plugin, tCtx pluginsCore.TaskExecutionContext) pluginsCore.PhaseInfo {
+// round is one propeller round of the attempt: its state handed over as
+// propeller hands it, then Handle. An error fails the test: under
+// propeller each counts against the workflow's retries.
+func round(t *testing.T, p *Plugin, a attempt) pluginsCore.PhaseInfo {
 	t.Helper()
-	for i := 0; ; i++ {
-		transition, err := p.Handle(context.Background(), tCtx)
-		if err == nil {
-			return transition.Info()
-		}
-		if i == 100 {
-			t.Fatalf("Handle: %v", err)
+	a.store.beginRound()
+	transition, err := p.Handle(context.Background(), a)
+	if err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	return transition.Info()
+}
+
+// ready waits until conn is connected again (the next round of a real
+// propeller comes seconds later).
+func ready(t *testing.T, conn *grpc.ClientConn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn.Connect()
+	for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
+		if !conn.WaitForStateChange(ctx, state) {
+			t.Fatalf("the plugin's connection stays %v", state)
 		}
 	}
 }
 
-func allocationOf(t *testing.T, c *accelsched.Client, requestID string) *pb.Allocation {
+func requestID(name string) string { return "flytesnacks-development/" + name }
+
+func allocationOf(t *testing.T, c *accelsched.Client, name string) *pb.Allocation {
 	t.Helper()
-	out, err := c.Stub().GetAllocation(context.Background(),
-		&pb.GetAllocationRequest{Key: &pb.GetAllocationRequest_RequestId{RequestId: requestID}})
+	out, err := c.GetRequest(context.Background(), requestID(name))
 	if err != nil {
-		t.Fatalf("GetAllocation %s: %v", requestID, err)
+		t.Fatalf("GetAllocation %s: %v", name, err)
 	}
 	return out
 }
 
-func podOf(t *testing.T, kube client.Client, name string) *v1.Pod {
-	t.Helper()
+func podOf(t *testing.T, kube client.Client, name string) (*v1.Pod, error) {
 	p := &v1.Pod{}
-	if err := kube.Get(context.Background(), k8stypes.NamespacedName{Namespace: "flytesnacks-development", Name: name}, p); err != nil {
-		t.Fatalf("pod %s: %v", name, err)
-	}
-	return p
+	err := kube.Get(context.Background(), k8stypes.NamespacedName{Namespace: "flytesnacks-development", Name: name}, p)
+	return p, err
 }
 
 func a100Task(name string) task {
 	return task{name: name, gpus: 1, accelerator: &core.GPUAccelerator{Device: "nvidia-tesla-a100"}}
 }
 
-// Queued behind another task, admitted when it releases, the pod built with
-// the placement, succeeded, released; a kill -9 of accelsched while the task
-// waits changes nothing the task sees.
+func waitingAt(t *testing.T, info pluginsCore.PhaseInfo, position string, version uint32) {
+	t.Helper()
+	if info.Phase() != pluginsCore.PhaseWaitingForResources || !strings.Contains(info.Reason(), "position "+position) ||
+		info.Version() != version {
+		t.Fatalf("%v %q v%d; want waiting at position %s, v%d", info.Phase(), info.Reason(), info.Version(), position, version)
+	}
+}
+
+// Queued behind other tasks, moving up the queue, admitted when the GPU is
+// released, the pod built with the placement, succeeded, released; a kill -9
+// of accelsched while the task waits changes nothing the task sees.
 func TestTaskWaitsRunsAndReleases(t *testing.T) {
 	propellerDefaults(t)
 	s := startServer(t)
 	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
 	c := s.client()
 	kube := fake.NewClientBuilder().WithStatusSubresource(&v1.Pod{}).Build()
-	p := loaded(t, s, kube)
+	p, conn := loaded(t, s, kube, false)
 	holder, err := c.Allocate(context.Background(), &pb.AllocateRequest{RequestId: "holder", Count: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ahead, err := c.Allocate(context.Background(), &pb.AllocateRequest{RequestId: "ahead", Count: 1, Queue: true})
+	if err != nil || ahead.GetState() != pb.AllocationState_PENDING {
+		t.Fatalf("ahead: %v, %v", ahead, err)
+	}
 
 	tk := a100Task("f7c2a9-n0-0")
-	tCtx := taskContext(tk, &stateStore{})
-	waiting := round(t, p, tCtx)
-	if waiting.Phase() != pluginsCore.PhaseWaitingForResources || !strings.Contains(waiting.Reason(), "position 1") {
-		t.Fatalf("behind the holder: %v %q", waiting.Phase(), waiting.Reason())
-	}
+	a := taskContext(tk)
+	waitingAt(t, round(t, p, a), "2", 0)
+	waitingAt(t, round(t, p, a), "2", 0) // nothing new: no event
 	s.Kill()
 	s.Start()
-	if again := round(t, p, tCtx); again.Phase() != waiting.Phase() || again.Reason() != waiting.Reason() ||
-		again.Version() != waiting.Version() {
-		t.Fatalf("after a restart: %v %q v%d; before: %v %q v%d", again.Phase(), again.Reason(), again.Version(),
-			waiting.Phase(), waiting.Reason(), waiting.Version())
-	}
+	ready(t, conn)
+	waitingAt(t, round(t, p, a), "2", 0)
+
+	// The one ahead gets the GPU: this one moves up, and the new reason
+	// comes with the next version (an event).
 	if _, err := c.Release(context.Background(), holder.GetId()); err != nil {
 		t.Fatal(err)
 	}
+	waitingAt(t, round(t, p, a), "1", 1)
+	if _, err := c.ReleaseRequest(context.Background(), "ahead"); err != nil {
+		t.Fatal(err)
+	}
 
-	launched := round(t, p, tCtx)
-	if launched.Phase() != pluginsCore.PhaseQueued {
-		t.Fatalf("after the release: %v %q", launched.Phase(), launched.Reason())
+	if info := round(t, p, a); info.Phase() != pluginsCore.PhaseQueued {
+		t.Fatalf("after the release: %v %q", info.Phase(), info.Reason())
 	}
 	alloc := allocationOf(t, c, tk.name)
-	if alloc.GetState() != pb.AllocationState_ACTIVE {
-		t.Fatalf("allocation %v", alloc)
-	}
-	created := podOf(t, kube, tk.name)
-	if created.Annotations[AllocationAnnotation] != alloc.GetId() ||
+	created, err := podOf(t, kube, tk.name)
+	if err != nil || alloc.GetState() != pb.AllocationState_ACTIVE || created.Annotations[AllocationAnnotation] != alloc.GetId() ||
 		!hasRequirement(requirementsOf(created), requirement("kubernetes.io/hostname", v1.NodeSelectorOpIn, "n1-host")) {
-		t.Fatalf("the pod: %v %v", created.Annotations, requirementsOf(created))
+		t.Fatalf("allocation %v; pod %v %v %v", alloc.GetState(), err, created.Annotations, requirementsOf(created))
+	}
+	// Rounds while the pod runs read the state the launch wrote.
+	if info := round(t, p, a); info.Phase().IsTerminal() {
+		t.Fatalf("a pending pod: %v %q", info.Phase(), info.Reason())
 	}
 
 	created.Status.Phase = v1.PodSucceeded
 	if err := kube.Status().Update(context.Background(), created); err != nil {
 		t.Fatal(err)
 	}
-	if done := round(t, p, tCtx); done.Phase() != pluginsCore.PhaseSuccess {
+	if done := round(t, p, a); done.Phase() != pluginsCore.PhaseSuccess {
 		t.Fatalf("after the pod succeeded: %v %q", done.Phase(), done.Reason())
 	}
-	if a := allocationOf(t, c, tk.name); a.GetState() != pb.AllocationState_RELEASED {
-		t.Fatalf("after success the allocation is %v", a.GetState())
+	if got := allocationOf(t, c, tk.name); got.GetState() != pb.AllocationState_RELEASED {
+		t.Fatalf("after success the allocation is %v", got.GetState())
 	}
-	if err := p.Finalize(context.Background(), tCtx); err != nil {
+	if err := p.Finalize(context.Background(), a); err != nil {
 		t.Fatalf("Finalize: %v", err)
+	}
+}
+
+// While the pod runs the lease is renewed before half of it is left; an
+// allocation that ends under the pod fails the attempt with cleanup.
+func TestRunningPodKeepsItsAllocation(t *testing.T) {
+	propellerDefaults(t)
+	s := startServer(t)
+	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
+	c := s.client()
+	kube := fake.NewClientBuilder().Build()
+	p, _ := loaded(t, s, kube, false)
+	tk := a100Task("f7c2a9-n0-0")
+	a := taskContext(tk)
+	if info := round(t, p, a); info.Phase() != pluginsCore.PhaseQueued {
+		t.Fatalf("%v %q", info.Phase(), info.Reason())
+	}
+	before := allocationOf(t, c, tk.name).GetExpiresAt().AsTime()
+	round(t, p, a)
+	if got := allocationOf(t, c, tk.name).GetExpiresAt().AsTime(); !got.Equal(before) {
+		t.Fatalf("renewed with most of the lease left: %v -> %v", before, got)
+	}
+	p.now = func() time.Time { return before.Add(-20 * time.Minute) } // 40 minutes on
+	round(t, p, a)
+	if got := allocationOf(t, c, tk.name).GetExpiresAt().AsTime(); !got.After(before) {
+		t.Fatalf("not renewed with 20 of 60 minutes left: %v -> %v", before, got)
+	}
+
+	if _, err := c.ReleaseRequest(context.Background(), requestID(tk.name)); err != nil {
+		t.Fatal(err)
+	}
+	info := round(t, p, a)
+	if info.Phase() != pluginsCore.PhaseRetryableFailure || info.Err().GetCode() != "AccelschedAllocationEnded" ||
+		!info.CleanupOnFailure() {
+		t.Fatalf("with its allocation released under it: %v %v", info.Phase(), info.Err())
 	}
 }
 
@@ -159,60 +229,66 @@ func TestAbortReleasesAndARetryIsANewRequest(t *testing.T) {
 	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
 	c := s.client()
 	kube := fake.NewClientBuilder().Build()
-	p := loaded(t, s, kube)
+	p, _ := loaded(t, s, kube, false)
 	first := a100Task("f7c2a9-n0-0")
-	tCtx := taskContext(first, &stateStore{})
-	if info := round(t, p, tCtx); info.Phase() != pluginsCore.PhaseQueued {
+	a := taskContext(first)
+	if info := round(t, p, a); info.Phase() != pluginsCore.PhaseQueued {
 		t.Fatalf("first attempt: %v %q", info.Phase(), info.Reason())
 	}
-	if err := p.Abort(context.Background(), tCtx); err != nil {
+	a.store.beginRound()
+	if err := p.Abort(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
-	if a := allocationOf(t, c, first.name); a.GetState() != pb.AllocationState_RELEASED {
-		t.Fatalf("after Abort: %v", a.GetState())
+	if got := allocationOf(t, c, first.name); got.GetState() != pb.AllocationState_RELEASED {
+		t.Fatalf("after Abort: %v", got.GetState())
+	}
+	if _, err := podOf(t, kube, first.name); !k8serrors.IsNotFound(err) {
+		t.Fatalf("after Abort the pod is still there: %v", err)
 	}
 	retry := a100Task("f7c2a9-n0-1")
-	if info := round(t, p, taskContext(retry, &stateStore{})); info.Phase() != pluginsCore.PhaseQueued {
+	if info := round(t, p, taskContext(retry)); info.Phase() != pluginsCore.PhaseQueued {
 		t.Fatalf("second attempt: %v %q", info.Phase(), info.Reason())
 	}
-	if a, b := allocationOf(t, c, first.name), allocationOf(t, c, retry.name); a.GetId() == b.GetId() ||
-		b.GetState() != pb.AllocationState_ACTIVE {
-		t.Fatalf("attempts share %s, or the retry is %v", a.GetId(), b.GetState())
+	if one, two := allocationOf(t, c, first.name), allocationOf(t, c, retry.name); one.GetId() == two.GetId() ||
+		two.GetState() != pb.AllocationState_ACTIVE {
+		t.Fatalf("attempts share %s, or the retry is %v", one.GetId(), two.GetState())
 	}
 }
 
-// A refusal fails the task with accelsched's message; accelsched down is a
-// system error; a task without a GPU never asks.
+// A refusal fails the task with accelsched's message; accelsched down keeps
+// it waiting, saying so; a task without a GPU never asks.
 func TestRefusalsAndOutages(t *testing.T) {
 	propellerDefaults(t)
 	s := startServer(t)
 	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
 	kube := fake.NewClientBuilder().Build()
-	p := loaded(t, s, kube)
+	p, _ := loaded(t, s, kube, false)
 
 	unknown := task{name: "bad-n0-0", gpus: 1, accelerator: &core.GPUAccelerator{Device: "nvidia-tesla-z99"}}
-	info := round(t, p, taskContext(unknown, &stateStore{}))
+	info := round(t, p, taskContext(unknown))
 	if info.Phase() != pluginsCore.PhasePermanentFailure || !strings.Contains(info.Err().GetMessage(), "accelerator.device") ||
 		info.Err().GetCode() != "AccelschedInvalidArgument" {
 		t.Errorf("an unknown device: %v %v", info.Phase(), info.Err())
 	}
 	tooMany := task{name: "big-n0-0", gpus: 9, accelerator: &core.GPUAccelerator{Device: "nvidia-tesla-a100"}}
-	if info := round(t, p, taskContext(tooMany, &stateStore{})); info.Phase() != pluginsCore.PhasePermanentFailure ||
+	if info := round(t, p, taskContext(tooMany)); info.Phase() != pluginsCore.PhasePermanentFailure ||
 		info.Err().GetCode() != "AccelschedFailedPrecondition" {
 		t.Errorf("more than any node holds: %v %v", info.Phase(), info.Err())
 	}
 
 	cpu := task{name: "cpu-n0-0"}
-	if info := round(t, p, taskContext(cpu, &stateStore{})); info.Phase() != pluginsCore.PhaseQueued {
+	if info := round(t, p, taskContext(cpu)); info.Phase() != pluginsCore.PhaseQueued {
 		t.Fatalf("a task without a GPU: %v %q", info.Phase(), info.Reason())
 	}
-	if created := podOf(t, kube, cpu.name); created.Annotations[AllocationAnnotation] != "" {
-		t.Errorf("a task without a GPU got an allocation: %v", created.Annotations)
+	if created, err := podOf(t, kube, cpu.name); err != nil || created.Annotations[AllocationAnnotation] != "" {
+		t.Errorf("a task without a GPU: %v, annotations %v", err, created.Annotations)
 	}
 
 	s.Kill()
-	if _, err := p.Handle(context.Background(), taskContext(a100Task("down-n0-0"), &stateStore{})); err == nil {
-		t.Error("Handle with accelsched down gave no system error")
+	down := a100Task("down-n0-0")
+	if info := round(t, p, taskContext(down)); info.Phase() != pluginsCore.PhaseWaitingForResources ||
+		!strings.Contains(info.Reason(), "accelsched is unreachable") {
+		t.Errorf("accelsched down: %v %q", info.Phase(), info.Reason())
 	}
 }
 
@@ -224,10 +300,10 @@ func TestResourceClaimCarriesTheDevices(t *testing.T) {
 	s := startServer(t)
 	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 2)...))
 	kube := fake.NewClientBuilder().Build()
-	p := loaded(t, s, kube, true)
+	p, _ := loaded(t, s, kube, true)
 	tk := a100Task("f7c2a9-n0-0")
-	tCtx := taskContext(tk, &stateStore{})
-	if info := round(t, p, tCtx); info.Phase() != pluginsCore.PhaseQueued {
+	a := taskContext(tk)
+	if info := round(t, p, a); info.Phase() != pluginsCore.PhaseQueued {
 		t.Fatalf("%v %q", info.Phase(), info.Reason())
 	}
 	alloc := allocationOf(t, s.client(), tk.name)
@@ -242,7 +318,10 @@ func TestResourceClaimCarriesTheDevices(t *testing.T) {
 		len(claim.OwnerReferences) != 1 || claim.OwnerReferences[0].Name != "f7c2a9" {
 		t.Fatalf("claim %+v", claim)
 	}
-	created := podOf(t, kube, tk.name)
+	created, err := podOf(t, kube, tk.name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	container := containerOf(t, created, tk.name)
 	if len(created.Spec.ResourceClaims) != 1 || *created.Spec.ResourceClaims[0].ResourceClaimName != name ||
 		len(container.Resources.Claims) != 1 || container.Resources.Claims[0].Name != created.Spec.ResourceClaims[0].Name {
@@ -251,9 +330,8 @@ func TestResourceClaimCarriesTheDevices(t *testing.T) {
 	if _, ok := container.Resources.Limits["nvidia.com/gpu"]; ok {
 		t.Errorf("the pod still asks the device plugin: %v", container.Resources.Limits)
 	}
-	// A round that builds the pod again finds the claim there.
-	if _, err := (PlacingPodPlugin{Plugin: pod.DefaultPodPlugin, Claims: true, Kube: kube}).BuildResource(
-		context.WithValue(context.Background(), allocationKey{}, alloc), tCtx); err != nil {
-		t.Errorf("a second build: %v", err)
+	// A claim an earlier round created is taken as it is.
+	if err := createClaim(context.Background(), kube, a, alloc.GetPlacement()); err != nil {
+		t.Errorf("creating it again: %v", err)
 	}
 }

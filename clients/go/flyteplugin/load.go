@@ -16,6 +16,7 @@ import (
 	"github.com/flyteorg/flyte/flyteplugins/go/tasks/plugins/k8s/pod"
 	propellerk8s "github.com/flyteorg/flyte/flytepropeller/pkg/controller/nodes/task/k8s"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
@@ -65,8 +66,7 @@ func Load(ctx context.Context, iCtx pluginsCore.SetupContext, cfg *Config, taskT
 		ID:                  ID,
 		RegisteredTaskTypes: taskTypes,
 		ResourceToWatch:     &v1.Pod{},
-		Plugin: PlacingPodPlugin{Plugin: pod.DefaultPodPlugin, Claims: cfg.ResourceClaims,
-			Kube: iCtx.KubeClient().GetClient()},
+		Plugin:              PlacingPodPlugin{Plugin: pod.DefaultPodPlugin, Claims: cfg.ResourceClaims},
 	}, propellerk8s.NewResourceMonitorIndex(), clientset)
 	if err != nil {
 		return nil, err
@@ -75,11 +75,14 @@ func Load(ctx context.Context, iCtx pluginsCore.SetupContext, cfg *Config, taskT
 	if len(types) == 0 {
 		types = taskTypes
 	}
-	return NewPlugin(accelsched.NewClient(conn).WithBackoff(Backoff(cfg)), pods, cfg.Lease.Duration, types), nil
+	return NewPlugin(accelsched.NewClient(conn).WithBackoff(Backoff(cfg)), pods, Options{
+		Lease: cfg.Lease.Duration, TaskTypes: types, ResourceClaims: cfg.ResourceClaims,
+		Kube: iCtx.KubeClient().GetClient()}), nil
 }
 
-// Backoff is how the plugin retries: briefly, since a propeller round must
-// not wait long; the next round tries again.
+// Backoff is how the plugin retries: three attempts of at most
+// cfg.CallTimeout each, since a propeller round must not wait long; the next
+// round tries again.
 func Backoff(cfg *Config) accelsched.Backoff {
 	return accelsched.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Attempts: 3,
 		PerAttempt: cfg.CallTimeout.Duration}
@@ -107,5 +110,9 @@ func Dial(cfg *Config) (*grpc.ClientConn, error) {
 		}
 		creds = credentials.NewTLS(tlsConfig)
 	}
-	return grpc.NewClient(cfg.Address, grpc.WithTransportCredentials(creds))
+	// Reconnect within a round's retries after accelsched restarts or fails
+	// over (gRPC's default waits from 1 s up to 2 min between attempts).
+	reconnect := grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond,
+		Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}, MinConnectTimeout: 5 * time.Second}
+	return grpc.NewClient(cfg.Address, grpc.WithTransportCredentials(creds), grpc.WithConnectParams(reconnect))
 }

@@ -12,7 +12,7 @@ import (
 
 // ApplyPlacement puts an allocation's placement on the pod that propeller's
 // pod plugin built, merged the way propeller merges its own accelerator
-// rules (flyteplugins v1.16.8 flytek8s/pod_helper.go:190-272):
+// rules (flyteplugins v1.16.8 flytek8s/pod_helper.go:59-75 and 190-272):
 //   - each node-selector requirement is ANDed into every required term
 //     (flytek8s.AddRequiredNodeSelectorRequirements, propeller's own), or
 //     forms one term when there is none. Requirements the pod already has on
@@ -27,7 +27,8 @@ import (
 //     placement names another (nvidia.com/mig-<profile>, google.com/tpu);
 //   - the environment, when the server sets one, on the primary container.
 //
-// INVALID_ARGUMENT-like errors: no container named primary.
+// Errors: the pod has no container named primary; the placement has no node
+// affinity (accelsched's always pins the node).
 func ApplyPlacement(podSpec *v1.PodSpec, primary string, p *pb.Placement) error {
 	container := containerNamed(podSpec, primary)
 	if container == nil {
@@ -45,9 +46,10 @@ func ApplyPlacement(podSpec *v1.PodSpec, primary string, p *pb.Placement) error 
 		replaced[r.GetKey()] = true
 	}
 	dropRequirements(podSpec.Affinity, replaced)
-	if len(requirements) > 0 {
-		flytek8s.AddRequiredNodeSelectorRequirements(podSpec.Affinity, requirements...)
+	if len(requirements) == 0 {
+		return fmt.Errorf("accelsched: a placement without node affinity")
 	}
+	flytek8s.AddRequiredNodeSelectorRequirements(podSpec.Affinity, requirements...)
 
 	for _, t := range p.GetTolerations() {
 		toleration := v1.Toleration{Key: t.GetKey(), Operator: v1.TolerationOperator(t.GetOperator()),
@@ -90,28 +92,21 @@ func containerNamed(podSpec *v1.PodSpec, name string) *v1.Container {
 }
 
 // dropRequirements removes the required node-affinity requirements on the
-// given keys from every term, and the terms left empty.
+// given keys from every term. A term left empty stays (the placement's
+// requirements go into it): dropping it would narrow the terms' OR.
 func dropRequirements(affinity *v1.Affinity, keys map[string]bool) {
 	if affinity.NodeAffinity == nil || affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return
 	}
-	selector := affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	terms := selector.NodeSelectorTerms[:0]
-	for _, term := range selector.NodeSelectorTerms {
-		kept := term.MatchExpressions[:0]
-		for _, r := range term.MatchExpressions {
+	terms := affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		kept := terms[i].MatchExpressions[:0]
+		for _, r := range terms[i].MatchExpressions {
 			if !keys[r.Key] {
 				kept = append(kept, r)
 			}
 		}
-		term.MatchExpressions = kept
-		if len(term.MatchExpressions) > 0 || len(term.MatchFields) > 0 {
-			terms = append(terms, term)
-		}
-	}
-	selector.NodeSelectorTerms = terms
-	if len(terms) == 0 { // Kubernetes refuses a required selector without terms
-		affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = nil
+		terms[i].MatchExpressions = kept
 	}
 }
 

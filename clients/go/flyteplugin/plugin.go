@@ -9,7 +9,7 @@ package flyteplugin
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -28,9 +28,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
-	resourcev1 "k8s.io/api/resource/v1"
-	k8serrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -41,147 +38,245 @@ const ID = "accelsched"
 // holds its devices.
 const AllocationAnnotation = "accelsched.io/allocation"
 
-// Plugin is the core plugin. Its only state is the pod plugin manager's
-// (whether the pod was created): the allocation is found again each round by
-// its request id, the task attempt's generated name, for which Allocate is
-// idempotent.
+// Plugin is the core plugin. Its only state is the pod plugin manager's:
+// before the pod exists the allocation is found again each round by its
+// request id (Allocate is idempotent), and the wait's phase version is kept
+// in the manager's not-started state.
 type Plugin struct {
-	client    *accelsched.Client
-	pods      pluginsCore.Plugin
-	lease     time.Duration
-	taskTypes map[string]bool
+	client *accelsched.Client
+	pods   pluginsCore.Plugin
+	opts   Options
+	types  map[string]bool
 	// Device name -> its class, from ListAcceleratorTypes: a GPUAccelerator
 	// of Flyte 1 does not say it.
 	classes sync.Map
+	now     func() time.Time // the clock leases are renewed by
 }
 
-// NewPlugin makes the plugin from its parts: a client of accelsched, the
-// plugin that runs the pods (propeller's k8s plugin manager around
-// PlacingPodPlugin, as Load makes it), the lease for each allocation (0: the
-// server's) and the task types that get accelerators from accelsched.
-func NewPlugin(c *accelsched.Client, pods pluginsCore.Plugin, lease time.Duration, taskTypes []string) *Plugin {
-	types := make(map[string]bool, len(taskTypes))
-	for _, t := range taskTypes {
+// Options are the plugin's settings (Config, as Load reads them).
+type Options struct {
+	// How long an allocation is held unless renewed; the plugin renews it
+	// while the pod runs. 0: the server's default, not renewed.
+	Lease time.Duration
+	// The task types that get accelerators from accelsched.
+	TaskTypes []string
+	// Create the allocation's DRA ResourceClaim through Kube.
+	ResourceClaims bool
+	Kube           client.Client
+}
+
+// NewPlugin makes the plugin from a client of accelsched and the plugin that
+// runs the pods (propeller's k8s plugin manager around PlacingPodPlugin, as
+// Load makes it).
+func NewPlugin(c *accelsched.Client, pods pluginsCore.Plugin, opts Options) *Plugin {
+	types := make(map[string]bool, len(opts.TaskTypes))
+	for _, t := range opts.TaskTypes {
 		types[t] = true
 	}
-	return &Plugin{client: c, pods: pods, lease: lease, taskTypes: types}
+	return &Plugin{client: c, pods: pods, opts: opts, types: types, now: time.Now}
 }
 
 func (p *Plugin) GetID() string { return ID }
 
 func (p *Plugin) GetProperties() pluginsCore.PluginProperties { return p.pods.GetProperties() }
 
-// Handle, each round until the task ends: before the pod exists, Allocate
-// (queue: true) and report a PENDING allocation as waiting for resources with
-// its queue position and reason; once ACTIVE, let the pod plugin manager
-// build the pod (with the placement) and run it. A refusal fails the task
-// with accelsched's message; accelsched unreachable is a system error, which
-// propeller retries. The allocation is released when the task ends.
+// The version of the manager's state (flytepropeller v1.16.8
+// pkg/controller/nodes/task/k8s/plugin_manager.go:51 pluginStateVersion),
+// which the plugin writes while the task waits.
+const managerStateVersion = 1
+
+// Handle, each round until the task ends. Before the pod exists: Allocate
+// (queue: true) and report a PENDING allocation as waiting for resources
+// with its queue position and reason; once ACTIVE, the manager builds the pod
+// (with the placement) and creates it. A refusal (INVALID_ARGUMENT,
+// FAILED_PRECONDITION, ALREADY_EXISTS) fails the task with accelsched's
+// message; accelsched unreachable, or any other answer, keeps the task
+// waiting with the reason (an error from Handle would count against the
+// workflow's retries: flytepropeller pkg/controller/handler.go:63-71). While
+// the pod runs: the lease is renewed, and an allocation that ended
+// (preempted, expired) fails the attempt with cleanup, so its pod goes. The
+// allocation is released when the task ends.
 func (p *Plugin) Handle(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) (pluginsCore.Transition, error) {
+	// Propeller hands a round its state as one buffer, which a read consumes
+	// (pkg/controller/nodes/task/plugin_state_manager.go:57-65): read it once
+	// and give the manager the decoded copy.
 	var state propellerk8s.PluginState
-	if _, err := tCtx.PluginStateReader().Get(&state); err != nil || state.Phase != propellerk8s.PluginPhaseNotStarted {
-		// The pod exists (or the state cannot be read, which the manager
-		// reports).
-		return p.handlePod(ctx, tCtx)
+	version, err := tCtx.PluginStateReader().Get(&state)
+	if err != nil {
+		return pluginsCore.UnknownTransition, fmt.Errorf("accelsched: reading the plugin state: %w", err)
 	}
+	tCtx = decodedState{tCtx, version, state}
 	req, err := p.requestOf(ctx, tCtx)
 	if err != nil {
-		return pluginsCore.DoTransition(pluginsCore.PhaseInfoFailure("AccelschedBadTask", err.Error(), nil)), nil
+		return p.failedRequest(tCtx, state, err)
+	}
+	if state.Phase != propellerk8s.PluginPhaseNotStarted {
+		return p.running(ctx, tCtx, req)
 	}
 	if req == nil { // no accelerators: the pod plugin alone
 		return p.pods.Handle(ctx, tCtx)
 	}
 	alloc, err := p.client.Allocate(ctx, req)
 	if err != nil {
-		return refused(err)
+		return p.refused(tCtx, state, err)
 	}
 	switch alloc.GetState() {
 	case pb.AllocationState_PENDING:
-		// The phase version rises as the task moves up the queue, so that
-		// propeller sends the new position as an event.
-		version := uint32(1 << 20)
-		if position := alloc.GetQueuePosition(); position > 0 && position < 1<<20 {
-			version -= uint32(position)
-		}
-		return pluginsCore.DoTransition(pluginsCore.PhaseInfoWaitingForResourcesInfo(version,
-			fmt.Sprintf("accelsched: waiting in the queue at position %d: %s",
-				alloc.GetQueuePosition(), alloc.GetPendingReason()), nil)), nil
+		return p.waiting(tCtx, state, fmt.Sprintf("accelsched: waiting in the queue at position %d: %s",
+			alloc.GetQueuePosition(), alloc.GetPendingReason()))
 	case pb.AllocationState_ACTIVE:
 		if hosts := len(alloc.GetPlacements()); hosts > 1 {
 			// A multi-host TPU slice runs one pod per host (a JobSet); this
 			// plugin runs one pod.
-			if err := p.release(ctx, tCtx); err != nil {
-				return pluginsCore.UnknownTransition, err
-			}
+			p.release(ctx, tCtx)
 			return pluginsCore.DoTransition(pluginsCore.PhaseInfoFailure("AccelschedMultiHost",
 				fmt.Sprintf("accelsched: %s %s spans %d hosts, which needs one pod per host; the %s plugin runs one pod",
 					alloc.GetModel(), req.GetAccelerator().GetPartitionSize(), hosts, ID), nil)), nil
 		}
-		return p.handlePod(context.WithValue(ctx, allocationKey{}, alloc), tCtx)
+		if p.opts.ResourceClaims && alloc.GetPlacement().GetResourceClaim() != "" {
+			if err := createClaim(ctx, p.opts.Kube, tCtx, alloc.GetPlacement()); err != nil {
+				return p.waiting(tCtx, state, err.Error())
+			}
+		}
+		return p.running(context.WithValue(ctx, allocationKey{}, alloc), tCtx, req)
 	default:
-		// Ended before its pod was made (preempted while it waited, say):
-		// the attempt is retried with a new request id.
-		return pluginsCore.DoTransition(pluginsCore.PhaseInfoRetryableFailure("AccelschedAllocationEnded",
-			fmt.Sprintf("accelsched: allocation %s is %s before its pod started",
-				alloc.GetId(), alloc.GetState()), nil)), nil
+		// Ended while this attempt had no pod yet (preempted after its
+		// admission, or released by hand): the next attempt asks anew.
+		return pluginsCore.DoTransition(pluginsCore.PhaseInfoSystemRetryableFailure("AccelschedAllocationEnded",
+			fmt.Sprintf("accelsched: allocation %s is %s before its pod started", alloc.GetId(), alloc.GetState()), nil)), nil
 	}
 }
 
-func (p *Plugin) handlePod(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) (pluginsCore.Transition, error) {
+// running lets the manager create or check the pod. A task with devices
+// (req) has them released when the manager says it ended; while it runs its
+// lease is renewed, and if the allocation ended the attempt fails with
+// cleanup (propeller then aborts it, deleting the pod).
+func (p *Plugin) running(ctx context.Context, tCtx pluginsCore.TaskExecutionContext, req *pb.AllocateRequest) (pluginsCore.Transition, error) {
 	transition, err := p.pods.Handle(ctx, tCtx)
-	if err == nil && transition.Info().Phase().IsTerminal() {
-		if err := p.release(ctx, tCtx); err != nil {
-			// The lease frees the devices in the end.
-			logger.Warnf(ctx, "accelsched: releasing the devices of a finished task: %v", err)
+	if err != nil || req == nil {
+		return transition, err
+	}
+	if transition.Info().Phase().IsTerminal() {
+		p.release(ctx, tCtx)
+		return transition, nil
+	}
+	if ended := p.keep(ctx, req.GetRequestId()); ended != "" {
+		return pluginsCore.DoTransition(pluginsCore.PhaseInfoSystemRetryableFailureWithCleanup(
+			"AccelschedAllocationEnded", ended, nil)), nil
+	}
+	return transition, nil
+}
+
+// keep renews the allocation of requestID when less than half its lease is
+// left, and says why it is no longer the task's when it ended ("" while it
+// is ACTIVE, or when accelsched cannot be asked: the pod carries on).
+func (p *Plugin) keep(ctx context.Context, requestID string) string {
+	a, err := p.client.GetRequest(ctx, requestID)
+	if err != nil {
+		logger.Warnf(ctx, "accelsched: reading allocation %s: %v", requestID, err)
+		return ""
+	}
+	if a.GetState() != pb.AllocationState_ACTIVE {
+		return fmt.Sprintf("accelsched: allocation %s of this task's devices is %s while its pod runs",
+			a.GetId(), a.GetState())
+	}
+	if p.opts.Lease > 0 && a.GetExpiresAt().AsTime().Sub(p.now()) < p.opts.Lease/2 {
+		if _, err := p.client.Renew(ctx, a.GetId(), p.opts.Lease); err != nil {
+			logger.Warnf(ctx, "accelsched: renewing allocation %s: %v", a.GetId(), err)
 		}
 	}
-	return transition, err
+	return ""
 }
 
-// Abort deletes the pod as propeller does and releases the allocation; an
-// error (accelsched unreachable) makes propeller try again.
+// Abort deletes the pod as propeller does and releases the allocation.
 func (p *Plugin) Abort(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) error {
-	if err := p.pods.Abort(ctx, tCtx); err != nil {
-		return err
-	}
-	return p.release(ctx, tCtx)
+	err := p.pods.Abort(ctx, tCtx)
+	p.release(ctx, tCtx)
+	return err
 }
 
 // Finalize clears the pod's finalizers as propeller does and releases the
 // allocation (again: releasing is idempotent).
 func (p *Plugin) Finalize(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) error {
-	if err := p.pods.Finalize(ctx, tCtx); err != nil {
-		return err
-	}
-	return p.release(ctx, tCtx)
-}
-
-// release frees what this attempt's request id holds; a request id that
-// never allocated (a task without accelerators, a refused one) is fine.
-func (p *Plugin) release(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) error {
-	requestID := tCtx.TaskExecutionMetadata().GetTaskExecutionID().GetGeneratedName()
-	_, err := p.client.ReleaseRequest(ctx, requestID)
-	if status.Code(err) == codes.NotFound {
-		return nil
-	}
+	err := p.pods.Finalize(ctx, tCtx)
+	p.release(ctx, tCtx)
 	return err
 }
 
-// refused turns a failed Allocate into a transition: accelsched's refusal
-// fails the task with its message (INVALID_ARGUMENT naming the field,
-// FAILED_PRECONDITION when nothing could ever fit, ...); RESOURCE_EXHAUSTED
-// (a quota, without room to queue) waits; unreachable is a system error.
-func refused(err error) (pluginsCore.Transition, error) {
-	if accelsched.Retryable(err) {
-		return pluginsCore.UnknownTransition, fmt.Errorf("accelsched is unreachable: %w", err)
+// release frees what this attempt's request id holds, if it asked for
+// devices. It never fails the caller: when accelsched cannot be reached the
+// lease frees the devices in the end.
+func (p *Plugin) release(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) {
+	if req, err := p.requestOf(ctx, tCtx); err == nil && req == nil {
+		return // it never asked
 	}
+	requestID := requestIDOf(tCtx)
+	if _, err := p.client.ReleaseRequest(ctx, requestID); err != nil && status.Code(err) != codes.NotFound {
+		logger.Warnf(ctx, "accelsched: releasing %s (its lease frees it in the end): %v", requestID, err)
+	}
+}
+
+// waiting reports the task as waiting for resources with reason. The phase
+// version goes up by one when the reason changes (k8s.MaybeUpdatePhaseVersion,
+// as propeller's k8s plugins do it), so that propeller sends the new reason
+// as an event; it is kept in the manager's state, which stays not started.
+func (p *Plugin) waiting(tCtx pluginsCore.TaskExecutionContext, state propellerk8s.PluginState, reason string) (pluginsCore.Transition, error) {
+	info := pluginsCore.PhaseInfoWaitingForResourcesInfo(pluginsCore.DefaultPhaseVersion, reason, nil)
+	k8s.MaybeUpdatePhaseVersion(&info, &state.K8sPluginState)
+	next := propellerk8s.PluginState{Phase: propellerk8s.PluginPhaseNotStarted, K8sPluginState: k8s.PluginState{
+		Phase: info.Phase(), PhaseVersion: info.Version(), Reason: info.Reason()}}
+	if next != state {
+		if err := tCtx.PluginStateWriter().Put(managerStateVersion, &next); err != nil {
+			return pluginsCore.UnknownTransition, err
+		}
+	}
+	return pluginsCore.DoTransition(info), nil
+}
+
+// refused turns a failed Allocate into a transition. accelsched's refusal
+// of the request (INVALID_ARGUMENT naming the field, FAILED_PRECONDITION
+// when nothing could ever fit, ALREADY_EXISTS) fails the task with its
+// message; anything else (unreachable, a quota without room to queue,
+// refused credentials) keeps it waiting with the reason, until accelsched
+// answers otherwise.
+func (p *Plugin) refused(tCtx pluginsCore.TaskExecutionContext, state propellerk8s.PluginState, err error) (pluginsCore.Transition, error) {
 	s := status.Convert(err)
-	message := "accelsched: " + s.Message()
-	if s.Code() == codes.ResourceExhausted {
-		return pluginsCore.DoTransition(pluginsCore.PhaseInfoWaitingForResourcesInfo(
-			pluginsCore.DefaultPhaseVersion, message, nil)), nil
+	switch s.Code() {
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.AlreadyExists:
+		return pluginsCore.DoTransition(pluginsCore.PhaseInfoFailure("Accelsched"+s.Code().String(),
+			"accelsched: "+s.Message(), nil)), nil
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return p.waiting(tCtx, state, "accelsched is unreachable: "+s.Message())
 	}
-	return pluginsCore.DoTransition(pluginsCore.PhaseInfoFailure("Accelsched"+s.Code().String(), message, nil)), nil
+	return p.waiting(tCtx, state, fmt.Sprintf("accelsched: %s: %s", s.Code(), s.Message()))
+}
+
+// badTask marks a task whose pod cannot be built: a permanent failure, as
+// propeller's manager makes it (plugin_manager.go:212-219).
+type badTask struct{ error }
+
+// failedRequest turns requestOf's error into a transition: a task whose
+// pod cannot be built fails; accelsched's answer to the class look-up is
+// taken as refused takes Allocate's; anything else (reading the template) is
+// a system error, as the manager makes a failed read.
+func (p *Plugin) failedRequest(tCtx pluginsCore.TaskExecutionContext, state propellerk8s.PluginState, err error) (pluginsCore.Transition, error) {
+	var bad badTask
+	if errors.As(err, &bad) {
+		return pluginsCore.DoTransition(pluginsCore.PhaseInfoFailure("AccelschedBadTask", bad.Error(), nil)), nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return p.refused(tCtx, state, err)
+	}
+	return pluginsCore.UnknownTransition, err
+}
+
+// requestIDOf is the attempt's request id: its namespace (project-domain)
+// and generated name (execution, node and retry attempt:
+// pkg/controller/nodes/task/taskexec_context.go:216), unique across
+// projects and attempts.
+func requestIDOf(tCtx pluginsCore.TaskExecutionContext) string {
+	metadata := tCtx.TaskExecutionMetadata()
+	return metadata.GetNamespace() + "/" + metadata.GetTaskExecutionID().GetGeneratedName()
 }
 
 // requestOf is the AllocateRequest of the task's attempt, or nil when the
@@ -195,28 +290,28 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 	if err != nil {
 		return nil, err
 	}
-	if !p.taskTypes[template.GetType()] {
+	if !p.types[template.GetType()] {
 		return nil, nil
 	}
 	o, err := pod.DefaultPodPlugin.BuildResource(ctx, tCtx)
 	if err != nil {
-		return nil, err
+		return nil, badTask{err}
 	}
 	built := o.(*v1.Pod)
 	primary := primaryContainer(built, tCtx)
 	container := containerNamed(&built.Spec, primary)
 	if container == nil {
-		return nil, fmt.Errorf("the task's pod has no container %q", primary)
+		return nil, badTask{fmt.Errorf("the task's pod has no container %q", primary)}
 	}
 	limit := container.Resources.Limits[v1.ResourceName(config.GetK8sPluginConfig().GpuResourceName)]
 	if limit.Value() <= 0 {
 		return nil, nil
 	}
 	task := accelsched.Task{
-		ExecutionID: tCtx.TaskExecutionMetadata().GetTaskExecutionID().GetGeneratedName(),
+		ExecutionID: requestIDOf(tCtx),
 		Count:       int32(limit.Value()),
 		Container:   primary,
-		Lease:       p.lease,
+		Lease:       p.opts.Lease,
 		Queue:       true,
 	}
 	id := tCtx.TaskExecutionMetadata().GetTaskExecutionID().GetID()
@@ -228,30 +323,64 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 			return nil, err
 		}
 		if task.Accelerator, err = accelsched.AcceleratorFromFlyte(bytes); err != nil {
-			return nil, err
+			return nil, badTask{err}
 		}
 		// The pod's limit counts a TPU slice's chips; accelsched allocates
 		// the slice whole (count 1).
-		if p.classOf(ctx, gpu.GetDevice()) == pb.DeviceClass_GOOGLE_TPU {
+		class, err := p.classOf(ctx, gpu.GetDevice())
+		if err != nil {
+			return nil, err
+		}
+		if class == pb.DeviceClass_GOOGLE_TPU {
 			task.Count = 1
 		}
 	}
-	return accelsched.NewAllocateRequest(task)
+	req, err := accelsched.NewAllocateRequest(task)
+	if err != nil {
+		return nil, badTask{err}
+	}
+	return req, nil
 }
 
 // classOf is the class of the accelerator type named device, NVIDIA_GPU when
-// accelsched does not know the name (Allocate then says so).
-func (p *Plugin) classOf(ctx context.Context, device string) pb.DeviceClass {
+// accelsched does not know the name (Allocate then says so); accelsched's
+// error when it cannot be asked.
+func (p *Plugin) classOf(ctx context.Context, device string) (pb.DeviceClass, error) {
 	if class, ok := p.classes.Load(device); ok {
-		return class.(pb.DeviceClass)
+		return class.(pb.DeviceClass), nil
 	}
 	types, err := p.client.AcceleratorTypes(ctx, device)
-	if err != nil || len(types) == 0 {
-		return pb.DeviceClass_NVIDIA_GPU
+	if err != nil && status.Code(err) != codes.NotFound {
+		return 0, err
 	}
-	class := types[0].GetDeviceClass()
+	class := pb.DeviceClass_NVIDIA_GPU
+	if len(types) > 0 {
+		class = types[0].GetDeviceClass()
+	}
 	p.classes.Store(device, class)
-	return class
+	return class, nil
+}
+
+// decodedState is the round's task context with its plugin state already
+// read: the manager reads the copy.
+type decodedState struct {
+	pluginsCore.TaskExecutionContext
+	version uint8
+	state   propellerk8s.PluginState
+}
+
+func (d decodedState) PluginStateReader() pluginsCore.PluginStateReader { return d }
+
+func (d decodedState) GetStateVersion() uint8 { return d.version }
+
+// Get fills in the manager's state; the manager reads nothing else.
+func (d decodedState) Get(t interface{}) (uint8, error) {
+	state, ok := t.(*propellerk8s.PluginState)
+	if !ok {
+		return d.version, fmt.Errorf("accelsched: plugin state read as %T", t)
+	}
+	*state = d.state
+	return d.version, nil
 }
 
 // gpuAcceleratorOf is the task's GPUAccelerator as propeller applies it: the
@@ -277,71 +406,4 @@ func primaryContainer(built *v1.Pod, tCtx pluginsCore.TaskExecutionContext) stri
 		return built.Spec.Containers[0].Name
 	}
 	return tCtx.TaskExecutionMetadata().GetTaskExecutionID().GetGeneratedName()
-}
-
-type allocationKey struct{}
-
-// PlacingPodPlugin is flyteplugins' pod plugin whose pods carry the
-// placement of the allocation Handle passes down (in the context): the
-// chosen node, the devices' labels, tolerations and resource. With Claims
-// set it also creates the allocation's DRA ResourceClaim through Kube and
-// gives the pod its devices through it.
-type PlacingPodPlugin struct {
-	k8s.Plugin
-	Claims bool
-	Kube   client.Client
-}
-
-// ClaimName is the name under which the pod refers to its ResourceClaim.
-const ClaimName = "accelsched"
-
-func (p PlacingPodPlugin) BuildResource(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) (client.Object, error) {
-	o, err := p.Plugin.BuildResource(ctx, tCtx)
-	if err != nil {
-		return nil, err
-	}
-	alloc, _ := ctx.Value(allocationKey{}).(*pb.Allocation)
-	if alloc == nil {
-		return o, nil
-	}
-	built := o.(*v1.Pod)
-	primary := primaryContainer(built, tCtx)
-	placement := alloc.GetPlacement()
-	if err := ApplyPlacement(&built.Spec, primary, placement); err != nil {
-		return nil, err
-	}
-	if p.Claims && placement.GetResourceClaim() != "" {
-		if err := p.claim(ctx, tCtx, built, primary, placement); err != nil {
-			return nil, err
-		}
-	}
-	if built.Annotations == nil {
-		built.Annotations = map[string]string{}
-	}
-	built.Annotations[AllocationAnnotation] = alloc.GetId()
-	return built, nil
-}
-
-// claim creates the placement's ResourceClaim in the task's namespace, owned
-// by the workflow (so it goes with it), unless a round before this one did,
-// and swaps the primary container's device-plugin resource for it.
-func (p PlacingPodPlugin) claim(ctx context.Context, tCtx pluginsCore.TaskExecutionContext, built *v1.Pod,
-	primary string, placement *pb.Placement) error {
-	claim := &resourcev1.ResourceClaim{}
-	if err := json.Unmarshal([]byte(placement.GetResourceClaim()), claim); err != nil {
-		return fmt.Errorf("accelsched: the allocation's resource_claim: %w", err)
-	}
-	metadata := tCtx.TaskExecutionMetadata()
-	claim.Namespace = metadata.GetNamespace()
-	claim.OwnerReferences = []metav1.OwnerReference{metadata.GetOwnerReference()}
-	if err := p.Kube.Create(ctx, claim); err != nil && !k8serrors.IsAlreadyExists(err) {
-		return fmt.Errorf("accelsched: creating ResourceClaim %s: %w", claim.Name, err)
-	}
-	name := claim.Name
-	built.Spec.ResourceClaims = append(built.Spec.ResourceClaims, v1.PodResourceClaim{Name: ClaimName, ResourceClaimName: &name})
-	container := containerNamed(&built.Spec, primary)
-	delete(container.Resources.Limits, v1.ResourceName(placement.GetResourceName()))
-	delete(container.Resources.Requests, v1.ResourceName(placement.GetResourceName()))
-	container.Resources.Claims = append(container.Resources.Claims, v1.ResourceClaim{Name: ClaimName})
-	return nil
 }

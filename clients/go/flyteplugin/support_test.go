@@ -78,11 +78,22 @@ func (tk task) template() *core.TaskTemplate {
 	return t
 }
 
-// stateStore keeps the plugin state propeller would keep between rounds
-// (gob, as propeller's own store encodes it).
+// stateStore keeps the plugin state between rounds as propeller does: what
+// a round wrote (gob) is the next round's, handed to it as one buffer that a
+// read consumes (flytepropeller pkg/controller/nodes/task/
+// plugin_state_manager.go:38-65); a round that writes nothing keeps it.
 type stateStore struct {
 	version uint8
 	data    []byte
+	round   *bytes.Buffer
+}
+
+// beginRound hands the next round its state.
+func (s *stateStore) beginRound() {
+	s.round = nil
+	if s.data != nil {
+		s.round = bytes.NewBuffer(append([]byte(nil), s.data...))
+	}
 }
 
 type stateReader struct{ s *stateStore }
@@ -90,10 +101,10 @@ type stateReader struct{ s *stateStore }
 func (r stateReader) GetStateVersion() uint8 { return r.s.version }
 
 func (r stateReader) Get(t interface{}) (uint8, error) {
-	if r.s.data == nil {
-		return 0, nil
+	if r.s.round == nil {
+		return r.s.version, nil
 	}
-	return r.s.version, gob.NewDecoder(bytes.NewReader(r.s.data)).Decode(t)
+	return r.s.version, gob.NewDecoder(r.s.round).Decode(t)
 }
 
 type stateWriter struct{ s *stateStore }
@@ -108,15 +119,22 @@ func (w stateWriter) Put(version uint8, v interface{}) error {
 }
 
 func (w stateWriter) Reset() error {
-	w.s.version, w.s.data = 0, nil
+	w.s.data = nil
 	return nil
+}
+
+// attempt is one attempt's task context with its state.
+type attempt struct {
+	pluginsCore.TaskExecutionContext
+	store *stateStore
 }
 
 // taskContext is the TaskExecutionContext propeller hands a plugin for one
 // attempt of tk, with flyteplugins' mocks for what the pod plugin reads (as
 // its own tests set them, go/tasks/plugins/k8s/pod/container_test.go) and
-// state kept in store.
-func taskContext(tk task, store *stateStore) pluginsCore.TaskExecutionContext {
+// its state kept as propeller keeps it.
+func taskContext(tk task) attempt {
+	store := &stateStore{}
 	metadata := &pluginsCoreMock.TaskExecutionMetadata{}
 	metadata.On("GetNamespace").Return("flytesnacks-development")
 	metadata.On("GetAnnotations").Return(map[string]string{})
@@ -170,7 +188,7 @@ func taskContext(tk task, store *stateStore) pluginsCore.TaskExecutionContext {
 	tCtx.On("PluginStateReader").Return(stateReader{store})
 	tCtx.On("PluginStateWriter").Return(stateWriter{store})
 	tCtx.On("DataStore").Return(nil)
-	return tCtx
+	return attempt{tCtx, store}
 }
 
 func quantity(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }

@@ -5,13 +5,18 @@ package testserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,15 +28,16 @@ import (
 // Server is one accelschedd; Kill and Start restart it on the same port and
 // database.
 type Server struct {
-	t    testing.TB
-	db   string
-	port int
-	cmd  *exec.Cmd
+	t           testing.TB
+	db          string
+	port        int
+	metricsPort int
+	cmd         *exec.Cmd
 }
 
 // Start runs a server that is killed when the test ends.
 func Start(t testing.TB) *Server {
-	s := &Server{t: t, db: filepath.Join(t.TempDir(), "accelsched.db"), port: freePort(t)}
+	s := &Server{t: t, db: filepath.Join(t.TempDir(), "accelsched.db"), port: freePort(t), metricsPort: freePort(t)}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
@@ -57,7 +63,7 @@ func (s *Server) Start() {
 		s.t.Fatal("ACCELSCHEDD is not set: run scripts/go_test.sh")
 	}
 	s.cmd = exec.Command(binary, "--db="+s.db,
-		fmt.Sprintf("--listen=127.0.0.1:%d", s.port), "--metrics_listen=127.0.0.1:0")
+		fmt.Sprintf("--listen=127.0.0.1:%d", s.port), fmt.Sprintf("--metrics_listen=127.0.0.1:%d", s.metricsPort))
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -87,8 +93,51 @@ func (s *Server) Kill() {
 	}
 }
 
-// Signal sends sig to the running server (SIGSTOP freezes it).
-func (s *Server) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
+// Freeze stops the server (SIGSTOP: its connections stay open, nothing is
+// read) and returns once the kernel says it is stopped; Thaw resumes it.
+func (s *Server) Freeze() {
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatal(err)
+	}
+	s.waitFor("stopped", func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+		// The state follows the parenthesised command name: "pid (comm) T ...".
+		i := bytes.LastIndexByte(stat, ')')
+		return err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'T'
+	})
+}
+
+func (s *Server) Thaw() {
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// WaitWatchers returns once n WatchEvents streams are connected (the
+// accelsched_watchers gauge of /metrics).
+func (s *Server) WaitWatchers(n int) {
+	want := fmt.Sprintf("\naccelsched_watchers %d\n", n)
+	s.waitFor(fmt.Sprintf("%d watchers", n), func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metricsPort))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return err == nil && strings.Contains("\n"+string(body), want)
+	})
+}
+
+// waitFor polls done until it holds, failing the test after 10 s.
+func (s *Server) waitFor(what string, done func() bool) {
+	deadline := time.Now().Add(10 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("accelschedd: not %s after 10 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
 func (s *Server) Address() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
 
