@@ -3,6 +3,7 @@ package flyteplugin
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,13 +14,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// propellerDefaults sets flytek8s' configuration to propeller's defaults
-// (flyteplugins v1.16.8 flytek8s/config/config.go:31-70) and checks the
-// labels and resource they name.
+// defaults is flytek8s' configuration before any test sets it: propeller's
+// defaults (flyteplugins v1.16.8 flytek8s/config/config.go:31-70).
+var defaults = *config.GetK8sPluginConfig()
+
+// propellerDefaults sets flytek8s' configuration to propeller's defaults and
+// checks the labels and resource they name.
 func propellerDefaults(t *testing.T) {
 	t.Helper()
-	defaults := *config.GetK8sPluginConfig()
-	if err := config.SetK8sPluginConfig(&defaults); err != nil {
+	copied := defaults
+	if err := config.SetK8sPluginConfig(&copied); err != nil {
 		t.Fatal(err)
 	}
 	cfg := config.GetK8sPluginConfig()
@@ -153,10 +157,14 @@ func node(name string, labels map[string]string, devices ...*pb.Device) *pb.Node
 	return &pb.Node{Name: name, Labels: all, Devices: devices}
 }
 
+// deviceIDs numbers devices across nodes: an id is the device's, unique in
+// the catalog.
+var deviceIDs atomic.Int32
+
 func gpus(model string, n int) []*pb.Device {
 	var out []*pb.Device
 	for i := 0; i < n; i++ {
-		out = append(out, gpu(fmt.Sprintf("GPU-%d", i), model, int32(i)))
+		out = append(out, gpu(fmt.Sprintf("GPU-%d", deviceIDs.Add(1)), model, int32(i)))
 	}
 	return out
 }
@@ -302,4 +310,25 @@ func tpuChips(slice, topology string, n int) []*pb.Device {
 		out = append(out, d)
 	}
 	return out
+}
+
+// The pod's nodeSelector (here the platform's default-node-selector) is the
+// request's: the node accelsched chooses has those labels too.
+func TestPodNodeSelectorChoosesTheNode(t *testing.T) {
+	propellerDefaults(t)
+	cfg := *config.GetK8sPluginConfig()
+	cfg.DefaultNodeSelector = map[string]string{"pool": "flyte"}
+	if err := config.SetK8sPluginConfig(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { propellerDefaults(t) })
+	tk := task{name: "f7c2a9-n0-0", gpus: 1, accelerator: &core.GPUAccelerator{Device: "nvidia-tesla-a100"}}
+	// Without the selector, packing would choose "a-other": its one GPU is
+	// the best fit.
+	propeller, placed, alloc := pods(t, tk, node("a-other", nil, gpus("nvidia-tesla-a100", 1)...),
+		node("flyte", map[string]string{"pool": "flyte"}, gpus("nvidia-tesla-a100", 2)...))
+	conforms(t, propeller, placed, alloc)
+	if alloc.GetNode() != "flyte" || placed.Spec.NodeSelector["pool"] != "flyte" {
+		t.Errorf("placed on %s with nodeSelector %v", alloc.GetNode(), placed.Spec.NodeSelector)
+	}
 }

@@ -339,6 +339,9 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 	if err != nil {
 		return nil, badTask{err}
 	}
+	// The pod's own nodeSelector (the platform's default-node-selector, a
+	// pod template's) holds on the node accelsched chooses too.
+	req.NodeSelector = built.Spec.NodeSelector
 	return req, nil
 }
 
