@@ -26,7 +26,7 @@ type Config struct {
 	// How long an allocation is held unless renewed: the backstop that frees
 	// the devices of a task whose release never came (propeller down for
 	// good). The plugin renews it while the pod runs, when less than half is
-	// left. 0: the server's default, not renewed.
+	// left. Must be positive.
 	Lease stdconfig.Duration `json:"lease"`
 	// Each call's deadline per attempt; a call is tried three times in a
 	// round on UNAVAILABLE and DEADLINE_EXCEEDED, then again next round.

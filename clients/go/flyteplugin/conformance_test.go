@@ -312,23 +312,38 @@ func tpuChips(slice, topology string, n int) []*pb.Device {
 	return out
 }
 
-// The pod's nodeSelector (here the platform's default-node-selector) is the
-// request's: the node accelsched chooses has those labels too.
-func TestPodNodeSelectorChoosesTheNode(t *testing.T) {
-	propellerDefaults(t)
-	cfg := *config.GetK8sPluginConfig()
-	cfg.DefaultNodeSelector = map[string]string{"pool": "flyte"}
-	if err := config.SetK8sPluginConfig(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { propellerDefaults(t) })
-	tk := task{name: "f7c2a9-n0-0", gpus: 1, accelerator: &core.GPUAccelerator{Device: "nvidia-tesla-a100"}}
-	// Without the selector, packing would choose "a-other": its one GPU is
-	// the best fit.
-	propeller, placed, alloc := pods(t, tk, node("a-other", nil, gpus("nvidia-tesla-a100", 1)...),
-		node("flyte", map[string]string{"pool": "flyte"}, gpus("nvidia-tesla-a100", 2)...))
-	conforms(t, propeller, placed, alloc)
-	if alloc.GetNode() != "flyte" || placed.Spec.NodeSelector["pool"] != "flyte" {
-		t.Errorf("placed on %s with nodeSelector %v", alloc.GetNode(), placed.Spec.NodeSelector)
+// What the pod requires of its node as single labels (the platform's
+// default-node-selector, its non-interruptible node selector requirement)
+// is the request's: the node accelsched chooses has those labels too.
+func TestPodNodeRequirementsChooseTheNode(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(*config.K8sPluginConfig)
+	}{
+		{"default-node-selector", func(cfg *config.K8sPluginConfig) {
+			cfg.DefaultNodeSelector = map[string]string{"pool": "flyte"}
+		}},
+		{"non-interruptible-node-selector-requirement", func(cfg *config.K8sPluginConfig) {
+			cfg.NonInterruptibleNodeSelectorRequirement = &v1.NodeSelectorRequirement{
+				Key: "pool", Operator: v1.NodeSelectorOpIn, Values: []string{"flyte"}}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := defaults
+			c.set(&cfg)
+			if err := config.SetK8sPluginConfig(&cfg); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { propellerDefaults(t) })
+			tk := task{name: "f7c2a9-n0-0", gpus: 1, accelerator: &core.GPUAccelerator{Device: "nvidia-tesla-a100"}}
+			// Without the requirement, packing would choose "a-other": its
+			// one GPU is the best fit.
+			propeller, placed, alloc := pods(t, tk, node("a-other", nil, gpus("nvidia-tesla-a100", 1)...),
+				node("flyte", map[string]string{"pool": "flyte"}, gpus("nvidia-tesla-a100", 2)...))
+			conforms(t, propeller, placed, alloc)
+			if alloc.GetNode() != "flyte" {
+				t.Errorf("placed on %s", alloc.GetNode())
+			}
+		})
 	}
 }

@@ -154,6 +154,7 @@ func TestTaskWaitsRunsAndReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitingAt(t, round(t, p, a), "1", 1)
+	waitingAt(t, round(t, p, a), "1", 1) // the same reason keeps its version
 	if _, err := c.ReleaseRequest(context.Background(), "ahead"); err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +188,10 @@ func TestTaskWaitsRunsAndReleases(t *testing.T) {
 	}
 }
 
-// While the pod runs the lease is renewed before half of it is left; an
-// allocation that ends under the pod fails the attempt with cleanup.
+// While the pod runs its allocation is read at most once a minute: the lease
+// is renewed before half of it is left, and an allocation that ends under
+// the pod fails the attempt with cleanup. accelsched down, even for a
+// plugin that just started, never sends a running task back to waiting.
 func TestRunningPodKeepsItsAllocation(t *testing.T) {
 	propellerDefaults(t)
 	s := startServer(t)
@@ -201,12 +204,9 @@ func TestRunningPodKeepsItsAllocation(t *testing.T) {
 	if info := round(t, p, a); info.Phase() != pluginsCore.PhaseQueued {
 		t.Fatalf("%v %q", info.Phase(), info.Reason())
 	}
+	start := p.now()
 	before := allocationOf(t, c, tk.name).GetExpiresAt().AsTime()
-	round(t, p, a)
-	if got := allocationOf(t, c, tk.name).GetExpiresAt().AsTime(); !got.Equal(before) {
-		t.Fatalf("renewed with most of the lease left: %v -> %v", before, got)
-	}
-	p.now = func() time.Time { return before.Add(-20 * time.Minute) } // 40 minutes on
+	p.now = func() time.Time { return start.Add(40 * time.Minute) }
 	round(t, p, a)
 	if got := allocationOf(t, c, tk.name).GetExpiresAt().AsTime(); !got.After(before) {
 		t.Fatalf("not renewed with 20 of 60 minutes left: %v -> %v", before, got)
@@ -215,10 +215,29 @@ func TestRunningPodKeepsItsAllocation(t *testing.T) {
 	if _, err := c.ReleaseRequest(context.Background(), requestID(tk.name)); err != nil {
 		t.Fatal(err)
 	}
+	if info := round(t, p, a); info.Phase().IsFailure() {
+		t.Fatalf("read again within the minute: %v %v", info.Phase(), info.Err())
+	}
+	p.now = func() time.Time { return start.Add(42 * time.Minute) }
 	info := round(t, p, a)
 	if info.Phase() != pluginsCore.PhaseRetryableFailure || info.Err().GetCode() != "AccelschedAllocationEnded" ||
 		!info.CleanupOnFailure() {
 		t.Fatalf("with its allocation released under it: %v %v", info.Phase(), info.Err())
+	}
+
+	// A propeller that restarted (a new plugin) while accelsched is down.
+	other := a100Task("f7c2a9-n1-0")
+	b := taskContext(other)
+	if info := round(t, p, b); info.Phase() != pluginsCore.PhaseQueued {
+		t.Fatalf("%v %q", info.Phase(), info.Reason())
+	}
+	s.Kill()
+	fresh, _ := loaded(t, s, kube, false)
+	if info := round(t, fresh, b); info.Phase() == pluginsCore.PhaseWaitingForResources || info.Phase().IsFailure() {
+		t.Fatalf("a running task with accelsched down: %v %q", info.Phase(), info.Reason())
+	}
+	if got := b.store.data; got == nil {
+		t.Fatal("the manager's state was dropped")
 	}
 }
 

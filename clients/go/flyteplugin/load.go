@@ -46,6 +46,9 @@ func Register(taskTypes ...string) {
 // makes one for the pod plugin (plugin_config.go: NewPluginManagerWithBackOff,
 // without the resource-quota back-off, which is propeller's own).
 func Load(ctx context.Context, iCtx pluginsCore.SetupContext, cfg *Config, taskTypes []string) (*Plugin, error) {
+	if cfg.Lease.Duration <= 0 {
+		return nil, fmt.Errorf("accelsched: plugins.accelsched.lease must be positive (the plugin renews it), not %v", cfg.Lease.Duration)
+	}
 	conn, err := Dial(cfg)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package flyteplugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
@@ -79,6 +80,15 @@ func createClaim(ctx context.Context, kube client.Client, tCtx pluginsCore.TaskE
 		return fmt.Errorf("accelsched: creating ResourceClaim %s: %w", claim.Name, err)
 	}
 	return nil
+}
+
+// permanentClaimError says whether createClaim's error would recur on every
+// round: a claim that does not parse, or one the API refuses.
+func permanentClaimError(err error) bool {
+	var syntax *json.SyntaxError
+	var unmarshal *json.UnmarshalTypeError
+	return errors.As(err, &syntax) || errors.As(err, &unmarshal) ||
+		k8serrors.IsForbidden(err) || k8serrors.IsInvalid(err) || k8serrors.IsBadRequest(err)
 }
 
 // useClaim swaps the primary container's device-plugin resource for the

@@ -51,12 +51,17 @@ type Plugin struct {
 	// of Flyte 1 does not say it.
 	classes sync.Map
 	now     func() time.Time // the clock leases are renewed by
+	// keep's: one short attempt; when each running request id was last
+	// read (zero: it has no allocation).
+	quick *accelsched.Client
+	mu    sync.Mutex
+	kept  map[string]time.Time
 }
 
 // Options are the plugin's settings (Config, as Load reads them).
 type Options struct {
-	// How long an allocation is held unless renewed; the plugin renews it
-	// while the pod runs. 0: the server's default, not renewed.
+	// How long an allocation is held unless renewed (> 0); the plugin renews
+	// it while the pod runs.
 	Lease time.Duration
 	// The task types that get accelerators from accelsched.
 	TaskTypes []string
@@ -73,7 +78,9 @@ func NewPlugin(c *accelsched.Client, pods pluginsCore.Plugin, opts Options) *Plu
 	for _, t := range opts.TaskTypes {
 		types[t] = true
 	}
-	return &Plugin{client: c, pods: pods, opts: opts, types: types, now: time.Now}
+	return &Plugin{client: c, pods: pods, opts: opts, types: types, now: time.Now,
+		quick: c.WithBackoff(accelsched.Backoff{Attempts: 1, PerAttempt: 2 * time.Second}),
+		kept:  map[string]time.Time{}}
 }
 
 func (p *Plugin) GetID() string { return ID }
@@ -106,12 +113,13 @@ func (p *Plugin) Handle(ctx context.Context, tCtx pluginsCore.TaskExecutionConte
 		return pluginsCore.UnknownTransition, fmt.Errorf("accelsched: reading the plugin state: %w", err)
 	}
 	tCtx = decodedState{tCtx, version, state}
+	if state.Phase != propellerk8s.PluginPhaseNotStarted {
+		// The pod exists: never back to waiting, whatever accelsched says.
+		return p.running(ctx, tCtx)
+	}
 	req, err := p.requestOf(ctx, tCtx)
 	if err != nil {
 		return p.failedRequest(tCtx, state, err)
-	}
-	if state.Phase != propellerk8s.PluginPhaseNotStarted {
-		return p.running(ctx, tCtx, req)
 	}
 	if req == nil { // no accelerators: the pod plugin alone
 		return p.pods.Handle(ctx, tCtx)
@@ -135,43 +143,68 @@ func (p *Plugin) Handle(ctx context.Context, tCtx pluginsCore.TaskExecutionConte
 		}
 		if p.opts.ResourceClaims && alloc.GetPlacement().GetResourceClaim() != "" {
 			if err := createClaim(ctx, p.opts.Kube, tCtx, alloc.GetPlacement()); err != nil {
+				if permanentClaimError(err) {
+					p.release(ctx, tCtx)
+					return pluginsCore.DoTransition(pluginsCore.PhaseInfoFailure("AccelschedResourceClaim", err.Error(), nil)), nil
+				}
 				return p.waiting(tCtx, state, err.Error())
 			}
 		}
-		return p.running(context.WithValue(ctx, allocationKey{}, alloc), tCtx, req)
+		return p.running(context.WithValue(ctx, allocationKey{}, alloc), tCtx)
 	default:
-		// Ended while this attempt had no pod yet (preempted after its
-		// admission, or released by hand): the next attempt asks anew.
-		return pluginsCore.DoTransition(pluginsCore.PhaseInfoSystemRetryableFailure("AccelschedAllocationEnded",
+		// PREEMPTED within its grace before this attempt's pod was recorded
+		// (an ended allocation's request id allocates anew): the next attempt
+		// asks anew; cleanup deletes a pod a lost round may have created.
+		return pluginsCore.DoTransition(pluginsCore.PhaseInfoSystemRetryableFailureWithCleanup("AccelschedAllocationEnded",
 			fmt.Sprintf("accelsched: allocation %s is %s before its pod started", alloc.GetId(), alloc.GetState()), nil)), nil
 	}
 }
 
-// running lets the manager create or check the pod. A task with devices
-// (req) has them released when the manager says it ended; while it runs its
-// lease is renewed, and if the allocation ended the attempt fails with
-// cleanup (propeller then aborts it, deleting the pod).
-func (p *Plugin) running(ctx context.Context, tCtx pluginsCore.TaskExecutionContext, req *pb.AllocateRequest) (pluginsCore.Transition, error) {
+// running lets the manager create or check the pod. A task of the
+// plugin's types has its devices released when the manager says it ended;
+// while it runs its allocation is checked (keep).
+func (p *Plugin) running(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) (pluginsCore.Transition, error) {
 	transition, err := p.pods.Handle(ctx, tCtx)
-	if err != nil || req == nil {
+	if err != nil || !p.ours(ctx, tCtx) {
 		return transition, err
 	}
 	if transition.Info().Phase().IsTerminal() {
 		p.release(ctx, tCtx)
 		return transition, nil
 	}
-	if ended := p.keep(ctx, req.GetRequestId()); ended != "" {
+	if ended := p.keep(ctx, requestIDOf(tCtx)); ended != "" {
 		return pluginsCore.DoTransition(pluginsCore.PhaseInfoSystemRetryableFailureWithCleanup(
 			"AccelschedAllocationEnded", ended, nil)), nil
 	}
 	return transition, nil
 }
 
-// keep renews the allocation of requestID when less than half its lease is
-// left, and says why it is no longer the task's when it ended ("" while it
-// is ACTIVE, or when accelsched cannot be asked: the pod carries on).
+// keepEvery is how often a running task's allocation is read: renewing at
+// half a lease of hours, or seeing a preemption within its grace (30 s by
+// default), needs no call every round.
+const keepEvery = time.Minute
+
+// keep reads the allocation of requestID at most every keepEvery, with one
+// short attempt (a round must not wait on accelsched), renews it when less
+// than half its lease is left, and says why it is no longer the task's when
+// it ended ("" while it is ACTIVE, when the task never had one, or when
+// accelsched cannot be asked: the pod carries on).
 func (p *Plugin) keep(ctx context.Context, requestID string) string {
-	a, err := p.client.GetRequest(ctx, requestID)
+	p.mu.Lock()
+	last, seen := p.kept[requestID]
+	if seen && (last.IsZero() || p.now().Sub(last) < keepEvery) {
+		p.mu.Unlock()
+		return ""
+	}
+	p.kept[requestID] = p.now()
+	p.mu.Unlock()
+	a, err := p.quick.GetRequest(ctx, requestID)
+	if status.Code(err) == codes.NotFound { // a task without devices: never again
+		p.mu.Lock()
+		p.kept[requestID] = time.Time{}
+		p.mu.Unlock()
+		return ""
+	}
 	if err != nil {
 		logger.Warnf(ctx, "accelsched: reading allocation %s: %v", requestID, err)
 		return ""
@@ -180,8 +213,8 @@ func (p *Plugin) keep(ctx context.Context, requestID string) string {
 		return fmt.Sprintf("accelsched: allocation %s of this task's devices is %s while its pod runs",
 			a.GetId(), a.GetState())
 	}
-	if p.opts.Lease > 0 && a.GetExpiresAt().AsTime().Sub(p.now()) < p.opts.Lease/2 {
-		if _, err := p.client.Renew(ctx, a.GetId(), p.opts.Lease); err != nil {
+	if a.GetExpiresAt().AsTime().Sub(p.now()) < p.opts.Lease/2 {
+		if _, err := p.quick.Renew(ctx, a.GetId(), p.opts.Lease); err != nil {
 			logger.Warnf(ctx, "accelsched: renewing allocation %s: %v", a.GetId(), err)
 		}
 	}
@@ -203,17 +236,29 @@ func (p *Plugin) Finalize(ctx context.Context, tCtx pluginsCore.TaskExecutionCon
 	return err
 }
 
-// release frees what this attempt's request id holds, if it asked for
-// devices. It never fails the caller: when accelsched cannot be reached the
-// lease frees the devices in the end.
+// release frees what this attempt's request id holds, for a task of the
+// plugin's types (one that never allocated gets NOT_FOUND). It never fails
+// the caller: when accelsched cannot be reached the lease frees the devices
+// in the end.
 func (p *Plugin) release(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) {
-	if req, err := p.requestOf(ctx, tCtx); err == nil && req == nil {
-		return // it never asked
+	if !p.ours(ctx, tCtx) {
+		return
 	}
 	requestID := requestIDOf(tCtx)
+	p.mu.Lock()
+	delete(p.kept, requestID)
+	p.mu.Unlock()
 	if _, err := p.client.ReleaseRequest(ctx, requestID); err != nil && status.Code(err) != codes.NotFound {
 		logger.Warnf(ctx, "accelsched: releasing %s (its lease frees it in the end): %v", requestID, err)
 	}
+}
+
+// ours says whether the task's type is one the plugin allocates for (a
+// template that cannot be read counts: releasing what was never allocated
+// is harmless).
+func (p *Plugin) ours(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) bool {
+	template, err := tCtx.TaskReader().Read(ctx)
+	return err != nil || p.types[template.GetType()]
 }
 
 // waiting reports the task as waiting for resources with reason. The phase
@@ -221,7 +266,11 @@ func (p *Plugin) release(ctx context.Context, tCtx pluginsCore.TaskExecutionCont
 // as propeller's k8s plugins do it), so that propeller sends the new reason
 // as an event; it is kept in the manager's state, which stays not started.
 func (p *Plugin) waiting(tCtx pluginsCore.TaskExecutionContext, state propellerk8s.PluginState, reason string) (pluginsCore.Transition, error) {
-	info := pluginsCore.PhaseInfoWaitingForResourcesInfo(pluginsCore.DefaultPhaseVersion, reason, nil)
+	version := pluginsCore.DefaultPhaseVersion
+	if state.K8sPluginState.Phase == pluginsCore.PhaseWaitingForResources {
+		version = state.K8sPluginState.PhaseVersion // a repeated reason keeps it
+	}
+	info := pluginsCore.PhaseInfoWaitingForResourcesInfo(version, reason, nil)
 	k8s.MaybeUpdatePhaseVersion(&info, &state.K8sPluginState)
 	next := propellerk8s.PluginState{Phase: propellerk8s.PluginPhaseNotStarted, K8sPluginState: k8s.PluginState{
 		Phase: info.Phase(), PhaseVersion: info.Version(), Reason: info.Reason()}}
@@ -339,10 +388,54 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 	if err != nil {
 		return nil, badTask{err}
 	}
-	// The pod's own nodeSelector (the platform's default-node-selector, a
-	// pod template's) holds on the node accelsched chooses too.
-	req.NodeSelector = built.Spec.NodeSelector
+	req.NodeSelector = nodeLabelsOf(&built.Spec)
 	return req, nil
+}
+
+// nodeLabelsOf is what the pod requires of its node as labels accelsched can
+// match: its nodeSelector (the platform's default-node-selector, a pod
+// template's) and the single-valued In requirements of its required node
+// affinity that every term has (the interruptible and non-interruptible
+// node selector requirements), but for the accelerator labels. Other
+// requirements (NotIn, Exists, several
+// values, one term of several) are not sent: the pod keeps them, and a node
+// that fails them leaves it Pending.
+func nodeLabelsOf(spec *v1.PodSpec) map[string]string {
+	labels := map[string]string{}
+	for k, v := range spec.NodeSelector {
+		labels[k] = v
+	}
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return labels
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) == 0 {
+		return labels
+	}
+	single := func(r v1.NodeSelectorRequirement) bool {
+		return r.Operator == v1.NodeSelectorOpIn && len(r.Values) == 1
+	}
+	// The accelerator labels are accelsched's to choose (ApplyPlacement
+	// replaces propeller's).
+	cfg := config.GetK8sPluginConfig()
+	for _, r := range terms[0].MatchExpressions {
+		if !single(r) || labels[r.Key] != "" || r.Key == cfg.GpuDeviceNodeLabel || r.Key == cfg.GpuPartitionSizeNodeLabel {
+			continue
+		}
+		inAll := true
+		for _, other := range terms[1:] {
+			found := false
+			for _, o := range other.MatchExpressions {
+				found = found || (single(o) && o.Key == r.Key && o.Values[0] == r.Values[0])
+			}
+			inAll = inAll && found
+		}
+		if inAll {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	return labels
 }
 
 // classOf is the class of the accelerator type named device, NVIDIA_GPU when
