@@ -64,6 +64,26 @@ func loaded(t *testing.T, s server, kube client.Client, claims bool) (*Plugin, *
 		Lease: time.Hour, TaskTypes: DefaultTaskTypes, ResourceClaims: claims, Kube: kube}), conn
 }
 
+// cluster is a test's accelschedd with one node of n A100s ("n1"), a fake
+// Kubernetes API and the plugin loaded on both.
+type cluster struct {
+	s    server
+	c    *accelsched.Client
+	kube client.Client
+	p    *Plugin
+	conn *grpc.ClientConn
+}
+
+func newCluster(t *testing.T, n int, claims bool) cluster {
+	t.Helper()
+	propellerDefaults(t)
+	s := startServer(t)
+	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", n)...))
+	kube := fake.NewClientBuilder().WithStatusSubresource(&v1.Pod{}).Build()
+	p, conn := loaded(t, s, kube, claims)
+	return cluster{s: s, c: s.client(), kube: kube, p: p, conn: conn}
+}
+
 // round is one propeller round of the attempt: its state handed over as
 // propeller hands it, then Handle. An error fails the test: under
 // propeller each counts against the workflow's retries.
@@ -124,12 +144,10 @@ func waitingAt(t *testing.T, info pluginsCore.PhaseInfo, position string, versio
 // released, the pod built with the placement, succeeded, released; a kill -9
 // of accelsched while the task waits changes nothing the task sees.
 func TestTaskWaitsRunsAndReleases(t *testing.T) {
-	propellerDefaults(t)
-	s := startServer(t)
-	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
-	c := s.client()
-	kube := fake.NewClientBuilder().WithStatusSubresource(&v1.Pod{}).Build()
-	p, conn := loaded(t, s, kube, false)
+	cl := newCluster(t, 1, false)
+	s, kube, p := cl.s, cl.kube, cl.p
+	c := cl.c
+	conn := cl.conn
 	holder, err := c.Allocate(context.Background(), &pb.AllocateRequest{RequestId: "holder", Count: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -193,12 +211,9 @@ func TestTaskWaitsRunsAndReleases(t *testing.T) {
 // the pod fails the attempt with cleanup. accelsched down, even for a
 // plugin that just started, never sends a running task back to waiting.
 func TestRunningPodKeepsItsAllocation(t *testing.T) {
-	propellerDefaults(t)
-	s := startServer(t)
-	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
-	c := s.client()
-	kube := fake.NewClientBuilder().Build()
-	p, _ := loaded(t, s, kube, false)
+	cl := newCluster(t, 1, false)
+	s, kube, p := cl.s, cl.kube, cl.p
+	c := cl.c
 	tk := a100Task("f7c2a9-n0-0")
 	a := taskContext(tk)
 	if info := round(t, p, a); info.Phase() != pluginsCore.PhaseQueued {
@@ -243,12 +258,9 @@ func TestRunningPodKeepsItsAllocation(t *testing.T) {
 
 // Abort deletes the pod and releases; a retried attempt is a new request.
 func TestAbortReleasesAndARetryIsANewRequest(t *testing.T) {
-	propellerDefaults(t)
-	s := startServer(t)
-	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
-	c := s.client()
-	kube := fake.NewClientBuilder().Build()
-	p, _ := loaded(t, s, kube, false)
+	cl := newCluster(t, 1, false)
+	kube, p := cl.kube, cl.p
+	c := cl.c
 	first := a100Task("f7c2a9-n0-0")
 	a := taskContext(first)
 	if info := round(t, p, a); info.Phase() != pluginsCore.PhaseQueued {
@@ -277,11 +289,8 @@ func TestAbortReleasesAndARetryIsANewRequest(t *testing.T) {
 // A refusal fails the task with accelsched's message; accelsched down keeps
 // it waiting, saying so; a task without a GPU never asks.
 func TestRefusalsAndOutages(t *testing.T) {
-	propellerDefaults(t)
-	s := startServer(t)
-	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 1)...))
-	kube := fake.NewClientBuilder().Build()
-	p, _ := loaded(t, s, kube, false)
+	cl := newCluster(t, 1, false)
+	s, kube, p := cl.s, cl.kube, cl.p
 
 	unknown := task{name: "bad-n0-0", gpus: 1, accelerator: &core.GPUAccelerator{Device: "nvidia-tesla-z99"}}
 	info := round(t, p, taskContext(unknown))
@@ -315,11 +324,8 @@ func TestRefusalsAndOutages(t *testing.T) {
 // through NVIDIA's DRA driver: the claim exists, owned by the workflow, and
 // the pod names it instead of asking the device plugin for nvidia.com/gpu.
 func TestResourceClaimCarriesTheDevices(t *testing.T) {
-	propellerDefaults(t)
-	s := startServer(t)
-	s.Register(node("n1", nil, gpus("nvidia-tesla-a100", 2)...))
-	kube := fake.NewClientBuilder().Build()
-	p, _ := loaded(t, s, kube, true)
+	cl := newCluster(t, 2, true)
+	s, kube, p := cl.s, cl.kube, cl.p
 	tk := a100Task("f7c2a9-n0-0")
 	a := taskContext(tk)
 	if info := round(t, p, a); info.Phase() != pluginsCore.PhaseQueued {
