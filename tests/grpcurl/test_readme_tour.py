@@ -500,7 +500,8 @@ class Stream:
         self.cond = threading.Condition()
         self.done = False
         threading.Thread(target=self._read_out, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
+        self.err_reader = threading.Thread(target=self._read_err, daemon=True)
+        self.err_reader.start()
 
     def _read_out(self) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")()
@@ -534,6 +535,7 @@ class Stream:
             rc = self.proc.wait()
         with self.cond:
             self.cond.wait_for(lambda: self.done, timeout=WAIT_TIMEOUT_S)
+        self.err_reader.join(WAIT_TIMEOUT_S)  # stderr read to its end
         return rc, self.out, self.err
 
 
@@ -546,8 +548,8 @@ def _binary(env: str, built: pathlib.Path, on_path: str | None = None) -> str:
     if os.access(built, os.X_OK):
         return str(built)
     path = on_path and shutil.which(on_path)
-    if not path:
-        pytest.skip(f"no {built}: set {env} (scripts/grpcurl_test.sh does)")
+    # A missing tool fails the test: a skip would let a run without it look green.
+    assert path, f"no {built}: set {env} (scripts/grpcurl_test.sh does)"
     return path
 
 

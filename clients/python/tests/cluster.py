@@ -77,7 +77,9 @@ class Server:
 
     def metric(self, name: str) -> float:
         """The value of the unlabelled metric ``name`` now."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics") as reply:
+        # No proxy: an http_proxy of the environment must not carry a loopback read.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"http://127.0.0.1:{self.metrics_port}/metrics") as reply:
             for line in reply.read().decode().splitlines():
                 if line.startswith(name + " "):
                     return float(line.split()[1])

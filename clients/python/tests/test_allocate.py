@@ -8,7 +8,7 @@ import json
 import pytest
 from flytekit.extras.accelerators import A100, T4
 
-from accelsched import AlreadyExistsError, ResourceExhaustedError, pb
+from accelsched import AlreadyExistsError, Client, ResourceExhaustedError, pb
 from cluster import MIG_SLICES, capacity
 
 pytestmark = pytest.mark.usefixtures("nodes")
@@ -113,6 +113,14 @@ def test_context_manager_releases_when_the_block_raises(client):
 
     assert client.get(a.id).state == pb.RELEASED
     assert capacity(client, "nvidia-tesla-a100", "2g.10gb").free == 3
+
+
+def test_context_manager_keeps_the_blocks_error_when_the_release_fails(server):
+    with Client(server.address, retries=1, initial_backoff=0.05, timeout=1) as quick:
+        with pytest.raises(RuntimeError, match="task failed"):
+            with quick.allocation("ctx-down", A100.partition_2g_10gb):
+                server.kill()  # the release cannot reach it
+                raise RuntimeError("task failed")
 
 
 def test_release_by_either_id_is_idempotent(client):

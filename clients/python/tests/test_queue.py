@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -13,6 +15,7 @@ from accelsched import (
     DeadlineExceededError,
     EventStream,
     InvalidArgumentError,
+    UnavailableError,
     pb,
 )
 from accelsched.v1 import accelsched_pb2_grpc
@@ -113,14 +116,28 @@ def test_wait_admitted_times_out_while_pending(client):
     assert client.get(waiter.id).state == pb.PENDING
 
 
-def test_wait_admitted_raises_when_withdrawn(client):
+def test_wait_admitted_raises_when_withdrawn(client, server):
     _, waiter = queued(client)
 
     with ThreadPoolExecutor(1) as pool:
-        admitted = pool.submit(client.wait_admitted, waiter.id, WAIT_S)
+        # Only the watch's event can end it in time: it reads the allocation only at its
+        # deadline.
+        admitted = pool.submit(client.wait_admitted, waiter.id, 2 * WAIT_S, poll_interval=3600)
+        wait_for(lambda: server.metric("accelsched_watchers") == 1)
         client.release(waiter.id)
         with pytest.raises(AllocationEndedError) as raised:
             admitted.result(WAIT_S)
 
     assert raised.value.allocation.state == pb.RELEASED
     assert raised.value.code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_wait_admitted_is_bounded_by_its_timeout_when_the_server_is_down(client, server):
+    _, waiter = queued(client)
+    server.kill()
+
+    started = time.monotonic()
+    with pytest.raises((UnavailableError, DeadlineExceededError)):
+        client.wait_admitted(waiter.id, 1.0)
+    # The retries alone would take 25 s or more.
+    assert time.monotonic() - started < 5

@@ -32,6 +32,8 @@ from accelsched.v1 import accelsched_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 _RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+# The messages whose bytes are an accelsched.v1.Accelerator's (Flyte 1 and Flyte 2).
+_GPU_ACCELERATORS = frozenset({"flyteidl.core.GPUAccelerator", "flyteidl2.core.GPUAccelerator"})
 
 # What `accelerator` may be: anything to_accelerator takes (flytekit's objects are duck-typed).
 AcceleratorLike = Any
@@ -45,9 +47,8 @@ def to_accelerator(accelerator: AcceleratorLike) -> pb.Accelerator | None:
     Accepts an accelsched.v1.Accelerator; a device name in any spelling the server's
     accelerator-type registry knows ("nvidia-tesla-a100", "A100", "NVIDIA A100-SXM4-40GB");
     a flytekit accelerator object as it is (``flytekit.extras.accelerators.T4``,
-    ``A100.partition_2g_10gb``: anything with ``to_flyte_idl()``); or a flyteidl
-    ``GPUAccelerator`` message (anything with ``SerializeToString()``). Raises TypeError for
-    anything else. Names are checked by the server, not here.
+    ``A100.partition_2g_10gb``: anything with ``to_flyte_idl()``); or a flyteidl (or flyteidl2)
+    ``GPUAccelerator`` message. Raises TypeError for anything else. Names are checked by the server, not here.
     """
     if accelerator is None or isinstance(accelerator, pb.Accelerator):
         return accelerator
@@ -56,7 +57,7 @@ def to_accelerator(accelerator: AcceleratorLike) -> pb.Accelerator | None:
     # Duck-typed so that the client does not depend on flytekit or flyteidl.
     if hasattr(accelerator, "to_flyte_idl"):
         accelerator = accelerator.to_flyte_idl()
-    if hasattr(accelerator, "SerializeToString"):
+    if getattr(getattr(accelerator, "DESCRIPTOR", None), "full_name", "") in _GPU_ACCELERATORS:
         # accelsched.v1.Accelerator has GPUAccelerator's field numbers (device 1,
         # unpartitioned 2, partition_size 3, device_class 4), so its bytes parse as ours.
         return pb.Accelerator.FromString(accelerator.SerializeToString())
@@ -206,17 +207,24 @@ class Client:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _call(self, rpc: str, request: Any) -> Any:
+    def _call(self, rpc: str, request: Any, deadline: float | None = None) -> Any:
+        """Calls ``rpc``, retried as the class says; with ``deadline`` (time.monotonic()), no
+        attempt runs past it and no retry starts after it (the last error is raised)."""
         method = getattr(self.stub, rpc)
         backoff = self._initial_backoff
         attempt = 0
         while True:
+            timeout = self._timeout
+            if deadline is not None:
+                timeout = max(0.0, min(timeout, deadline - time.monotonic()))
             try:
-                return method(request, timeout=self._timeout)
+                return method(request, timeout=timeout)
             except grpc.RpcError as e:
                 if e.code() not in _RETRYABLE or attempt >= self._retries:
                     raise from_rpc_error(e) from e
                 wait = random.uniform(backoff / 2, backoff)
+                if deadline is not None and time.monotonic() + wait >= deadline:
+                    raise from_rpc_error(e) from e
                 attempt += 1
                 log.info(
                     "accelsched %s: %s (%s); retry %d of %d in %.2f s",
@@ -290,8 +298,15 @@ class Client:
         allocation = self.allocate(request_id, accelerator, **kwargs)
         try:
             yield allocation
-        finally:
-            self.release(allocation.id)
+        except BaseException:
+            # The block's own error is the one to see; a release that fails as well is
+            # logged (the lease frees the devices in the end).
+            try:
+                self.release(allocation.id)
+            except AccelschedError as e:
+                log.warning("accelsched: releasing %s after an error: %s", allocation.id, e)
+            raise
+        self.release(allocation.id)
 
     def release(self, allocation_id: str | None = None, *, request_id: str | None = None
                 ) -> pb.Allocation:
@@ -315,6 +330,10 @@ class Client:
         """
         request = pb.GetAllocationRequest(**_key(allocation_id, request_id))
         return self._call("GetAllocation", request)
+
+    def _get_by_id(self, allocation_id: str, deadline: float) -> pb.Allocation:
+        request = pb.GetAllocationRequest(allocation_id=allocation_id)
+        return self._call("GetAllocation", request, deadline)
 
     def renew(self, allocation_id: str, lease: LeaseLike) -> pb.Allocation:
         """Extends a live allocation's lease to ``lease`` (seconds or a timedelta; None: the
@@ -353,10 +372,11 @@ class Client:
         the first read and the watch taking effect, and a watch that fails (it is then polling
         alone). Raises DeadlineExceededError when it is still PENDING after ``timeout``
         seconds; AllocationEndedError when it ended instead (released, expired); NotFoundError
-        for an unknown id; what get raises once its retries are spent.
+        for an unknown id; what get raises once its retries are spent, and no later than
+        ``timeout``.
         """
         deadline = time.monotonic() + timeout
-        allocation = self.get(allocation_id)
+        allocation = self._get_by_id(allocation_id, deadline)
         if allocation.state != pb.PENDING:
             return _admitted(allocation)
         events: SimpleQueue[pb.Event] = SimpleQueue()
@@ -365,20 +385,29 @@ class Client:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise DeadlineExceededError(
-                        grpc.StatusCode.DEADLINE_EXCEEDED,
-                        f"allocation {allocation_id} still PENDING after {timeout} s",
-                    )
+                    raise _deadline_error(allocation_id, timeout)
                 try:
                     event = events.get(timeout=min(remaining, poll_interval))
                 except Empty:
                     event = None
                 if event is None:  # nothing heard about it for a while: read it
-                    allocation = self.get(allocation_id)
+                    try:
+                        allocation = self._get_by_id(allocation_id, deadline)
+                    except DeadlineExceededError:
+                        if time.monotonic() < deadline:
+                            raise
+                        raise _deadline_error(allocation_id, timeout) from None
                 elif event.allocation.id == allocation_id:
                     allocation = event.allocation
                 if allocation.state != pb.PENDING:
                     return _admitted(allocation)
+
+
+def _deadline_error(allocation_id: str, timeout: float) -> DeadlineExceededError:
+    return DeadlineExceededError(
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        f"allocation {allocation_id} still PENDING after {timeout} s",
+    )
 
 
 def _admitted(allocation: pb.Allocation) -> pb.Allocation:
