@@ -1,9 +1,12 @@
 #include "agent/files.h"
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -31,12 +34,30 @@ class FirstError : public google::protobuf::io::ErrorCollector {
 }  // namespace
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  return buffer.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot read ", path));
+  }
+  std::string text;
+  char buffer[1 << 14];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      text.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0) {
+      break;
+    } else if (errno != EINTR) {
+      const int read_errno = errno;
+      ::close(fd);
+      return absl::ErrnoToStatus(read_errno,
+                                 absl::StrCat("cannot read ", path));
+    }
+  }
+  // Read-only: nothing buffered can be lost, but say so if it fails.
+  if (::close(fd) != 0 && errno != EINTR) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot close ", path));
+  }
+  return text;
 }
 
 absl::Status ParseTextFile(const std::string& path,

@@ -11,7 +11,9 @@
 
 namespace accelsched::agent {
 
-// The whole file; NOT_FOUND naming it when it cannot be opened.
+// The whole file. When it cannot be opened or read, the errno's code
+// (absl::ErrnoToStatus: NOT_FOUND when it does not exist, PERMISSION_DENIED,
+// ...) with "cannot read PATH: <strerror>".
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 
 // Parses protobuf text format into `message`; INVALID_ARGUMENT

@@ -19,10 +19,11 @@ namespace accelsched::agent {
 class InventoryFile final : public DeviceSource {
  public:
   explicit InventoryFile(std::string path) : path_(std::move(path)) {}
-  // NOT_FOUND when the file cannot be read; INVALID_ARGUMENT naming the file
-  // and line for a syntax error, or naming devices[i] when a device has no
-  // id, sets output-only fields (canonical_model, stats) or health (the agent
-  // reports every listed device healthy).
+  // ReadWholeFile's error when the file cannot be read (NOT_FOUND when it does
+  // not exist); INVALID_ARGUMENT naming the file and line for a syntax error,
+  // or naming devices[i] when a device has no id, sets output-only fields
+  // (canonical_model, stats) or health (the agent reports every listed device
+  // healthy).
   absl::Status Observe(Observation& out) override;
 
  private:

@@ -25,6 +25,7 @@
 #include "agent/discovery.h"
 #include "agent/files.h"
 #include "agent/inventory_file.h"
+#include "agent/node_allocatable.h"
 #include "agent/node_reporter.h"
 #include "agent/nvidia_gpus.h"
 #include "agent/tpu_chips.h"
@@ -68,6 +69,28 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "file holding the bearer token RegisterNode and Heartbeat need");
 ABSL_FLAG(absl::Duration, max_backoff, absl::Seconds(30),
           "longest wait between retries while the server is unavailable");
+ABSL_FLAG(std::string, allocatable, "auto",
+          "the node's CPU, memory and pods for pods accelsched places "
+          "(Node.allocatable): auto (the Kubernetes node's status.allocatable "
+          "from --kube_node_file when set, else this machine minus "
+          "--reserved_cpu_milli and --reserved_memory_bytes) or none (not "
+          "accounted)");
+ABSL_FLAG(std::string, kube_node_file, "",
+          "a file holding this node's Node object as `kubectl get node NAME "
+          "-o json` prints it (a sidecar refreshes it), re-read every pass");
+ABSL_FLAG(std::string, proc_dir, "/proc",
+          "where procfs is (meminfo's MemTotal, without --kube_node_file)");
+ABSL_FLAG(int64_t, reserved_cpu_milli, 1500,
+          "without --kube_node_file: CPU kept from pods, in thousandths of a "
+          "CPU (kubelet's documented example: kube-reserved 1 CPU + "
+          "system-reserved 500m)");
+ABSL_FLAG(int64_t, reserved_memory_bytes, int64_t{3584} << 20,
+          "without --kube_node_file: memory kept from pods, in bytes (3.5 GiB, "
+          "kubelet's documented example: kube-reserved 2Gi + system-reserved "
+          "1Gi + eviction-hard 500Mi)");
+ABSL_FLAG(int32_t, max_pods, 0,
+          "without --kube_node_file: pods accelsched may place on the node; 0: "
+          "not limited");
 
 namespace accelsched::agent {
 namespace {
@@ -161,6 +184,67 @@ absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
   return sources;
 }
 
+absl::StatusOr<NodeAllocatable::Options> AllocatableOptions(
+    const std::string& node_name) {
+  NodeAllocatable::Options options;
+  options.node_name = node_name;
+  options.kube_node_file = absl::GetFlag(FLAGS_kube_node_file);
+  absl::StatusOr<NodeAllocatable::Source> source = AllocatableSource(
+      absl::GetFlag(FLAGS_allocatable), !options.kube_node_file.empty());
+  if (!source.ok()) return source.status();
+  options.source = *source;
+  options.proc_dir = absl::GetFlag(FLAGS_proc_dir);
+  options.reserve.cpu_milli = absl::GetFlag(FLAGS_reserved_cpu_milli);
+  options.reserve.memory_bytes = absl::GetFlag(FLAGS_reserved_memory_bytes);
+  options.reserve.max_pods = absl::GetFlag(FLAGS_max_pods);
+  if (options.reserve.cpu_milli < 0 || options.reserve.memory_bytes < 0) {
+    return absl::InvalidArgumentError(
+        "--reserved_cpu_milli and --reserved_memory_bytes must not be "
+        "negative");
+  }
+  if (options.reserve.max_pods < 0 || options.reserve.max_pods > kMaxPods) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_pods must be 0 to ", kMaxPods));
+  }
+  return options;
+}
+
+// What was last logged about the allocatable, so that a line is written
+// once until it changes.
+struct AllocatableLog {
+  std::string line;
+  bool error = false;
+};
+
+// This pass's allocatable. A failed read, or a reserve larger than the
+// machine, is logged once until it changes, and a read after failures says so.
+std::optional<v1::NodeResources> ReadAllocatable(NodeAllocatable& allocatable,
+                                                 AllocatableLog& log) {
+  NodeAllocatable::Reading reading = allocatable.Read();
+  std::string line = reading.notice;
+  if (!reading.error.ok()) {
+    line = absl::StrCat(reading.error.ToString(),
+                        reading.allocatable.has_value()
+                            ? " (keeping the last allocatable read)"
+                            : " (registering none until it reads)");
+  } else if (log.error) {
+    std::fprintf(stderr, "accelsched-agent: allocatable: read again\n");
+  }
+  if (line != log.line && !line.empty()) {
+    std::fprintf(stderr, "accelsched-agent: allocatable: %s\n", line.c_str());
+  }
+  log.line = line;
+  log.error = !reading.error.ok();
+  return reading.allocatable;
+}
+
+std::string AllocatableText(const Observation& seen) {
+  if (!seen.allocatable.has_value()) return "no allocatable";
+  return absl::StrCat("allocatable ", seen.allocatable->cpu_milli(),
+                      " cpu_milli, ", seen.allocatable->memory_bytes(),
+                      " memory_bytes, ", seen.allocatable->pods(), " pods");
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials() {
   const std::string ca = absl::GetFlag(FLAGS_tls_ca);
   const std::string cert = absl::GetFlag(FLAGS_tls_cert);
@@ -214,6 +298,11 @@ int Run(int argc, char** argv) {
   }
   absl::StatusOr<std::map<std::string, std::string>> labels = Labels();
   if (!labels.ok()) return Fail(labels.status());
+  absl::StatusOr<NodeAllocatable::Options> allocatable_options =
+      AllocatableOptions(node_name);
+  if (!allocatable_options.ok()) return Fail(allocatable_options.status());
+  NodeAllocatable allocatable(*std::move(allocatable_options));
+  AllocatableLog allocatable_log;
   absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> sources =
       Sources(node_name, *labels);
   if (!sources.ok()) return Fail(sources.status());
@@ -236,6 +325,7 @@ int Run(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_once)) {
     absl::StatusOr<Observation> seen = ObserveAll(*sources, absl::Now());
     if (!seen.ok()) return Fail(seen.status());
+    seen->allocatable = ReadAllocatable(allocatable, allocatable_log);
     NodeReporter printer(nullptr, options);
     std::printf("%s\n", NodeJson(printer.NodeOf(*seen), *seen).c_str());
     return 0;
@@ -274,6 +364,9 @@ int Run(int argc, char** argv) {
     const bool retried_at_once = delay == absl::ZeroDuration();
     delay = interval;
     absl::StatusOr<Observation> seen = ObserveAll(*sources, absl::Now());
+    if (seen.ok()) {
+      seen->allocatable = ReadAllocatable(allocatable, allocatable_log);
+    }
     // A pass that could not look reports nothing: the node's heartbeat goes
     // stale rather than the catalog being told the devices are gone.
     absl::Status status = seen.ok() ? reporter.Report(*seen) : seen.status();
@@ -285,9 +378,11 @@ int Run(int argc, char** argv) {
       last_error.clear();
       if (reporter.registrations() != last_registrations) {
         last_registrations = reporter.registrations();
-        std::fprintf(stderr,
-                     "accelsched-agent: registered node %s with %zu devices\n",
-                     node_name.c_str(), seen->devices.size());
+        std::fprintf(
+            stderr,
+            "accelsched-agent: registered node %s with %zu devices, %s\n",
+            node_name.c_str(), seen->devices.size(),
+            AllocatableText(*seen).c_str());
       }
     } else {
       if (IsTransient(status.code())) delay = backoff.Next();

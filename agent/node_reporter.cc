@@ -59,6 +59,9 @@ v1::Node NodeReporter::NodeOf(const Observation& observation) const {
     *p = d;
     p->set_healthy(!observation.unhealthy.contains(d.id()));
   }
+  if (observation.allocatable.has_value()) {
+    *node.mutable_allocatable() = *observation.allocatable;
+  }
   return node;
 }
 

@@ -1,6 +1,7 @@
 // Keeps the server's record of one node true: registers the node's inventory
 // when the reporter starts and whenever the inventory changes (a MIG re-layout,
-// a GPU gone from the bus, an edited inventory file), then sends a heartbeat
+// a GPU gone from the bus, an edited inventory file, a new allocatable CPU,
+// memory or pod count), then sends a heartbeat
 // with the complete unhealthy set and the devices' readings. Not thread-safe:
 // one loop owns it.
 #ifndef ACCELSCHED_AGENT_NODE_REPORTER_H_
@@ -32,14 +33,17 @@ class NodeReporter {
                Options options);
 
   // The node as it would be registered from `observation`: name, labels,
-  // devices with `healthy` from the unhealthy set and no readings.
+  // devices with `healthy` from the unhealthy set and no readings, and
+  // allocatable when the observation has one (unset otherwise: RegisterNode
+  // replaces the node, so the server then accounts none).
   v1::Node NodeOf(const Observation& observation) const;
 
   // Registers the node if it has not been registered by this reporter, if its
-  // inventory or labels differ from the last registration, or if the server
-  // no longer knows it (NOT_FOUND from a heartbeat: it restarted on an empty
-  // database or an operator removed the node; a kubelet re-creates its Node
-  // object the same way); then heartbeats. When the server refuses a new
+  // inventory, labels or allocatable differ from the last registration
+  // (allocatable set or unset counts), or if the server no longer knows it
+  // (NOT_FOUND from a heartbeat: it restarted on an empty database or an
+  // operator removed the node; a kubelet re-creates its Node object the same
+  // way); then heartbeats. When the server refuses a new
   // inventory other than for being unavailable (say FAILED_PRECONDITION: a
   // MIG re-layout of a GPU a live allocation holds), the heartbeat still goes
   // out for the inventory last registered, with the devices this pass did not
@@ -58,8 +62,8 @@ class NodeReporter {
   const std::unique_ptr<v1::AcceleratorScheduler::StubInterface> stub_;
   const Options options_;
   bool registered_ = false;
-  // The last registered inventory, with health cleared: a health change is a
-  // heartbeat, not a registration.
+  // The last registered inventory (allocatable included), with health
+  // cleared: a health change is a heartbeat, not a registration.
   v1::Node last_registered_;
   int registrations_ = 0;
 };

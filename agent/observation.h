@@ -1,10 +1,11 @@
 // What one discovery pass sees on a node: the devices (the inventory the
-// server's catalog must match), which of them are unhealthy now, and their
-// latest readings.
+// server's catalog must match), which of them are unhealthy now, their latest
+// readings, and the node's allocatable CPU, memory and pods.
 #ifndef ACCELSCHED_AGENT_OBSERVATION_H_
 #define ACCELSCHED_AGENT_OBSERVATION_H_
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct Observation {
   std::vector<v1::Device> devices;
   std::set<std::string> unhealthy;               // device ids
   std::map<std::string, v1::DeviceStats> stats;  // by device or MIG slice id
+  // Node.allocatable to register (agent/node_allocatable.h); nullopt: none
+  // (the node's CPU and memory are not accounted). Not set by DeviceSources.
+  std::optional<v1::NodeResources> allocatable;
 };
 
 // One kind of device a node may have (NVIDIA GPUs through NVML, TPU chips,

@@ -162,6 +162,37 @@ class CatalogCollector final : public prometheus::Collectable {
         Sample(static_cast<double>(cordoned), {{"schedulable", "false"}}));
     out.push_back(std::move(nodes));
 
+    // Per accounted node: what pods placed by accelsched may use, hold, and
+    // have left (negative where allocatable was lowered under what is held).
+    auto cpu = GaugeFamily(
+        "accelsched_node_cpu_milli",
+        "Accounted nodes' CPU in thousandths: allocatable, allocated (held "
+        "by live allocations' pod_resources) and free.");
+    auto memory = GaugeFamily(
+        "accelsched_node_memory_bytes",
+        "Accounted nodes' memory: allocatable, allocated and free.");
+    for (const auto& [node, account] : stats.node_accounts) {
+      const NodeResources free = account.available();
+      auto add = [&, &node = node](prometheus::MetricFamily& family,
+                                   int64_t allocatable, int64_t held,
+                                   int64_t left) {
+        family.metric.push_back(
+            Sample(static_cast<double>(allocatable),
+                   {{"node", node}, {"state", "allocatable"}}));
+        family.metric.push_back(
+            Sample(static_cast<double>(held),
+                   {{"node", node}, {"state", "allocated"}}));
+        family.metric.push_back(Sample(static_cast<double>(left),
+                                       {{"node", node}, {"state", "free"}}));
+      };
+      add(cpu, account.allocatable->cpu_milli, account.held.cpu_milli,
+          free.cpu_milli);
+      add(memory, account.allocatable->memory_bytes, account.held.memory_bytes,
+          free.memory_bytes);
+    }
+    out.push_back(std::move(cpu));
+    out.push_back(std::move(memory));
+
     auto watchers =
         GaugeFamily("accelsched_watchers", "Connected WatchEvents streams.");
     watchers.metric.push_back(

@@ -51,6 +51,17 @@ void AddPlacements(const Allocation& a, const PlacementOptions& options,
   }
 }
 
+NodeResources ResourcesFromProto(const v1::NodeResources& proto) {
+  return NodeResources{proto.cpu_milli(), proto.memory_bytes(), proto.pods()};
+}
+
+void ResourcesToProto(const NodeResources& r, v1::NodeResources* proto) {
+  proto->set_cpu_milli(r.cpu_milli);
+  proto->set_memory_bytes(r.memory_bytes);
+  // Validated to at most kMaxPods (node_resources.h): fits an int32.
+  proto->set_pods(static_cast<int32_t>(r.pods));
+}
+
 }  // namespace
 
 absl::StatusOr<Node> NodeFromProto(const v1::Node& proto) {
@@ -59,6 +70,10 @@ absl::StatusOr<Node> NodeFromProto(const v1::Node& proto) {
   node.labels.insert(proto.labels().begin(), proto.labels().end());
   node.schedulable = proto.schedulable();
   node.last_heartbeat = FromTimestamp(proto.last_heartbeat());
+  // available is output only: ignored here.
+  if (proto.has_allocatable()) {
+    node.allocatable = ResourcesFromProto(proto.allocatable());
+  }
   node.devices.reserve(proto.devices_size());
   for (int i = 0; i < proto.devices_size(); ++i) {
     const v1::Device& p = proto.devices(i);
@@ -90,6 +105,16 @@ void NodeToProto(const Node& node, v1::Node* proto) {
   proto->mutable_labels()->insert(node.labels.begin(), node.labels.end());
   proto->set_schedulable(node.schedulable);
   ToTimestamp(node.last_heartbeat, proto->mutable_last_heartbeat());
+  if (node.allocatable.has_value()) {
+    ResourcesToProto(*node.allocatable, proto->mutable_allocatable());
+  }
+  if (node.available.has_value()) {
+    ResourcesToProto(*node.available, proto->mutable_available());
+    if (node.allocatable.has_value()) {
+      proto->set_overcommitted(
+          OvercommitNote(*node.available, *node.allocatable));
+    }
+  }
   for (const Device& d : node.devices) {
     v1::Device* p = proto->add_devices();
     p->set_id(d.id);
@@ -202,6 +227,9 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
   req.queue = proto.queue();
   req.replicas = proto.replicas();
   req.topology_key = proto.topology_key();
+  if (proto.has_pod_resources()) {
+    req.pod_resources = ResourcesFromProto(proto.pod_resources());
+  }
   return req;
 }
 
@@ -227,6 +255,9 @@ void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
   proto->set_queue_position(a.queue_position);
   proto->set_pending_reason(a.pending_reason);
   proto->set_preempted_by(a.preempted_by);
+  if (a.pod_resources.has_value()) {
+    ResourcesToProto(*a.pod_resources, proto->mutable_pod_resources());
+  }
   if (!a.id.empty()) {
     ToTimestamp(a.created_at, proto->mutable_created_at());
     ToTimestamp(a.expires_at, proto->mutable_expires_at());

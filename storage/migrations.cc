@@ -212,6 +212,19 @@ CREATE TABLE allocation_device_spellings (
   PRIMARY KEY (allocation_id, position)
 );
 )sql"},
+    // A node's allocatable CPU, memory and pods (Node::allocatable) and what
+    // an allocation's pod needs of them (Allocation::pod_resources), each
+    // optional: NULL in all three columns when absent, so that zeros stay
+    // zeros. An earlier node reported none and an earlier allocation asked
+    // for none: their columns stay NULL.
+    {8, R"sql(
+ALTER TABLE nodes ADD COLUMN allocatable_cpu_milli INTEGER;
+ALTER TABLE nodes ADD COLUMN allocatable_memory_bytes INTEGER;
+ALTER TABLE nodes ADD COLUMN allocatable_pods INTEGER;
+ALTER TABLE allocations ADD COLUMN pod_cpu_milli INTEGER;
+ALTER TABLE allocations ADD COLUMN pod_memory_bytes INTEGER;
+ALTER TABLE allocations ADD COLUMN pod_pods INTEGER;
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

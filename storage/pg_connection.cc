@@ -64,6 +64,7 @@ NetworkTimeouts NetworkTimeoutsOf(absl::Duration timeout) {
 class PgRowReader final : public RowReader {
  public:
   PgRowReader(const PgResult& result, int row) : result_(result), row_(row) {}
+  bool IsNull(int col) override { return result_.IsNull(row_, col); }
   std::string Text(int col) override { return result_.Text(row_, col); }
   absl::StatusOr<int64_t> Int(int col) override {
     return result_.Int(row_, col);

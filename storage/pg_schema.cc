@@ -161,6 +161,20 @@ CREATE TABLE allocation_device_spellings (
   PRIMARY KEY (allocation_id, position)
 );
 )sql"},
+    // SQLite's schema 8: a node's allocatable CPU, memory and pods
+    // (Node::allocatable) and what an allocation's pod needs of them
+    // (Allocation::pod_resources), NULL in all three columns when absent. An
+    // earlier node reported none and an earlier allocation asked for none.
+    {4, R"sql(
+ALTER TABLE nodes
+  ADD COLUMN allocatable_cpu_milli BIGINT,
+  ADD COLUMN allocatable_memory_bytes BIGINT,
+  ADD COLUMN allocatable_pods BIGINT;
+ALTER TABLE allocations
+  ADD COLUMN pod_cpu_milli BIGINT,
+  ADD COLUMN pod_memory_bytes BIGINT,
+  ADD COLUMN pod_pods BIGINT;
+)sql"},
 };
 
 // Any constant: the key of the advisory lock migrations run under.
@@ -171,7 +185,12 @@ constexpr int64_t kMigrationLock = 0x616363656c736368;  // "accelsch"
 int PgSchemaVersion() { return std::end(kMigrations)[-1].version; }
 
 absl::Status PgMigrate(PgConnection& db) {
+  return PgMigrateTo(db, PgSchemaVersion());
+}
+
+absl::Status PgMigrateTo(PgConnection& db, int target) {
   for (const PgMigration& m : kMigrations) {
+    if (m.version > target) break;
     RETURN_IF_ERROR(db.Exec("BEGIN"));
     absl::Status s = [&]() -> absl::Status {
       // Another server opening the same database waits here, then sees the

@@ -20,6 +20,10 @@ int PgSchemaVersion();
 // build; the connection's errors otherwise.
 absl::Status PgMigrate(PgConnection& db);
 
+// PgMigrate's steps up to schema `target` only, leaving a database as a build
+// of that schema did: for tests of the steps after it. Errors as PgMigrate's.
+absl::Status PgMigrateTo(PgConnection& db, int target);
+
 }  // namespace accelsched
 
 #endif  // ACCELSCHED_STORAGE_PG_SCHEMA_H_

@@ -33,10 +33,14 @@ class RowReader {
  public:
   virtual ~RowReader() = default;
 
+  // True when the column is SQL NULL: what an absent optional value is
+  // written as. Ask before Text or Int, which cannot tell NULL apart.
+  virtual bool IsNull(int col) = 0;
   // NULL reads as "".
   virtual std::string Text(int col) = 0;
-  // INTERNAL when the value is not an integer (a schema mismatch). A reader
-  // may instead keep a failed read as its query's error (SqliteDb does).
+  // INTERNAL when the value is not an integer (a schema mismatch; NULL too, on
+  // PostgreSQL). A reader may instead keep a failed read as its query's error
+  // (SqliteDb does).
   virtual absl::StatusOr<int64_t> Int(int col) = 0;
   // A flag column: true for SQLite's nonzero, PostgreSQL's `t`.
   virtual bool Bool(int col) = 0;

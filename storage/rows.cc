@@ -3,6 +3,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "core/base/status_macros.h"
+#include "core/model/node_resources.h"
 
 namespace accelsched {
 namespace {
@@ -124,6 +126,59 @@ Column<R> NameList(const char* name, std::vector<std::string> R::*field) {
       }};
 }
 
+// An optional NodeResources in three nullable integer columns, named for its
+// cpu_milli, memory_bytes and pods: absent is NULL in all three, so that a
+// present value of zeros stays present. The first column says whether the
+// value is present; a row whose other two disagree with it was not written by
+// this mapping, and its read is INTERNAL, naming both columns.
+template <typename R>
+std::vector<Column<R>> OptionalResources(std::optional<NodeResources> R::*field,
+                                         const char* cpu_milli,
+                                         const char* memory_bytes,
+                                         const char* pods) {
+  const char* const names[] = {cpu_milli, memory_bytes, pods};
+  int64_t NodeResources::*const members[] = {&NodeResources::cpu_milli,
+                                             &NodeResources::memory_bytes,
+                                             &NodeResources::pods};
+  std::vector<Column<R>> columns;
+  for (int i = 0; i < 3; ++i) {
+    const char* const name = names[i];
+    int64_t NodeResources::*const member = members[i];
+    auto write = [field, member](const R& r) -> SqlValue {
+      if (!(r.*field).has_value()) return std::monostate();
+      return *(r.*field).*member;
+    };
+    auto read = [field, member, first = i == 0, name, cpu_milli](
+                    RowReader& row, int col, R& r) -> absl::Status {
+      std::optional<NodeResources>& value = r.*field;
+      const bool null = row.IsNull(col);
+      if (first) {
+        value.reset();
+        if (null) return absl::OkStatus();
+        value.emplace();
+      } else if (null == value.has_value()) {
+        return absl::InternalError(absl::StrCat(
+            "column ", name, " is ", null ? "" : "not ", "NULL but ", cpu_milli,
+            " is ", null ? "not " : "", "NULL"));
+      }
+      if (null) return absl::OkStatus();
+      ASSIGN_OR_RETURN(const int64_t v, row.Int(col));
+      *value.*member = v;
+      return absl::OkStatus();
+    };
+    columns.push_back({name, write, read});
+  }
+  return columns;
+}
+
+// `columns`, then `more`.
+template <typename R>
+std::vector<Column<R>> Columns(std::vector<Column<R>> columns,
+                               std::vector<Column<R>> more) {
+  for (Column<R>& c : more) columns.push_back(std::move(c));
+  return columns;
+}
+
 // --- Tables. ---
 
 // The rows of one kind of record. A child table's rows name their parent
@@ -167,12 +222,20 @@ struct SpellingRow {
 // column here, and one migration in each schema.
 const Table<Node>& NodesTable() {
   static const auto* const table = new Table<Node>{
-      "nodes",
-      nullptr,
-      {Text("name", &Node::name), Flag("schedulable", &Node::schedulable),
-       Time("last_heartbeat_unix_ns", &Node::last_heartbeat)}};
+      "nodes", nullptr,
+      Columns<Node>(
+          {Text("name", &Node::name), Flag("schedulable", &Node::schedulable),
+           Time("last_heartbeat_unix_ns", &Node::last_heartbeat)},
+          OptionalResources(&Node::allocatable, "allocatable_cpu_milli",
+                            "allocatable_memory_bytes", "allocatable_pods"))};
   return *table;
 }
+
+// What PutNodeMutation writes over a stored node's row: all but its name.
+// PutNodeStatusMutation writes only the first two.
+constexpr const char* kNodeReplacedColumns[] = {
+    "schedulable", "last_heartbeat_unix_ns", "allocatable_cpu_milli",
+    "allocatable_memory_bytes", "allocatable_pods"};
 
 const Table<KeyValue>& NodeLabelsTable() {
   static const auto* const table = new Table<KeyValue>{
@@ -228,31 +291,33 @@ const Table<MigSlice>& MigSlicesTable() {
 
 const Table<Allocation>& AllocationsTable() {
   static const auto* const table = new Table<Allocation>{
-      "allocations",
-      nullptr,
-      {Text("id", &Allocation::id),
-       Text("request_id", &Allocation::request_id),
-       Integer("state", &Allocation::state),
-       Text("node", &Allocation::node),
-       Text("tenant", &Allocation::tenant),
-       Integer("priority", &Allocation::priority),
-       Time("created_at_unix_ns", &Allocation::created_at),
-       Time("expires_at_unix_ns", &Allocation::expires_at),
-       Time("ended_at_unix_ns", &Allocation::ended_at),
-       Text("end_reason", &Allocation::end_reason),
-       Integer("device_class", &Allocation::device_class),
-       Text("model", &Allocation::model),
-       Text("partition", &Allocation::partition),
-       Integer("count", &Allocation::count),
-       NameList("requested_models", &Allocation::requested_models),
-       Flag("unpartitioned", &Allocation::unpartitioned),
-       Text("resource_name", &Allocation::resource_name),
-       Text("container_name", &Allocation::container_name),
-       Time("admitted_at_unix_ns", &Allocation::admitted_at),
-       Integer("replicas", &Allocation::replicas),
-       Text("topology_key", &Allocation::topology_key),
-       Duration("lease_ns", &Allocation::lease),
-       Text("preempted_by", &Allocation::preempted_by)}};
+      "allocations", nullptr,
+      Columns<Allocation>(
+          {Text("id", &Allocation::id),
+           Text("request_id", &Allocation::request_id),
+           Integer("state", &Allocation::state),
+           Text("node", &Allocation::node),
+           Text("tenant", &Allocation::tenant),
+           Integer("priority", &Allocation::priority),
+           Time("created_at_unix_ns", &Allocation::created_at),
+           Time("expires_at_unix_ns", &Allocation::expires_at),
+           Time("ended_at_unix_ns", &Allocation::ended_at),
+           Text("end_reason", &Allocation::end_reason),
+           Integer("device_class", &Allocation::device_class),
+           Text("model", &Allocation::model),
+           Text("partition", &Allocation::partition),
+           Integer("count", &Allocation::count),
+           NameList("requested_models", &Allocation::requested_models),
+           Flag("unpartitioned", &Allocation::unpartitioned),
+           Text("resource_name", &Allocation::resource_name),
+           Text("container_name", &Allocation::container_name),
+           Time("admitted_at_unix_ns", &Allocation::admitted_at),
+           Integer("replicas", &Allocation::replicas),
+           Text("topology_key", &Allocation::topology_key),
+           Duration("lease_ns", &Allocation::lease),
+           Text("preempted_by", &Allocation::preempted_by)},
+          OptionalResources(&Allocation::pod_resources, "pod_cpu_milli",
+                            "pod_memory_bytes", "pod_pods"))};
   return *table;
 }
 
@@ -456,8 +521,10 @@ struct Statements {
 
 Statements::Statements(SqlDialect d)
     : select_nodes(SelectSql(d, NodesTable())),
-      upsert_node(InsertSql(d, NodesTable(), {"name"},
-                            {"schedulable", "last_heartbeat_unix_ns"})),
+      upsert_node(
+          InsertSql(d, NodesTable(), {"name"},
+                    std::vector<const char*>(std::begin(kNodeReplacedColumns),
+                                             std::end(kNodeReplacedColumns)))),
       update_node_status(UpdateSql(d, NodesTable(), {"name"},
                                    {"schedulable", "last_heartbeat_unix_ns"})),
       delete_node(DeleteSql(d, NodesTable(), "name")),

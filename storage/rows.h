@@ -6,7 +6,8 @@
 // transaction. The schemas are the migrations' (storage/migrations.cc,
 // storage/pg_schema.cc); the values stored are the same in both: times and
 // durations as Unix nanoseconds, enums as their numbers, flags as each
-// dialect's boolean, lists of names joined by ",".
+// dialect's boolean, lists of names joined by ",", an absent optional value
+// as NULL in each of its columns.
 #ifndef ACCELSCHED_STORAGE_ROWS_H_
 #define ACCELSCHED_STORAGE_ROWS_H_
 

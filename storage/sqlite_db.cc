@@ -194,6 +194,10 @@ int64_t Statement::ColumnInt(int i) {
   return v;
 }
 
+bool Statement::ColumnIsNull(int i) {
+  return sqlite3_column_type(stmt_, i) == SQLITE_NULL;
+}
+
 std::string Statement::ColumnText(int i) {
   const bool null = sqlite3_column_type(stmt_, i) == SQLITE_NULL;
   const unsigned char* text = sqlite3_column_text(stmt_, i);

@@ -66,8 +66,12 @@ class Statement final : public RowReader {
   // memory) is kept as the statement's error, returned by the next Step.
   int64_t ColumnInt(int i);
   std::string ColumnText(int i);
-  // RowReader: ColumnText; ColumnInt, which never fails here (a failed read
-  // is kept as above); ColumnInt != 0.
+  // True when the value is NULL (ColumnInt reads it as 0). Ask before reading
+  // the value: SQLite's type of a column changes with a conversion.
+  bool ColumnIsNull(int i);
+  // RowReader: ColumnIsNull; ColumnText; ColumnInt, which never fails here (a
+  // failed read is kept as above); ColumnInt != 0.
+  bool IsNull(int col) override { return ColumnIsNull(col); }
   std::string Text(int col) override { return ColumnText(col); }
   absl::StatusOr<int64_t> Int(int col) override { return ColumnInt(col); }
   bool Bool(int col) override { return ColumnInt(col) != 0; }

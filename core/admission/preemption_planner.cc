@@ -115,6 +115,18 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
         continue;
       }
       int have = h.free;
+      // What the node's CPU, memory and pods will hold once the victims so
+      // far are gone: they must fit spec.pod_resources too.
+      const NodeAccount* account = index_.Account(home);
+      const bool limited = spec.pod_resources.has_value() &&
+                           account != nullptr &&
+                           account->allocatable.has_value();
+      NodeResources room = limited ? account->available() : NodeResources{};
+      auto fits = [&] {
+        return !limited ||
+               FirstShortfall(room, *spec.pod_resources,
+                              account->allocatable->pods > 0) == nullptr;
+      };
       std::map<std::string, int> held;  // victim -> its units here
       for (const std::string& unit : h.units) {
         const Unit* u = index_.Find(unit);
@@ -152,7 +164,7 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
       absl::flat_hash_map<std::string, int64_t> taken;
       int64_t freed = 0;  // units of the pool, on every node
       for (const Candidate& c : candidates) {
-        if (have >= spec.count && freed >= quota_units) break;
+        if (have >= spec.count && fits() && freed >= quota_units) break;
         if (c.rank == 0 && c.priority >= p.priority) {
           // Reclaiming takes back no more than the tenant borrows.
           auto [b, fresh] = borrowed.try_emplace(c.a->tenant, 0);
@@ -165,9 +177,10 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
         worst = std::max(worst, c.priority);
         have += c.units;
         freed += c.total;
+        if (c.a->pod_resources.has_value()) room += *c.a->pod_resources;
       }
       // It must fit, and a reclaim must give back the quota it lacks.
-      if (have < spec.count || freed < quota_units) continue;
+      if (have < spec.count || !fits() || freed < quota_units) continue;
       // The fewest victims; then the lowest priorities among them.
       if (!best.has_value() ||
           std::make_tuple(victims.size(), worst, home) <

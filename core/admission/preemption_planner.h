@@ -50,7 +50,9 @@ class PreemptionPlanner {
   // (a preemptor's hold yields to a higher priority; a backfill reservation
   // never does), victims are taken in order: borrowers first,
   // then the lowest priority, then the most recently admitted (the later id
-  // on a tie), until the request fits and, with `quota_units`, that many
+  // on a tie), until the request fits (its units, and its pod_resources in
+  // the node's available CPU, memory and pods with the victims' freed) and,
+  // with `quota_units`, that many
   // units of the pool come back (a reclaim). Between nodes: the fewest
   // victims, then the lowest highest-victim priority, then the node's name.
   // `borrowed_only`: cohort borrowers only (a reclaim, where nothing else

@@ -22,10 +22,17 @@ std::string ShapeOf(const Allocation& p) {
   const int64_t seconds = absl::ToInt64Seconds(p.lease);
   const int lease_bucket =
       seconds <= 0 ? -1 : std::bit_width(static_cast<uint64_t>(seconds));
+  // Exact pod resources: a smaller need may fit where a larger one did not.
+  std::string pod;
+  if (p.pod_resources.has_value()) {
+    pod = absl::StrCat(p.pod_resources->cpu_milli, "m",
+                       p.pod_resources->memory_bytes, "b",
+                       p.pod_resources->pods, "p");
+  }
   return absl::StrCat(static_cast<int>(p.device_class), "|",
                       absl::StrJoin(p.requested_models, ","), "|", p.partition,
                       "|", p.count, "x", p.replicas, "|", p.topology_key, "|",
-                      lease_bucket, "|", selector);
+                      lease_bucket, "|", selector, "|", pod);
 }
 
 void Queue::Add(const Allocation& pending) {

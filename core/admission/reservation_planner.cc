@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace accelsched {
@@ -154,17 +155,30 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     const CapacityIndex::Pool* pool = index_.FindPool(key);
     if (pool == nullptr) continue;
     absl::flat_hash_map<std::string, int> avail;
+    // What the walk has freed so far of each node's CPU, memory and pods.
+    absl::flat_hash_map<std::string, NodeResources> freed;
+    absl::flat_hash_set<std::string> counted;  // homes in `ready`
     absl::flat_hash_map<std::string, bool> eligible;
     std::map<std::string, std::vector<std::string>> ready;
     std::optional<absl::Time> start;
     std::vector<std::string>* chosen = nullptr;
     // Counts `home` ready when it reaches spec.count; true once a domain
     // has enough ready nodes.
+    auto room = [&](const std::string& home) {
+      if (!spec.pod_resources.has_value()) return true;
+      const NodeAccount* account = index_.Account(home);
+      if (account == nullptr || !account->allocatable.has_value()) return true;
+      NodeResources left = account->available();
+      if (auto f = freed.find(home); f != freed.end()) left += f->second;
+      return FirstShortfall(left, *spec.pod_resources,
+                            account->allocatable->pods > 0) == nullptr;
+    };
     auto add = [&](const std::string& home, int units) {
       int& a = avail[home];
-      const int before = a;
       a += units;
-      if (before >= spec.count || a < spec.count) return false;
+      if (a < spec.count || counted.contains(home) || !room(home)) {
+        return false;
+      }
       auto [e, fresh] = eligible.try_emplace(home, false);
       std::string domain;
       if (fresh) {
@@ -174,14 +188,15 @@ std::string ReservationPlanner::Reserve(const std::string& id,
         EligibleHome(ctx_, home, spec, &domain);
       }
       if (!e->second) return false;
+      counted.insert(home);
       std::vector<std::string>& nodes = ready[domain];
       nodes.push_back(home);
       if (static_cast<int>(nodes.size()) < spec.replicas) return false;
       chosen = &nodes;
       return true;
     };
-    for (const auto& [free, home] : pool->by_free) {
-      if (add(home, free)) {
+    for (const CapacityIndex::FreeEntry& e : pool->by_free) {
+      if (add(e.home, e.free)) {
         start = ctx_.rules.now;
         break;
       }
@@ -195,6 +210,11 @@ std::string ReservationPlanner::Reserve(const std::string& id,
             ++walked > ctx_.reservation_walk_limit) {
           cut = true;
           return false;
+        }
+        if (a.pod_resources.has_value()) {
+          for (const std::string& node : NodesOf(a)) {
+            freed[node] += *a.pod_resources;
+          }
         }
         for (const std::string& unit : r.units) {
           const Unit* u = index_.Find(unit);

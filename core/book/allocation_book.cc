@@ -71,12 +71,32 @@ PoolKey PoolOf(const Allocation& a) {
   return PoolKey{a.device_class, a.model, a.partition};
 }
 
+std::set<std::string> NodesOf(const Allocation& a) {
+  std::set<std::string> nodes;
+  for (const AllocatedDevice& d : a.devices) nodes.insert(d.node);
+  return nodes;
+}
+
+void AllocationBook::HoldResources(const Allocation& a, int sign) {
+  if (!a.pod_resources.has_value()) return;
+  for (const std::string& node : NodesOf(a)) {
+    index_->AddHeld(node, *a.pod_resources, sign);
+  }
+}
+
+void AllocationBook::MarkHeldResources() {
+  for (const auto& [id, record] : allocations_) {
+    if (record.allocation.live()) HoldResources(record.allocation, +1);
+  }
+}
+
 void AllocationBook::Hold(const Record& record, bool mark_index) {
   const Allocation& a = record.allocation;
   for (const std::string& key : record.units) {
     unit_owner_[key] = a.id;
     if (mark_index) index_->SetAllocation(key, a.id);
   }
+  if (mark_index) HoldResources(a, +1);
   usage_[a.tenant][PoolOf(a)] += static_cast<int64_t>(record.units.size());
   live_by_pool_[PoolOf(a)].insert(&record);
   if (a.state == AllocationState::kPreempted) {
@@ -123,6 +143,7 @@ void AllocationBook::Free(const Record& record) {
     unit_owner_.erase(key);
     index_->SetAllocation(key, "");
   }
+  HoldResources(a, -1);
   auto live = live_by_pool_.find(PoolOf(a));
   live->second.erase(&record);
   if (live->second.empty()) live_by_pool_.erase(live);

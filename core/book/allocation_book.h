@@ -51,6 +51,8 @@ struct AllocationPage {
 
 // The pool an allocation's units are of.
 PoolKey PoolOf(const Allocation& a);
+// The nodes an allocation's devices are on (where its pod_resources are held).
+std::set<std::string> NodesOf(const Allocation& a);
 
 class AllocationBook : public UnitOwners {
  public:
@@ -68,8 +70,12 @@ class AllocationBook : public UnitOwners {
   AllocationBook& operator=(const AllocationBook&) = delete;
 
   // Replaces everything with `allocations` as the store returned them. Marks
-  // nothing in the index: the catalog, loaded after, asks OwnerOf.
+  // nothing in the index: the catalog, loaded after, asks OwnerOf, and
+  // MarkHeldResources then enters what they hold of their nodes.
   void Load(std::vector<StoredAllocation> allocations);
+  // Enters in the index every live allocation's pod_resources on its nodes;
+  // once, after the catalog has loaded (it resets the index).
+  void MarkHeldResources();
 
   // nullptr when unknown; by request id, the newest allocation of it.
   const Record* Find(const AllocationKey& key) const;
@@ -137,6 +143,8 @@ class AllocationBook : public UnitOwners {
   // `mark_index`: also mark the units held in the index (not at load).
   void Hold(const Record& record, bool mark_index);
   void Free(const Record& record);
+  // Adds (+1) or removes (-1) `a`'s pod_resources on each of its nodes.
+  void HoldResources(const Allocation& a, int sign);
   void ForgetPriority(const Allocation& active);
 
   CapacityIndex* const index_;

@@ -15,12 +15,13 @@ void CapacityIndex::Count(const Unit& u, int sign) {
   }
   if (u.free()) {
     if (home.free > 0) {
-      pool.by_free.erase({home.free, u.home});
+      pool.by_free.erase({home.free, home.cpu, u.home});
       --pool.homes_with_free[home.free];
     }
     home.free += sign;
     if (home.free > 0) {
-      pool.by_free.insert({home.free, u.home});
+      home.cpu = CpuKey(u.home);
+      pool.by_free.insert({home.free, home.cpu, u.home});
       if (home.free >= static_cast<int>(pool.homes_with_free.size()))
         pool.homes_with_free.resize(home.free + 1);
       ++pool.homes_with_free[home.free];
@@ -75,6 +76,72 @@ void CapacityIndex::SetAllocation(absl::string_view key,
   Count(it->second, -1);
   it->second.allocation = std::string(allocation);
   Count(it->second, +1);
+}
+
+int64_t CapacityIndex::CpuKey(absl::string_view node) const {
+  const NodeAccount* account = Account(node);
+  if (account == nullptr || !account->allocatable.has_value()) {
+    return kUnaccountedCpu;
+  }
+  return account->available().cpu_milli;
+}
+
+void CapacityIndex::Rekey(absl::string_view node) {
+  const int64_t cpu = CpuKey(node);
+  auto units = units_by_node_.find(node);
+  if (units == units_by_node_.end()) return;
+  for (const std::string& key : units->second) {
+    const Unit& u = units_.find(key)->second;
+    if (u.home != node) continue;
+    Pool& pool = pools_.find(u.pool)->second;
+    Home& home = pool.homes.find(u.home)->second;
+    if (home.cpu == cpu) continue;  // done already (another unit of it)
+    if (home.free > 0) {
+      pool.by_free.erase({home.free, home.cpu, u.home});
+      pool.by_free.insert({home.free, cpu, u.home});
+    }
+    home.cpu = cpu;
+  }
+}
+
+void CapacityIndex::SetAllocatable(absl::string_view node,
+                                   std::optional<NodeResources> allocatable) {
+  if (!allocatable.has_value()) {
+    auto it = accounts_.find(node);
+    if (it == accounts_.end()) return;
+    it->second.allocatable.reset();
+    if (it->second.held == NodeResources{}) accounts_.erase(it);
+  } else {
+    accounts_[node].allocatable = allocatable;
+  }
+  Rekey(node);
+}
+
+void CapacityIndex::AddHeld(absl::string_view node, const NodeResources& held,
+                            int sign) {
+  NodeAccount& account = accounts_[node];
+  if (sign > 0) {
+    account.held += held;
+  } else {
+    account.held -= held;
+  }
+  if (!account.allocatable.has_value() && account.held == NodeResources{}) {
+    accounts_.erase(accounts_.find(node));
+  }
+  Rekey(node);
+}
+
+const NodeAccount* CapacityIndex::Account(absl::string_view node) const {
+  auto it = accounts_.find(node);
+  return it == accounts_.end() ? nullptr : &it->second;
+}
+
+const char* CapacityIndex::Shortfall(absl::string_view node,
+                                     const NodeResources& need) const {
+  const NodeAccount* account = Account(node);
+  if (account == nullptr || !account->allocatable.has_value()) return nullptr;
+  return FirstShortfall(account->available(), need,
+                        /*limits_pods=*/account->allocatable->pods > 0);
 }
 
 const Unit* CapacityIndex::Find(absl::string_view key) const {

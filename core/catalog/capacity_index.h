@@ -1,12 +1,16 @@
 // The in-memory index of allocatable units (whole devices, MIG slices, whole
 // TPU slices), grouped into pools by (device class, model, partition) and,
-// within a pool, by home node, ordered by free count so that a best-fit match
-// never scans the whole cluster. Not thread-safe: the scheduler guards it.
+// within a pool, by home node, ordered by free count and then by the node's
+// available CPU so that a best-fit match never scans the whole cluster, nor
+// the nodes short of CPU. It also keeps each node's CPU, memory and pod
+// accounting (NodeAccount). Not thread-safe: the scheduler guards it.
 #ifndef ACCELSCHED_CORE_CATALOG_CAPACITY_INDEX_H_
 #define ACCELSCHED_CORE_CATALOG_CAPACITY_INDEX_H_
 
 #include <cstdint>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -16,20 +20,54 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "core/model/capacity.h"
+#include "core/model/node_resources.h"
 #include "core/model/unit.h"
 
 namespace accelsched {
+
+// A node's CPU, memory and pods: what it offers (nullopt: not accounted) and
+// what live allocations hold there (kept whether or not it is accounted, so
+// that accounting switched on later starts from the truth).
+struct NodeAccount {
+  std::optional<NodeResources> allocatable;
+  NodeResources held;
+
+  // allocatable - held; negative where allocatable was lowered under what is
+  // held; pods 0 where they are not limited (allocatable pods 0). Only
+  // meaningful with allocatable.
+  NodeResources available() const {
+    NodeResources a = allocatable.value_or(NodeResources{});
+    const bool pods_limited = a.pods > 0;
+    a -= held;
+    if (!pods_limited) a.pods = 0;
+    return a;
+  }
+};
+
+// by_free's CPU key of a node that is not accounted: after every accounted
+// node of the same free count (best fit keeps unaccounted nodes for last).
+inline constexpr int64_t kUnaccountedCpu = std::numeric_limits<int64_t>::max();
 
 class CapacityIndex {
  public:
   struct Home {
     std::vector<std::string> units;  // keys
     int free = 0;
+    int64_t cpu = kUnaccountedCpu;  // its by_free key while free > 0
+  };
+  // A home with free units, in best-fit order: fewest free units, then least
+  // available CPU (kUnaccountedCpu when not accounted), then name.
+  struct FreeEntry {
+    int free = 0;
+    int64_t cpu = kUnaccountedCpu;
+    std::string home;
+
+    auto operator<=>(const FreeEntry&) const = default;
+    bool operator==(const FreeEntry&) const = default;
   };
   struct Pool {
     std::map<std::string, Home, std::less<>> homes;
-    std::set<std::pair<int, std::string>>
-        by_free;  // (free, home) where free > 0
+    std::set<FreeEntry> by_free;  // homes with free > 0
     // homes_with_free[f]: how many homes have exactly f free units (f > 0), so
     // that a match across several pools visits only pools with a home of the
     // free count it is looking at, without a search.
@@ -53,6 +91,24 @@ class CapacityIndex {
   // Marks the unit held by `allocation` ("" frees it). No-op for unknown keys.
   void SetAllocation(absl::string_view key, absl::string_view allocation);
 
+  // Sets what `node` offers (nullopt: not accounted); what is held there is
+  // kept. Re-keys the node's homes in by_free: O(units on the node x log).
+  void SetAllocatable(absl::string_view node,
+                      std::optional<NodeResources> allocatable);
+  // Adds (sign +1) or removes (-1) what one live allocation holds on `node`.
+  void AddHeld(absl::string_view node, const NodeResources& held, int sign);
+  // The node's account; nullptr when it has no allocatable and holds nothing.
+  const NodeAccount* Account(absl::string_view node) const;
+  // Every account, nodes without allocatable included.
+  const absl::flat_hash_map<std::string, NodeAccount>& accounts() const {
+    return accounts_;
+  }
+  // The first resource `need` does not fit in `node`'s available ("cpu_milli",
+  // "memory_bytes", "pods"), or nullptr when it fits or `node` is not
+  // accounted.
+  const char* Shortfall(absl::string_view node,
+                        const NodeResources& need) const;
+
   const Unit* Find(absl::string_view key) const;
   const Pool* FindPool(const PoolKey& key) const;
   const std::map<PoolKey, Pool>& pools() const { return pools_; }
@@ -67,8 +123,12 @@ class CapacityIndex {
 
  private:
   void Count(const Unit& u, int sign);
+  int64_t CpuKey(absl::string_view node) const;
+  // Re-keys `node`'s entries in by_free after its available CPU changed.
+  void Rekey(absl::string_view node);
 
   std::map<PoolKey, Pool> pools_;
+  absl::flat_hash_map<std::string, NodeAccount> accounts_;
   absl::node_hash_map<std::string, Unit> units_;
   absl::flat_hash_map<std::string, std::set<std::string>> units_by_node_;
 };

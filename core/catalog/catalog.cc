@@ -104,7 +104,10 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
     std::string name = node.name;
     nodes_.emplace(std::move(name), std::move(node));
   }
-  for (const auto& entry : nodes_) RefreshUnits(entry.first, {});
+  for (const auto& [name, node] : nodes_) {
+    index_.SetAllocatable(name, node.allocatable);
+    RefreshUnits(name, {});
+  }
   return absl::OkStatus();
 }
 
@@ -369,6 +372,9 @@ absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,
     nodes_.emplace(node.name, node);
   }
   IndexNode(node);
+  // Lowered under what live allocations hold: they are kept (as a dropped
+  // device in use is), and the node takes nothing more until it fits again.
+  index_.SetAllocatable(node.name, node.allocatable);
   RefreshUnits(node.name, old_slices);
   return node;
 }
@@ -389,6 +395,7 @@ absl::Status Catalog::Remove(absl::string_view name) {
   const std::set<std::string> old_slices = TpuSlicesOf(it->second);
   UnindexNode(it->second);
   nodes_.erase(it);
+  index_.SetAllocatable(node_name, std::nullopt);
   RefreshUnits(node_name, old_slices);
   return absl::OkStatus();
 }
@@ -459,6 +466,9 @@ std::optional<Node> Catalog::DropReleasedRemovedDevices(
   UnindexNode(node);
   std::erase_if(node.devices, droppable);
   IndexNode(node);
+  // Lowered under what live allocations hold: they are kept (as a dropped
+  // device in use is), and the node takes nothing more until it fits again.
+  index_.SetAllocatable(node.name, node.allocatable);
   RefreshUnits(node.name, old_slices);
   return node;
 }

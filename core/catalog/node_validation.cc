@@ -179,6 +179,9 @@ absl::Status NormalizeAndValidateNode(const AcceleratorTypeSet& types,
                                      " entries; at most ", kMaxLabelsPerNode));
   }
   RETURN_IF_ERROR(ValidateLabels(node.labels, "node.labels"));
+  if (node.allocatable.has_value()) {
+    RETURN_IF_ERROR(CheckNodeResources("node.allocatable", *node.allocatable));
+  }
   if (node.devices.size() > kMaxDevicesPerNode) {
     return InvalidField("node.devices",
                         absl::StrCat("has ", node.devices.size(),

@@ -25,9 +25,9 @@
 
 namespace accelsched {
 
-// Inserts or replaces the node: its schedulable flag, last heartbeat, labels
-// and devices (each with every field, MIG slices included), in the order
-// given. ALREADY_EXISTS when a device id or MIG slice id is another node's or
+// Inserts or replaces the node: its schedulable flag, last heartbeat, labels,
+// allocatable (absent included; `available` is never stored) and devices
+// (each with every field, MIG slices included), in the order given. ALREADY_EXISTS when a device id or MIG slice id is another node's or
 // repeats, or when two devices of the node that are not `removed` share an
 // index.
 struct PutNodeMutation {

@@ -224,6 +224,10 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
         absl::StrCat(absl::FormatDuration(req.lease), " is out of range [0, ",
                      absl::FormatDuration(max_lease), "]"));
   }
+  if (req.pod_resources.has_value()) {
+    RETURN_IF_ERROR(CheckNodeResources("pod_resources", *req.pod_resources));
+    spec.pod_resources = NormalizedPodNeed(*req.pod_resources);
+  }
   return spec;
 }
 

@@ -34,7 +34,8 @@ absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field);
 // partition_size or a GOOGLE_TPU class without any model, a negative or huge
 // count, more than one TPU slice, a malformed node_selector, tenant or
 // container_name, a negative or huge replicas, a topology_key that is not a
-// label key, a negative lease or one longer than `max_lease`.
+// label key, a negative lease or one longer than `max_lease`, pod_resources
+// outside NodeResources' limits (node_resources.h: CheckNodeResources).
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AcceleratorTypeSet& types, const AllocationRequest& request,
     absl::Duration max_lease);

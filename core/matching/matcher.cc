@@ -1,6 +1,7 @@
 #include "core/matching/matcher.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -19,10 +20,21 @@ const Node* FindNode(const NodeMap& nodes, absl::string_view name) {
   return it == nodes.end() ? nullptr : &it->second;
 }
 
-bool HostsEligible(const Unit& u, const NodeMap& nodes, const MatchSpec& spec,
+// Whether `node` lacks what spec.pod_resources needs.
+bool Short(const CapacityIndex& index, absl::string_view node,
+           const MatchSpec& spec) {
+  return spec.pod_resources.has_value() &&
+         index.Shortfall(node, *spec.pod_resources) != nullptr;
+}
+
+bool HostsEligible(const CapacityIndex& index, const Unit& u,
+                   const NodeMap& nodes, const MatchSpec& spec,
                    const EligibilityRules& rules) {
   for (const std::string& host : u.hosts) {
-    if (Ineligible(FindNode(nodes, host), spec, rules) != nullptr) return false;
+    if (Ineligible(FindNode(nodes, host), spec, rules) != nullptr ||
+        Short(index, host, spec)) {
+      return false;
+    }
   }
   return true;
 }
@@ -99,14 +111,14 @@ std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
                                                 const EligibilityRules& rules) {
   // Every unit spans its home, so an ineligible home rules them all out.
   if (Ineligible(FindNode(nodes, home), spec, rules) != nullptr ||
-      Reserved(*c.key, home, rules)) {
+      Short(index, home, spec) || Reserved(*c.key, home, rules)) {
     return std::nullopt;
   }
   const CapacityIndex::Pool& pool = *c.pool;
   std::vector<const Unit*> chosen;
   for (const Unit* u : FreeUnitsBestFit(index, pool.homes.find(home)->second)) {
     if (static_cast<int>(chosen.size()) == spec.count) break;
-    if (HostsEligible(*u, nodes, spec, rules)) chosen.push_back(u);
+    if (HostsEligible(index, *u, nodes, spec, rules)) chosen.push_back(u);
   }
   if (static_cast<int>(chosen.size()) < spec.count) return std::nullopt;
   return chosen;
@@ -222,13 +234,17 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
     most = std::max(most, static_cast<int>(c.pool->homes_with_free.size()) - 1);
   }
   // Pairs in the rule's order: fewest free units that fit, then the model's
-  // rank, then the node's name (by_free's order within one free count).
+  // rank, then the node's available CPU and name (by_free's order within one
+  // free count), from the first node with the CPU the request needs.
+  const int64_t cpu = spec.pod_resources.has_value()
+                          ? spec.pod_resources->cpu_milli
+                          : std::numeric_limits<int64_t>::min();
   for (int f = spec.count; f <= most; ++f) {
     for (const Candidate& c : candidates) {
       if (c.pool->HomesWithFree(f) == 0) continue;
-      for (auto it = c.pool->by_free.lower_bound({f, std::string()});
-           it != c.pool->by_free.end() && it->first == f; ++it) {
-        if (auto units = UnitsIn(index, nodes, c, it->second, spec, rules)) {
+      for (auto it = c.pool->by_free.lower_bound({f, cpu, std::string()});
+           it != c.pool->by_free.end() && it->free == f; ++it) {
+        if (auto units = UnitsIn(index, nodes, c, it->home, spec, rules)) {
           return units;
         }
       }
@@ -255,9 +271,10 @@ std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
     // domain -> the nodes that can take a group, fewest free first (by_free's
     // order).
     std::map<std::string, std::vector<Fit>> domains;
-    for (auto it = c.pool->by_free.lower_bound({spec.count, std::string()});
+    for (auto it = c.pool->by_free.lower_bound(
+             {spec.count, std::numeric_limits<int64_t>::min(), std::string()});
          it != c.pool->by_free.end(); ++it) {
-      const std::string& home = it->second;
+      const std::string& home = it->home;
       std::string domain;
       if (!spec.topology_key.empty()) {
         const Node* node = FindNode(nodes, home);
@@ -267,7 +284,7 @@ std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
         domain = label->second;
       }
       if (auto units = UnitsIn(index, nodes, c, home, spec, rules)) {
-        domains[domain].push_back(Fit{it->first, *std::move(units)});
+        domains[domain].push_back(Fit{it->free, *std::move(units)});
       }
     }
     for (auto& [domain, fits] : domains) {
@@ -330,6 +347,14 @@ Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
     if (units == on_node.end())
       add(absl::StrCat("no ", SpecUnitName(spec)), "");
     if (const char* why = Ineligible(&node, spec, rules)) add(why, "");
+    if (spec.pod_resources.has_value()) {
+      if (const char* resource = index.Shortfall(name, *spec.pod_resources)) {
+        const NodeAccount& account = *index.Account(name);
+        add(absl::StrCat("insufficient ", resource),
+            ShortfallDetail(resource, account.available(), *account.allocatable,
+                            *spec.pod_resources));
+      }
+    }
     if (units != on_node.end()) {
       // This node's own eligibility is reported above; count, per pool, the
       // free units whose other hosts (for a multi-host TPU slice) can serve
@@ -364,8 +389,10 @@ Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
           if (!u->free()) continue;
           const bool others_ok = std::all_of(
               u->hosts.begin(), u->hosts.end(), [&](const std::string& host) {
-                return host == this_node || Ineligible(FindNode(nodes, host),
-                                                       spec, rules) == nullptr;
+                return host == this_node ||
+                       (Ineligible(FindNode(nodes, host), spec, rules) ==
+                            nullptr &&
+                        !Short(index, host, spec));
               });
           if (others_ok) {
             ++free;

@@ -7,8 +7,13 @@
 // pair whose node has the fewest free units of that model that still fit
 // wins; ties go to the model with the most free units in the cluster, so that
 // scarce models stay free for the requests that name them, then to the model's
-// name, then to the node's name. bench/replay_bench measures it against first
-// fit.
+// name, then to the node with the least available CPU (nodes whose CPU is not
+// accounted last), so that CPU-rich nodes stay for CPU-hungry requests, then
+// to the node's name. bench/replay_bench measures it against first fit.
+//
+// A node is eligible only when its available CPU, memory and pods (the
+// capacity index's NodeAccount) hold spec.pod_resources; a node that is not
+// accounted, or a request without pod_resources, is not limited by them.
 #ifndef ACCELSCHED_CORE_MATCHING_MATCHER_H_
 #define ACCELSCHED_CORE_MATCHING_MATCHER_H_
 
@@ -23,6 +28,7 @@
 #include "core/base/labels.h"
 #include "core/catalog/capacity_index.h"
 #include "core/model/catalog_model.h"
+#include "core/model/node_resources.h"
 
 namespace accelsched {
 
@@ -38,6 +44,9 @@ struct MatchSpec {
   int replicas = 1;
   // With replicas: every group on nodes sharing one value of this label.
   std::string topology_key;
+  // What each group's pod needs on its node (every host of a multi-host
+  // slice), normalised (NormalizedPodNeed); nullopt: not limited.
+  std::optional<NodeResources> pod_resources;
 
   // A request for exactly one pool's units.
   static MatchSpec ForPool(const PoolKey& pool, int count,
@@ -90,7 +99,8 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
 // free slices first, so that large requests still fit later. nullopt when
 // nothing fits now. Visits only pools of the request and, in each, homes in
 // free-count order: O(models x log nodes) plus the homes skipped as
-// ineligible.
+// ineligible; nodes short of CPU are skipped by the index's order (a lower
+// bound), those with CPU but short of memory or pods are visited.
 std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
                                               const NodeMap& nodes,
                                               const MatchSpec& spec,

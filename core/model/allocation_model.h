@@ -4,12 +4,14 @@
 #define ACCELSCHED_CORE_MODEL_ALLOCATION_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "core/base/labels.h"
 #include "core/model/device_class.h"
+#include "core/model/node_resources.h"
 
 namespace accelsched {
 
@@ -65,6 +67,9 @@ struct AllocationRequest {
   int replicas = 0;
   // With replicas: every group on nodes sharing one value of this label.
   std::string topology_key;
+  // What each group's pod needs on its node besides accelerators; nullopt:
+  // not accounted.
+  std::optional<NodeResources> pod_resources;
 };
 
 struct AllocatedDevice {
@@ -137,6 +142,9 @@ struct Allocation {
   // The request set accelerator.unpartitioned: the same devices as no
   // partition value, but propeller then keeps the pod off partitioned nodes.
   bool unpartitioned = false;
+  // The request's pod_resources, normalised (NormalizedPodNeed): held on
+  // every node of the allocation while it is live. nullopt: none asked.
+  std::optional<NodeResources> pod_resources;
 
   // The placement's input beyond the request (core/placement/placement.h): one
   // target per node, in node-name order; the type's extended resource ("": the

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "core/base/labels.h"
 #include "core/model/device_class.h"
+#include "core/model/node_resources.h"
 
 namespace accelsched {
 
@@ -48,6 +50,13 @@ struct Node {
   std::vector<Device> devices;
   bool schedulable = true;
   absl::Time last_heartbeat = absl::UnixEpoch();
+  // What pods accelsched places may use on the node besides accelerators;
+  // nullopt: not accounted there.
+  std::optional<NodeResources> allocatable;
+  // Output only, never stored: allocatable minus what live allocations hold
+  // on the node (negative where allocatable was lowered under them); set with
+  // allocatable on the nodes the scheduler returns.
+  std::optional<NodeResources> available;
 
   bool operator==(const Node&) const = default;
 };

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/catalog/capacity_index.h"
 #include "core/matching/matcher.h"
 #include "core/model/allocation_model.h"
 #include "core/model/capacity.h"
@@ -62,6 +63,9 @@ struct SchedulerStats {
   // Nodes by schedulable flag.
   int64_t schedulable_nodes = 0;
   int64_t cordoned_nodes = 0;
+  // The accounted nodes' CPU, memory and pods (those with allocatable), by
+  // name.
+  std::map<std::string, NodeAccount> node_accounts;
 };
 
 }  // namespace accelsched

@@ -84,6 +84,7 @@ absl::Status Scheduler::LoadLocked() {
   reservations_ = ReservationState();
   ++generation_;
   RETURN_IF_ERROR(catalog_.Load(std::move(state.nodes), *accelerator_types()));
+  book_.MarkHeldResources();
   stale_reason_ = absl::OkStatus();
   stale_.store(false);
   return absl::OkStatus();
@@ -202,6 +203,7 @@ Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
   a.lease = request.lease;
   a.unpartitioned = request.partition_kind == PartitionKind::kUnpartitioned;
   a.container_name = request.container_name;
+  a.pod_resources = spec.pod_resources;
   return a;
 }
 
@@ -215,7 +217,8 @@ bool SameRequest(const Allocation& e, const Allocation& retry) {
          e.requested_models == retry.requested_models &&
          e.partition == retry.partition && e.count == retry.count &&
          e.unpartitioned == retry.unpartitioned &&
-         e.replicas == retry.replicas && e.topology_key == retry.topology_key;
+         e.replicas == retry.replicas && e.topology_key == retry.topology_key &&
+         e.pod_resources == retry.pod_resources;
 }
 
 }  // namespace
@@ -564,6 +567,9 @@ SchedulerStats Scheduler::Stats() const {
   stats.tenants = TenantStandingsLocked("");
   std::tie(stats.schedulable_nodes, stats.cordoned_nodes) =
       catalog_.NodeCounts();
+  for (const auto& [node, account] : catalog_.index().accounts()) {
+    if (account.allocatable.has_value()) stats.node_accounts[node] = account;
+  }
   return stats;
 }
 

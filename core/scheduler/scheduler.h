@@ -244,6 +244,8 @@ class Scheduler {
   // The write calls up to their commit: each takes mu_, changes memory,
   // queues its write and releases mu_ before it returns.
   absl::StatusOr<Queued<Node>> QueueRegisterNode(Node node);
+  // `node` with its output-only `available` set from the index.
+  Node WithAvailable(Node node) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Queued<bool>> QueueRemoveNode(absl::string_view name,
                                                bool force);
   absl::StatusOr<Queued<Node>> QueueSetNodeSchedulable(absl::string_view name,

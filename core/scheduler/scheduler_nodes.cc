@@ -18,6 +18,15 @@ void Scheduler::DropReleasedRemovedDevices(const std::string& node_name,
   }
 }
 
+Node Scheduler::WithAvailable(Node node) const {
+  const NodeAccount* account = catalog_.index().Account(node.name);
+  if (node.allocatable.has_value()) {
+    node.available =
+        account == nullptr ? *node.allocatable : account->available();
+  }
+  return node;
+}
+
 void Scheduler::RegisterNode(Node node, Callback<Node> done) {
   Complete(QueueRegisterNode(std::move(node)), std::move(done));
 }
@@ -53,6 +62,7 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
                                  0});
     ticket = Commit(std::move(write));
     AdmitLocked(node.last_heartbeat);
+    node = WithAvailable(std::move(node));
   }
   return Queued<Node>{std::move(node), std::move(ticket)};
 }
@@ -60,7 +70,7 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
 absl::StatusOr<Node> Scheduler::GetNode(absl::string_view name) const {
   absl::ReaderMutexLock lock(&mu_);
   ASSIGN_OR_RETURN(const Node* node, catalog_.FindNode(name));
-  return *node;
+  return WithAvailable(*node);
 }
 
 absl::StatusOr<NodePage> Scheduler::ListNodes(
@@ -69,7 +79,9 @@ absl::StatusOr<NodePage> Scheduler::ListNodes(
   ASSIGN_OR_RETURN(const PageRequest request,
                    ParsePageRequest(page_size, page_token));
   absl::ReaderMutexLock lock(&mu_);
-  return catalog_.ListNodes(selector, request.size, request.after);
+  NodePage page = catalog_.ListNodes(selector, request.size, request.after);
+  for (Node& node : page.nodes) node = WithAvailable(std::move(node));
+  return page;
 }
 
 void Scheduler::RemoveNode(absl::string_view name, bool force,
@@ -131,6 +143,7 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueSetNodeSchedulable(
                                  0});
     ticket = Commit(std::move(write));
     if (schedulable) AdmitLocked(clock_->Now());
+    updated = WithAvailable(std::move(updated));
   }
   return Queued<Node>{std::move(updated), std::move(ticket)};
 }

@@ -92,6 +92,9 @@ void DriveTraffic(E2eTest& t) {
   v1::Node t4;
   t4.set_name("t4-node");
   for (int i = 0; i < 4; ++i) AddGpu(&t4, absl::StrCat("GPU-t4-", i), "T4", i);
+  // Accounted (accelsched_node_cpu_milli); its requests ask no pod resources.
+  t4.mutable_allocatable()->set_cpu_milli(32000);
+  t4.mutable_allocatable()->set_memory_bytes(int64_t{128} << 30);
   ASSERT_TRUE(t.Register(t4).ok());
   // Node agents' readings: four T4s, the whole A100, the MIG A100 and one of
   // its slices.
@@ -278,6 +281,85 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
   for (const auto& [series, value] : catalog) {
     EXPECT_EQ(after.at(series), value) << series;
   }
+}
+
+// Issue 30 end to end: the real server on a real SQLite file places pods so
+// that their CPU and memory fit the node, shows it in GetNode and /metrics,
+// and keeps it across kill -9.
+TEST_F(E2eTest, PodResourcesFitTheNodeAcrossKillNine) {
+  ASSERT_TRUE(StartServer());
+  auto node = [](const std::string& name, int gpus, int64_t cpu_milli) {
+    v1::Node n;
+    n.set_name(name);
+    for (int i = 0; i < gpus; ++i) {
+      AddGpu(&n, absl::StrCat(name, "-GPU-", i), "T4", i);
+    }
+    n.mutable_allocatable()->set_cpu_milli(cpu_milli);
+    n.mutable_allocatable()->set_memory_bytes(int64_t{64} << 30);
+    return n;
+  };
+  ASSERT_TRUE(Register(node("small", 4, 8000)).ok());
+  ASSERT_TRUE(Register(node("large", 8, 32000)).ok());
+  auto want = [](const std::string& id, int64_t cpu_milli) {
+    v1::AllocateRequest r = AllocateReq(id, "T4", 1);
+    r.mutable_pod_resources()->set_cpu_milli(cpu_milli);
+    r.mutable_pod_resources()->set_memory_bytes(int64_t{4} << 30);
+    return r;
+  };
+  // Every pod pinned anywhere must fit: 6 pods of 3000m on 8000m + 32000m.
+  int64_t on_small = 0;
+  for (int i = 0; i < 6; ++i) {
+    v1::Allocation a;
+    ASSERT_TRUE(Allocate(want(absl::StrCat("pod-", i), 3000), &a).ok()) << i;
+    EXPECT_EQ(a.pod_resources().pods(), 1);
+    if (a.node() == "small") on_small += 3000;
+  }
+  EXPECT_LE(on_small, 8000);
+  auto available = [&](const std::string& name) {
+    v1::GetNodeRequest req;
+    req.set_name(name);
+    v1::Node n;
+    grpc::Status s = Call(&v1::AcceleratorScheduler::Stub::GetNode, req, &n);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return n;
+  };
+  const int64_t small_free = available("small").available().cpu_milli();
+  EXPECT_EQ(small_free, 8000 - on_small);
+  EXPECT_GE(small_free, 0);
+  Scrape before = ScrapeMetrics(*server_);
+  EXPECT_EQ(before.types["accelsched_node_cpu_milli"], "gauge");
+  EXPECT_EQ(
+      before.at("accelsched_node_cpu_milli{node=\"small\",state=\"free\"}"),
+      small_free);
+  EXPECT_EQ(
+      before.at(
+          "accelsched_node_cpu_milli{node=\"large\",state=\"allocated\"}"),
+      18000 - on_small);
+
+  ASSERT_EQ(server_->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(StartServer());
+  EXPECT_EQ(available("small").available().cpu_milli(), small_free);
+  Scrape after = ScrapeMetrics(*server_);
+  EXPECT_EQ(
+      after.at(
+          "accelsched_node_memory_bytes{node=\"large\",state=\"allocatable\"}"),
+      static_cast<double>(int64_t{64} << 30));
+  // Both nodes have free T4s and 22000m are left in all, but no node has
+  // 21000m free.
+  v1::Allocation big;
+  grpc::Status refused = Allocate(want("big", 21000), &big);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // A lowered allocatable keeps what is held and says so.
+  v1::Node lowered;
+  ASSERT_TRUE(Register(node("large", 8, 1000), &lowered).ok());
+  EXPECT_LT(lowered.available().cpu_milli(), 0);
+  EXPECT_THAT(lowered.overcommitted(),
+              testing::HasSubstr("cpu_milli of 1000 allocatable"));
+  v1::AllocateRequest bad = want("bad", -1);
+  grpc::Status invalid = Allocate(bad);
+  EXPECT_EQ(invalid.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(invalid.error_message(),
+              testing::HasSubstr("pod_resources.cpu_milli"));
 }
 
 TEST_F(E2eTest, PrometheusEvaluatesEveryDashboardQuery) {

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -545,6 +547,82 @@ TEST_F(PgLeaderTest, ANewerSchemaIsRefusedAndUntouched) {
   EXPECT_THAT(
       SharedPostgres::Get().Psql("SELECT version FROM schema_version", db),
       IsOkAndHolds("99"));
+}
+
+// Before schema 4 neither a node's allocatable resources nor a pod's were
+// kept: the nodes and allocations of a database an older server left keep
+// every field and have none (not zeros), and ones written after the migration
+// keep theirs.
+TEST_F(PgLeaderTest, VersionThreeRowsHaveNoResources) {
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgConnection> db,
+                         PgConnection::Open(uri_, PgConnection::Options()));
+    ASSERT_OK(PgMigrateTo(*db, 3));
+    ASSERT_OK(db->Exec(
+        "INSERT INTO nodes VALUES ('n1', false, 5);"
+        "INSERT INTO node_labels VALUES ('n1', 'pool', 'a');"
+        "INSERT INTO devices (id, node, position, device_index, device_class, "
+        "model, memory_bytes, healthy, mig_enabled, removed) VALUES "
+        "('GPU-0', 'n1', 0, 0, 0, 'NVIDIA H100 80GB HBM3', 0, true, false, "
+        "false);"
+        "INSERT INTO allocations (id, request_id, state, node, tenant, "
+        "priority, created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+        "end_reason, device_class, model, partition, count, requested_models, "
+        "unpartitioned, resource_name, container_name, admitted_at_unix_ns, "
+        "replicas, topology_key, lease_ns, preempted_by) VALUES "
+        "('a-1', 'r1', 1, 'n1', 't', 0, 1, 2, 0, '', 0, 'nvidia-h100', '', 1, "
+        "'nvidia-h100', false, '', '', 1, 1, '', 0, '');"
+        "INSERT INTO allocation_device_spellings VALUES ('a-1', 0, 'H100');"
+        "INSERT INTO allocation_units (allocation_id, unit, live, position) "
+        "VALUES ('a-1', 'GPU-0', true, 0);"));
+  }
+  const std::string db = uri_.substr(uri_.rfind('/') + 1);
+  const std::string version = "SELECT version FROM schema_version";
+  EXPECT_THAT(SharedPostgres::Get().Psql(version, db), IsOkAndHolds("3"));
+  std::unique_ptr<PgStore> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(SharedPostgres::Get().Psql(version, db),
+              IsOkAndHolds(absl::StrCat(PgSchemaVersion())));
+  ASSERT_OK_AND_ASSIGN(std::vector<Node> nodes, store->LoadNodes());
+  ASSERT_EQ(nodes.size(), 1u);
+  Node node = nodes[0];
+  EXPECT_FALSE(node.schedulable);
+  EXPECT_EQ(node.labels, (std::map<std::string, std::string>{{"pool", "a"}}));
+  ASSERT_EQ(node.devices.size(), 1u);
+  EXPECT_EQ(node.devices[0].id, "GPU-0");
+  EXPECT_EQ(node.allocatable, std::nullopt);
+  ASSERT_OK_AND_ASSIGN(std::vector<StoredAllocation> allocations,
+                       store->LoadAllocations());
+  ASSERT_EQ(allocations.size(), 1u);
+  const Allocation old = allocations[0].allocation;
+  EXPECT_EQ(old.state, AllocationState::kActive);
+  EXPECT_EQ(old.tenant, "t");
+  EXPECT_EQ(old.device_spellings, std::vector<std::string>{"H100"});
+  EXPECT_EQ(allocations[0].units, std::vector<std::string>{"GPU-0"});
+  EXPECT_EQ(old.pod_resources, std::nullopt);
+
+  auto election = OpenElection("a:1", absl::Hours(1));
+  ASSERT_OK_AND_ASSIGN(const int64_t epoch, election->TryAcquire());
+  store->set_epoch(epoch);
+  node.allocatable = NodeResources{64'000, int64_t{512} << 30, 0};
+  Allocation ended = old;
+  ended.state = AllocationState::kReleased;
+  ended.end_reason = "released";
+  Allocation next = old;
+  next.id = "a-2";
+  next.request_id = "r2";
+  next.pod_resources = NodeResources{0, 0, 1};
+  const Mutation batch[] = {PutNodeMutation{node},
+                            PutAllocationMutation{ended, {"GPU-0"}},
+                            PutAllocationMutation{next, {"GPU-0"}, true}};
+  ASSERT_OK(store->Apply(batch));
+  store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(store->LoadNodes(), IsOkAndHolds(std::vector<Node>{node}));
+  ASSERT_OK_AND_ASSIGN(allocations, store->LoadAllocations());
+  ASSERT_EQ(allocations.size(), 2u);
+  EXPECT_EQ(allocations[0].allocation, ended);
+  EXPECT_EQ(allocations[1].allocation, next);
 }
 
 TEST_F(PgLeaderTest, WrongPasswordOrNoServerIsUnavailableWithoutThePassword) {

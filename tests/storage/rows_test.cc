@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <regex>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_replace.h"
@@ -45,10 +47,12 @@ class RecordingWriter final : public RowWriter {
                      absl::Status) override {
     statements.emplace_back(sql);
     param_counts.push_back(params.size());
+    this->params.push_back(std::move(params));
     return absl::OkStatus();
   }
   std::vector<std::string> statements;
   std::vector<size_t> param_counts;
+  std::vector<std::vector<SqlValue>> params;
 
  private:
   SqlDialect dialect_;
@@ -67,6 +71,7 @@ RecordingWriter Writes(SqlDialect dialect) {
   Node node;
   node.name = "n1";
   node.labels = {{"k", "v"}};
+  node.allocatable = NodeResources{8000, 1 << 30, 110};
   Device d;
   d.id = "gpu";
   d.mig_slices = {{"mig", "1g.10gb", 0}};
@@ -78,6 +83,7 @@ RecordingWriter Writes(SqlDialect dialect) {
   a.targets = {{"n1", "h", "l", ""}};
   a.device_spellings = {"H100 80G"};
   a.devices = {{"n1", "gpu", "mig", "1g.10gb"}};
+  a.pod_resources = NodeResources{500, 1 << 20, 1};
   const std::vector<Mutation> batch = {PutNodeMutation{node},
                                        PutNodeStatusMutation{node},
                                        DeleteNodeMutation{"n1"},
@@ -126,7 +132,7 @@ TEST(RowsTest, WritesDifferOnlyInParameters) {
   EXPECT_EQ(sqlite.param_counts, postgres.param_counts);
 }
 
-// Each statement gets exactly the parameters it names: an allocation's 23
+// Each statement gets exactly the parameters it names: an allocation's 26
 // columns, a device's 11, and so on.
 TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
   const RecordingWriter w = Writes(SqlDialect::kSqlite);
@@ -140,7 +146,59 @@ TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
     }
     EXPECT_EQ(w.param_counts[i], highest) << w.statements[i];
   }
-  EXPECT_THAT(w.statements, Contains(HasSubstr("?23)")));
+  EXPECT_THAT(w.statements, Contains(HasSubstr("?26)")));
+}
+
+// The last three parameters of the first statement `m` writes: a node's
+// allocatable or an allocation's pod_resources.
+std::vector<SqlValue> ResourceParams(const Mutation& m) {
+  RecordingWriter writer(SqlDialect::kSqlite);
+  EXPECT_OK(WriteMutationRows(m, writer));
+  if (writer.params.empty() || writer.params[0].size() < 3) {
+    ADD_FAILURE() << "no statement with three parameters";
+    return {};
+  }
+  const std::vector<SqlValue>& row = writer.params[0];
+  return std::vector<SqlValue>(row.end() - 3, row.end());
+}
+
+// Absent resources are NULL in each of their columns, and present ones are
+// their values, zeros too: a load tells the two apart.
+TEST(RowsTest, AbsentResourcesAreNullAndZerosAreValues) {
+  const std::vector<SqlValue> null(3, std::monostate());
+  const std::vector<SqlValue> zeros(3, int64_t{0});
+  const std::vector<SqlValue> values = {int64_t{8000}, int64_t{1} << 40,
+                                        int64_t{110}};
+  Node node;
+  node.name = "n1";
+  EXPECT_EQ(ResourceParams(PutNodeMutation{node}), null);
+  node.allocatable = NodeResources{};
+  EXPECT_EQ(ResourceParams(PutNodeMutation{node}), zeros);
+  node.allocatable = NodeResources{8000, int64_t{1} << 40, 110};
+  EXPECT_EQ(ResourceParams(PutNodeMutation{node}), values);
+  Allocation a;
+  a.id = "a";
+  EXPECT_EQ(ResourceParams(PutAllocationMutation{a, {}, true}), null);
+  a.pod_resources = NodeResources{};
+  EXPECT_EQ(ResourceParams(PutAllocationMutation{a, {}, true}), zeros);
+  a.pod_resources = NodeResources{8000, int64_t{1} << 40, 110};
+  EXPECT_EQ(ResourceParams(PutAllocationMutation{a, {}, true}), values);
+}
+
+// A node's re-registration writes its allocatable over the stored one, absent
+// included; a status update leaves it alone.
+TEST(RowsTest, NodeUpsertReplacesAllocatableAndStatusLeavesIt) {
+  const RecordingWriter w = Writes(SqlDialect::kPostgres);
+  EXPECT_THAT(
+      w.statements,
+      Contains(HasSubstr("ON CONFLICT (name) DO UPDATE SET schedulable = $2, "
+                         "last_heartbeat_unix_ns = $3, "
+                         "allocatable_cpu_milli = $4, "
+                         "allocatable_memory_bytes = $5, "
+                         "allocatable_pods = $6")));
+  EXPECT_THAT(w.statements,
+              Contains("UPDATE nodes SET schedulable = $2, "
+                       "last_heartbeat_unix_ns = $3 WHERE name = $1"));
 }
 
 }  // namespace

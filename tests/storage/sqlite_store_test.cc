@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -402,6 +403,70 @@ TEST(SqliteStoreTest, VersionSixAllocationsHaveNoSpellings) {
   // Deleting the allocation deletes its spellings.
   ASSERT_OK(ApplyOne(*store, DeleteAllocationMutation{"a-1"}));
   EXPECT_EQ(Count(path, "allocation_device_spellings"), 0);
+}
+
+// Before schema 8 neither a node's allocatable resources nor a pod's were
+// kept: the nodes and allocations of an older file keep every field and have
+// none (not zeros), and ones written after the migration keep theirs.
+TEST(SqliteStoreTest, VersionSevenRowsHaveNoResources) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(
+      path, 7,
+      "INSERT INTO nodes VALUES ('n1', 0, 5);"
+      "INSERT INTO node_labels VALUES ('n1', 'pool', 'a');"
+      "INSERT INTO devices (id, node, position, device_index, device_class, "
+      "model, memory_bytes, healthy, mig_enabled, removed) VALUES "
+      "('GPU-0', 'n1', 0, 0, 0, 'NVIDIA H100 80GB HBM3', 0, 1, 0, 0);"
+      "INSERT INTO allocations (id, request_id, state, node, tenant, "
+      "priority, created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+      "end_reason, device_class, model, partition, count, requested_models, "
+      "unpartitioned, resource_name, container_name, admitted_at_unix_ns, "
+      "replicas, topology_key, lease_ns, preempted_by) VALUES "
+      "('a-1', 'r1', 1, 'n1', 't', 0, 1, 2, 0, '', 0, 'nvidia-h100', '', 1, "
+      "'nvidia-h100', 0, '', '', 1, 1, '', 0, '');"
+      "INSERT INTO allocation_device_spellings VALUES ('a-1', 0, 'H100');"
+      "INSERT INTO allocation_units (allocation_id, unit, live, position) "
+      "VALUES ('a-1', 'GPU-0', 1, 0);"));
+  std::unique_ptr<SqliteStore> store;
+  std::vector<Node> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  ASSERT_EQ(nodes.size(), 1u);
+  Node node = nodes[0];
+  EXPECT_FALSE(node.schedulable);
+  EXPECT_EQ(node.labels, (std::map<std::string, std::string>{{"pool", "a"}}));
+  ASSERT_EQ(node.devices.size(), 1u);
+  EXPECT_EQ(node.devices[0].id, "GPU-0");
+  EXPECT_EQ(node.allocatable, std::nullopt);
+  auto allocations = store->LoadAllocations();
+  ASSERT_OK(allocations);
+  ASSERT_EQ(allocations->size(), 1u);
+  Allocation old = (*allocations)[0].allocation;
+  EXPECT_EQ(old.state, AllocationState::kActive);
+  EXPECT_EQ(old.tenant, "t");
+  EXPECT_EQ(old.device_spellings, std::vector<std::string>{"H100"});
+  EXPECT_EQ((*allocations)[0].units, std::vector<std::string>{"GPU-0"});
+  EXPECT_EQ(old.pod_resources, std::nullopt);
+
+  node.allocatable = NodeResources{64'000, int64_t{512} << 30, 0};
+  Allocation ended = old;
+  ended.state = AllocationState::kReleased;
+  ended.end_reason = "released";
+  Allocation next = old;
+  next.id = "a-2";
+  next.request_id = "r2";
+  next.pod_resources = NodeResources{0, 0, 1};
+  ASSERT_OK(store->Apply({PutNodeMutation{node},
+                          PutAllocationMutation{ended, {"GPU-0"}},
+                          PutAllocationMutation{next, {"GPU-0"}, true}}));
+  store.reset();
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  EXPECT_EQ(nodes, std::vector<Node>{node});
+  allocations = store->LoadAllocations();
+  ASSERT_OK(allocations);
+  ASSERT_EQ(allocations->size(), 2u);
+  EXPECT_EQ((*allocations)[0].allocation, ended);
+  EXPECT_EQ((*allocations)[1].allocation, next);
 }
 
 // A capped file refuses the write that does not fit, whole, and keeps every

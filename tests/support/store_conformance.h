@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/commit/store.h"
+#include "core/model/node_resources.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
@@ -94,6 +96,7 @@ Node FullNode(const std::string& name = "n1") {
   n.labels = {{"kubernetes.io/hostname", name + "-host"}, {"pool", "a100"}};
   n.schedulable = false;
   n.last_heartbeat = absl::FromUnixNanos(1'700'000'000'123'456'789);
+  n.allocatable = NodeResources{96'000, (int64_t{1} << 41) + 7, 110};
   Device whole = FullGpu(name + "-gpu-a", 3);
   Device mig = FullGpu(name + "-gpu-m", 1);
   mig.healthy = true;
@@ -155,6 +158,7 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
   // Not in node-name order: the order given is kept.
   a.targets = {{"n2", "n2-host", "nvidia-a100-80gb", "mixed"},
                {"n1", "n1-host", "a100-80", ""}};
+  a.pod_resources = NodeResources{4'500, int64_t{48} << 30, 1};
   return a;
 }
 
@@ -195,6 +199,34 @@ TYPED_TEST_P(StoreConformanceTest, PutNodeReplacesLabelsAndDevices) {
   EXPECT_OK(this->Apply({PutNodeMutation{other}}));
 }
 
+// A node's allocatable resources are absent (reported none), zeros or
+// values, each kept as it is through a reopen; a re-registration replaces them,
+// with absent as with any value.
+TYPED_TEST_P(StoreConformanceTest, NodeAllocatableAbsentZeroOrSetRoundTrips) {
+  Node absent = FullNode("n1");
+  absent.allocatable.reset();
+  Node zeros = FullNode("n2");
+  zeros.allocatable = NodeResources{};
+  Node largest = FullNode("n3");
+  largest.allocatable = NodeResources{kMaxCpuMilli, kMaxMemoryBytes, kMaxPods};
+  ASSERT_OK(this->Apply({PutNodeMutation{absent}, PutNodeMutation{zeros},
+                         PutNodeMutation{largest}}));
+  std::vector<Node> expected = {AsStored(absent), AsStored(zeros),
+                                AsStored(largest)};
+  EXPECT_EQ(this->Nodes(), expected);
+  this->Reopen();
+  EXPECT_EQ(this->Nodes(), expected);
+
+  absent.allocatable = NodeResources{1, 2, 3};
+  zeros.allocatable.reset();
+  largest.allocatable.reset();
+  ASSERT_OK(this->Apply({PutNodeMutation{absent}, PutNodeMutation{zeros},
+                         PutNodeMutation{largest}}));
+  this->Reopen();
+  expected = {AsStored(absent), AsStored(zeros), AsStored(largest)};
+  EXPECT_EQ(this->Nodes(), expected);
+}
+
 // Cordon, heartbeat and health are single columns: nothing else of the node
 // may change with them, and the change must survive a restart.
 TYPED_TEST_P(StoreConformanceTest, NodeStatusWritesOnlyCordonHeartbeatHealth) {
@@ -206,6 +238,7 @@ TYPED_TEST_P(StoreConformanceTest, NodeStatusWritesOnlyCordonHeartbeatHealth) {
   status.devices[1].healthy = false;
   // Not status: these must be ignored.
   status.labels = {{"other", "label"}};
+  status.allocatable.reset();
   status.devices[0].model = "T4";
   status.devices[0].removed = true;
   status.devices[1].mig_slices.clear();
@@ -331,13 +364,17 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsInEveryStateRoundTrip) {
     const std::string id = absl::StrCat("a-", i++);
     Allocation a = FullAllocation(id, state);
     // One model, several (FullAllocation's) and none (any model).
+    // Pod resources too: set (FullAllocation's), zeros but the pod's slot,
+    // and none.
     if (state == AllocationState::kReleased) {
       a.requested_models = {a.model};
       a.device_spellings = {"A100 80G"};
+      a.pod_resources = NodeResources{0, 0, 1};
     }
     if (state == AllocationState::kExpired) {
       a.requested_models.clear();
       a.device_spellings.clear();
+      a.pod_resources.reset();
     }
     // Built in place: gcc 12 warns of a moved-from variant otherwise.
     batch.emplace_back(std::in_place_type<PutAllocationMutation>,
@@ -371,6 +408,7 @@ TYPED_TEST_P(StoreConformanceTest, AllocationUpdateChangesOnlyStateLeaseEnd) {
   renewed.devices.clear();               // ignored
   renewed.requested_models.clear();      // ignored
   renewed.device_spellings = {"T4"};     // ignored
+  renewed.pod_resources.reset();         // ignored
   renewed.node_selector.clear();         // ignored
   renewed.lease = absl::ZeroDuration();  // ignored
   ASSERT_OK(this->Apply({PutAllocationMutation{renewed, UnitsOf("a-1")}}));
@@ -517,6 +555,7 @@ TYPED_TEST_P(StoreConformanceTest, FailedBatchLeavesThePreviousState) {
 REGISTER_TYPED_TEST_SUITE_P(
     StoreConformanceTest, NewStoreIsEmpty,
     EveryNodeFieldRoundTripsThroughAReopen, PutNodeReplacesLabelsAndDevices,
+    NodeAllocatableAbsentZeroOrSetRoundTrips,
     NodeStatusWritesOnlyCordonHeartbeatHealth,
     NodeStatusOfUnknownNodeOrDeviceIsNotFound, RemovedFlagIsSeenAfterAReopen,
     OnlyPresentDevicesNeedDistinctIndices, DeviceAndMigIdsAreUniqueAcrossNodes,
@@ -588,9 +627,36 @@ TYPED_TEST_P(SqlStoreConformanceTest, EveryListLoadsInStoredPositionOrder) {
   }
 }
 
+// An optional NodeResources is NULL in all three of its columns or in none:
+// a row with only some NULL was not written by the store, and loading it is
+// INTERNAL naming the column, rather than a value made up of zeros.
+TYPED_TEST_P(SqlStoreConformanceTest, PartlyNullResourcesAreInternal) {
+  Node absent = FullNode("n2");
+  absent.allocatable.reset();
+  ASSERT_OK(this->Apply(
+      {PutNodeMutation{FullNode()}, PutNodeMutation{absent},
+       PutAllocationMutation{FullAllocation("a-1", AllocationState::kActive),
+                             UnitsOf("a-1"), true}}));
+  this->RunSql("UPDATE nodes SET allocatable_pods = NULL WHERE name = 'n1'");
+  EXPECT_THAT(this->store().LoadNodes(),
+              StatusIs(absl::StatusCode::kInternal,
+                       testing::HasSubstr("allocatable_pods")));
+  this->RunSql(
+      "UPDATE nodes SET allocatable_pods = 0 WHERE name = 'n1'; "
+      "UPDATE nodes SET allocatable_memory_bytes = 5 WHERE name = 'n2'");
+  EXPECT_THAT(this->store().LoadNodes(),
+              StatusIs(absl::StatusCode::kInternal,
+                       testing::HasSubstr("allocatable_memory_bytes")));
+  this->RunSql("UPDATE allocations SET pod_cpu_milli = NULL");
+  EXPECT_THAT(this->store().LoadAllocations(),
+              StatusIs(absl::StatusCode::kInternal,
+                       testing::HasSubstr("pod_memory_bytes")));
+}
+
 REGISTER_TYPED_TEST_SUITE_P(SqlStoreConformanceTest,
                             MigSlicesOfOnePositionLoadInStartOrder,
-                            EveryListLoadsInStoredPositionOrder);
+                            EveryListLoadsInStoredPositionOrder,
+                            PartlyNullResourcesAreInternal);
 
 }  // namespace
 }  // namespace accelsched

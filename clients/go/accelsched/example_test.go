@@ -43,6 +43,9 @@ func Example() {
 		Container:   "f7c2a9-n0-0",
 		Lease:       time.Hour,
 		Queue:       true, // wait in accelsched's queue when nothing fits now
+		// The pod's CPU and memory request (a Kubernetes quantity's
+		// MilliValue and Value): only a node with that much free is chosen.
+		PodResources: accelsched.PodResources{CPUMilli: 2000, MemoryBytes: 8 << 30},
 	})
 	if err != nil {
 		log.Fatal(err)

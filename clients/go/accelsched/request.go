@@ -44,6 +44,30 @@ type Task struct {
 	// PENDING allocation (WaitAdmitted waits for it) instead of
 	// RESOURCE_EXHAUSTED.
 	Queue bool
+	// What the task's pod needs on its node besides the accelerators (its
+	// effective CPU and memory request, as the Kubernetes scheduler counts
+	// it): only a node with that much free is chosen. The zero value sends
+	// none, and the node's CPU and memory are not accounted for the task.
+	PodResources PodResources
+}
+
+// PodResources is a pod's CPU and memory request in the units of
+// accelsched.v1.NodeResources: CPUMilli in thousandths of a CPU (Kubernetes'
+// "500m" is 500, "2" is 2000) and MemoryBytes in bytes ("4Gi" is 4<<30).
+// Convert a Kubernetes quantity with resource.Quantity's MilliValue (CPU) and
+// Value (memory), which round up as the scheduler does.
+type PodResources struct {
+	CPUMilli    int64
+	MemoryBytes int64
+}
+
+// nodeResources is the request's pod_resources: one pod with r's CPU and
+// memory, or nil for the zero value.
+func (r PodResources) nodeResources() *pb.NodeResources {
+	if r == (PodResources{}) {
+		return nil
+	}
+	return &pb.NodeResources{CpuMilli: r.CPUMilli, MemoryBytes: r.MemoryBytes, Pods: 1}
 }
 
 // NewAllocateRequest turns a task into the request Allocate takes. It checks
@@ -59,11 +83,18 @@ func NewAllocateRequest(t Task) (*pb.AllocateRequest, error) {
 	if t.Lease < 0 {
 		return nil, fmt.Errorf("accelsched: Task.Lease %v is negative", t.Lease)
 	}
+	if t.PodResources.CPUMilli < 0 {
+		return nil, fmt.Errorf("accelsched: Task.PodResources.CPUMilli %d is negative", t.PodResources.CPUMilli)
+	}
+	if t.PodResources.MemoryBytes < 0 {
+		return nil, fmt.Errorf("accelsched: Task.PodResources.MemoryBytes %d is negative", t.PodResources.MemoryBytes)
+	}
 	req := &pb.AllocateRequest{
 		RequestId:     t.ExecutionID,
 		Count:         t.Count,
 		ContainerName: t.Container,
 		Queue:         t.Queue,
+		PodResources:  t.PodResources.nodeResources(),
 	}
 	if t.Project != "" || t.Domain != "" {
 		req.Tenant = t.Project + "/" + t.Domain

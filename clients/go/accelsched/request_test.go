@@ -1,6 +1,9 @@
 package accelsched
 
 import (
+	"context"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -48,12 +51,13 @@ func TestAcceleratorFromFlyteTakesTheBytesUnchanged(t *testing.T) {
 func TestNewAllocateRequest(t *testing.T) {
 	acc := &pb.Accelerator{Device: "A100", PartitionSizeValue: &pb.Accelerator_Unpartitioned{Unpartitioned: true}}
 	req, err := NewAllocateRequest(Task{ExecutionID: "f1a2b3-n0-0", Project: "flytesnacks", Domain: "development",
-		Accelerator: acc, Count: 2, Container: "f1a2b3-n0-0", Lease: 90 * time.Second})
+		Accelerator: acc, Count: 2, Container: "f1a2b3-n0-0", Lease: 90 * time.Second,
+		PodResources: PodResources{CPUMilli: 2500, MemoryBytes: 8 << 30}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &pb.AllocateRequest{RequestId: "f1a2b3-n0-0", Tenant: "flytesnacks/development", Accelerator: acc, Count: 2,
-		ContainerName: "f1a2b3-n0-0"}
+		ContainerName: "f1a2b3-n0-0", PodResources: &pb.NodeResources{CpuMilli: 2500, MemoryBytes: 8 << 30, Pods: 1}}
 	if req.GetLease().AsDuration() != 90*time.Second {
 		t.Errorf("lease %v", req.GetLease())
 	}
@@ -65,8 +69,16 @@ func TestNewAllocateRequest(t *testing.T) {
 		t.Error("the request shares the caller's accelerator")
 	}
 	plain, err := NewAllocateRequest(Task{ExecutionID: "e"})
-	if err != nil || plain.Accelerator != nil || plain.Tenant != "" || plain.Lease != nil {
+	if err != nil || plain.Accelerator != nil || plain.Tenant != "" || plain.Lease != nil || plain.PodResources != nil {
 		t.Errorf("plain gpu: %v, %v", plain, err)
+	}
+	// CPU alone or memory alone is sent, the other 0.
+	for _, r := range []PodResources{{CPUMilli: 500}, {MemoryBytes: 1}} {
+		req, err := NewAllocateRequest(Task{ExecutionID: "e", PodResources: r})
+		want := &pb.NodeResources{CpuMilli: r.CPUMilli, MemoryBytes: r.MemoryBytes, Pods: 1}
+		if err != nil || !proto.Equal(req.GetPodResources(), want) {
+			t.Errorf("%+v: pod_resources %v, %v; want %v", r, req.GetPodResources(), err, want)
+		}
 	}
 	for _, c := range []struct {
 		task Task
@@ -75,9 +87,85 @@ func TestNewAllocateRequest(t *testing.T) {
 		{Task{}, "ExecutionID"},
 		{Task{ExecutionID: "e", Count: -1}, "Count"},
 		{Task{ExecutionID: "e", Lease: -time.Second}, "Lease"},
+		{Task{ExecutionID: "e", PodResources: PodResources{CPUMilli: -1}}, "PodResources.CPUMilli"},
+		{Task{ExecutionID: "e", PodResources: PodResources{MemoryBytes: -1}}, "PodResources.MemoryBytes"},
 	} {
 		if _, err := NewAllocateRequest(c.task); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewAllocateRequest(%+v) = %v, want an error naming %s", c.task, err, c.want)
+		}
+	}
+}
+
+// The task's CPU and memory reach the server with the request: the
+// allocation carries them as its pod_resources. (Needs an accelschedd that
+// implements NodeResources: an older one drops the field.)
+func TestPodResourcesReachTheServer(t *testing.T) {
+	s := startServer(t)
+	s.Register(a100Node())
+	req, err := NewAllocateRequest(Task{ExecutionID: "exec-cpu", Accelerator: &pb.Accelerator{Device: "A100"},
+		PodResources: PodResources{CPUMilli: 1500, MemoryBytes: 6 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := s.client()
+	if _, err := c.Allocate(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetRequest(ctx, "exec-cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (&pb.NodeResources{CpuMilli: 1500, MemoryBytes: 6 << 30, Pods: 1}); !proto.Equal(got.GetPodResources(), want) {
+		t.Errorf("the server holds pod_resources %v, want %v", got.GetPodResources(), want)
+	}
+}
+
+// The placement's pod_spec_patch, applied to a pod whose containers set CPU
+// and memory requests and limits, keeps them as the task set them: it adds
+// only the accelerator's resource.
+func TestPodSpecPatchKeepsTheTasksCPUAndMemory(t *testing.T) {
+	s := startServer(t)
+	s.Register(a100Node())
+	req, err := NewAllocateRequest(Task{ExecutionID: "exec-patch", Accelerator: &pb.Accelerator{Device: "A100"},
+		Container: "main", PodResources: PodResources{CPUMilli: 2500, MemoryBytes: 5 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alloc, err := s.client().Allocate(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := `{"initContainers":[{"name":"init","resources":{"requests":{"cpu":"250m","memory":"1Gi"}}}],` +
+		`"containers":[{"name":"sidecar","resources":{"requests":{"cpu":"500m"},"limits":{"memory":"1Gi"}}},` +
+		`{"name":"main","resources":{"requests":{"cpu":"2","memory":"4Gi","nvidia.com/gpu":"1"},"limits":{"cpu":"4","memory":"8Gi","nvidia.com/gpu":"1"}}}]}`
+	out, err := ApplyPodSpecPatch([]byte(pod), alloc.GetPlacement().GetPodSpecPatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		InitContainers, Containers []struct {
+			Name      string
+			Resources struct{ Requests, Limits map[string]string }
+		}
+	}
+	if err := json.Unmarshal(out, &spec); err != nil {
+		t.Fatal(err)
+	}
+	type resources = struct{ Requests, Limits map[string]string }
+	want := map[string]resources{
+		"init":    {Requests: map[string]string{"cpu": "250m", "memory": "1Gi"}},
+		"sidecar": {Requests: map[string]string{"cpu": "500m"}, Limits: map[string]string{"memory": "1Gi"}},
+		"main": {Requests: map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
+			Limits: map[string]string{"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}},
+	}
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
+		if !reflect.DeepEqual(c.Resources, want[c.Name]) {
+			t.Errorf("container %s: resources %v, want %v (patch %s)", c.Name, c.Resources, want[c.Name],
+				alloc.GetPlacement().GetPodSpecPatch())
 		}
 	}
 }

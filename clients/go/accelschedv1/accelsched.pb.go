@@ -154,7 +154,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35, 0}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36, 0}
 }
 
 // Wire-compatible with flyteidl2.core.GPUAccelerator (and v1 flyteidl.core.GPUAccelerator):
@@ -266,6 +266,21 @@ type Node struct {
 	// (SetNodeSchedulable cordons and uncordons).
 	Schedulable   bool                   `protobuf:"varint,4,opt,name=schedulable,proto3" json:"schedulable,omitempty"`
 	LastHeartbeat *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_heartbeat,json=lastHeartbeat,proto3" json:"last_heartbeat,omitempty"`
+	// What pods that accelsched places may use on the node besides its
+	// accelerators: the agent registers its Kubernetes status.allocatable, or
+	// the machine minus a reserve; an operator may set it. Unset: the node's
+	// CPU, memory and pods are not accounted (every request fits as before).
+	Allocatable *NodeResources `protobuf:"bytes,6,opt,name=allocatable,proto3" json:"allocatable,omitempty"`
+	// Output only: allocatable minus what live allocations on the node hold
+	// (their pod_resources). Negative where a re-registration lowered
+	// allocatable below what is held (see overcommitted). Unset with
+	// allocatable.
+	Available *NodeResources `protobuf:"bytes,7,opt,name=available,proto3" json:"available,omitempty"`
+	// Output only: empty unless live allocations hold more than allocatable
+	// (allocatable was lowered under them; they are kept, as a dropped device
+	// in use is kept), e.g. "live allocations hold 12000 cpu_milli of 8000
+	// allocatable". Nothing more is placed on the node until it fits again.
+	Overcommitted string `protobuf:"bytes,8,opt,name=overcommitted,proto3" json:"overcommitted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -335,6 +350,92 @@ func (x *Node) GetLastHeartbeat() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Node) GetAllocatable() *NodeResources {
+	if x != nil {
+		return x.Allocatable
+	}
+	return nil
+}
+
+func (x *Node) GetAvailable() *NodeResources {
+	if x != nil {
+		return x.Available
+	}
+	return nil
+}
+
+func (x *Node) GetOvercommitted() string {
+	if x != nil {
+		return x.Overcommitted
+	}
+	return ""
+}
+
+// A node's CPU, memory and pod slots, or what one pod needs of them.
+// Limits: cpu_milli 0 to 100000000 (100,000 cores), memory_bytes 0 to 2^52
+// (4 PiB), pods 0 to 100000; outside them INVALID_ARGUMENT naming the field.
+type NodeResources struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	CpuMilli    int64                  `protobuf:"varint,1,opt,name=cpu_milli,json=cpuMilli,proto3" json:"cpu_milli,omitempty"`          // thousandths of a CPU, as Kubernetes' "500m"
+	MemoryBytes int64                  `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"` // bytes
+	// A node's: how many pods it may run (0: not limited). A request's: the
+	// pods each group runs on its node (0 means 1).
+	Pods          int32 `protobuf:"varint,3,opt,name=pods,proto3" json:"pods,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeResources) Reset() {
+	*x = NodeResources{}
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeResources) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeResources) ProtoMessage() {}
+
+func (x *NodeResources) ProtoReflect() protoreflect.Message {
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeResources.ProtoReflect.Descriptor instead.
+func (*NodeResources) Descriptor() ([]byte, []int) {
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *NodeResources) GetCpuMilli() int64 {
+	if x != nil {
+		return x.CpuMilli
+	}
+	return 0
+}
+
+func (x *NodeResources) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *NodeResources) GetPods() int32 {
+	if x != nil {
+		return x.Pods
+	}
+	return 0
+}
+
 type Device struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -358,7 +459,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[2]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +471,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[2]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +484,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{2}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Device) GetId() string {
@@ -488,7 +589,7 @@ type DeviceStats struct {
 
 func (x *DeviceStats) Reset() {
 	*x = DeviceStats{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[3]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +601,7 @@ func (x *DeviceStats) String() string {
 func (*DeviceStats) ProtoMessage() {}
 
 func (x *DeviceStats) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[3]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +614,7 @@ func (x *DeviceStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceStats.ProtoReflect.Descriptor instead.
 func (*DeviceStats) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{3}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeviceStats) GetUtilization() float64 {
@@ -564,7 +665,7 @@ type MigSlice struct {
 
 func (x *MigSlice) Reset() {
 	*x = MigSlice{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[4]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +677,7 @@ func (x *MigSlice) String() string {
 func (*MigSlice) ProtoMessage() {}
 
 func (x *MigSlice) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[4]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +690,7 @@ func (x *MigSlice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigSlice.ProtoReflect.Descriptor instead.
 func (*MigSlice) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{4}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MigSlice) GetId() string {
@@ -629,7 +730,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +742,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +755,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{5}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RegisterNodeRequest) GetNode() *Node {
@@ -673,7 +774,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +786,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +799,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{6}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -720,7 +821,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +833,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +846,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{7}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListNodesRequest) GetLabelSelector() string {
@@ -779,7 +880,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +892,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +905,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{8}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -831,7 +932,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +944,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +957,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{9}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RemoveNodeRequest) GetName() string {
@@ -881,7 +982,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +994,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1007,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{10}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{11}
 }
 
 type SetNodeSchedulableRequest struct {
@@ -919,7 +1020,7 @@ type SetNodeSchedulableRequest struct {
 
 func (x *SetNodeSchedulableRequest) Reset() {
 	*x = SetNodeSchedulableRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -931,7 +1032,7 @@ func (x *SetNodeSchedulableRequest) String() string {
 func (*SetNodeSchedulableRequest) ProtoMessage() {}
 
 func (x *SetNodeSchedulableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -944,7 +1045,7 @@ func (x *SetNodeSchedulableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeSchedulableRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeSchedulableRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{11}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetNodeSchedulableRequest) GetName() string {
@@ -976,7 +1077,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1089,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1102,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{12}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -1033,7 +1134,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1146,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1159,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{13}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{14}
 }
 
 type GetCapacityRequest struct {
@@ -1069,7 +1170,7 @@ type GetCapacityRequest struct {
 
 func (x *GetCapacityRequest) Reset() {
 	*x = GetCapacityRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1182,7 @@ func (x *GetCapacityRequest) String() string {
 func (*GetCapacityRequest) ProtoMessage() {}
 
 func (x *GetCapacityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1195,7 @@ func (x *GetCapacityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCapacityRequest.ProtoReflect.Descriptor instead.
 func (*GetCapacityRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{14}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{15}
 }
 
 type CapacityEntry struct {
@@ -1112,7 +1213,7 @@ type CapacityEntry struct {
 
 func (x *CapacityEntry) Reset() {
 	*x = CapacityEntry{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1225,7 @@ func (x *CapacityEntry) String() string {
 func (*CapacityEntry) ProtoMessage() {}
 
 func (x *CapacityEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1238,7 @@ func (x *CapacityEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityEntry.ProtoReflect.Descriptor instead.
 func (*CapacityEntry) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{15}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CapacityEntry) GetDeviceClass() DeviceClass {
@@ -1198,7 +1299,7 @@ type GetCapacityResponse struct {
 
 func (x *GetCapacityResponse) Reset() {
 	*x = GetCapacityResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1311,7 @@ func (x *GetCapacityResponse) String() string {
 func (*GetCapacityResponse) ProtoMessage() {}
 
 func (x *GetCapacityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1324,7 @@ func (x *GetCapacityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCapacityResponse.ProtoReflect.Descriptor instead.
 func (*GetCapacityResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{16}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetCapacityResponse) GetEntries() []*CapacityEntry {
@@ -1268,13 +1369,17 @@ type AllocateRequest struct {
 	// (a Kubernetes container name); empty: the first container. Not part of
 	// what makes two requests with one request_id the same.
 	ContainerName string `protobuf:"bytes,20,opt,name=container_name,json=containerName,proto3" json:"container_name,omitempty"`
+	// What the task's pod needs on its node besides accelerators (for a gang,
+	// each group's pod; for a multi-host TPU slice, each host's): only a node
+	// whose available resources hold it is a candidate. Unset: not accounted.
+	PodResources  *NodeResources `protobuf:"bytes,15,opt,name=pod_resources,json=podResources,proto3" json:"pod_resources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AllocateRequest) Reset() {
 	*x = AllocateRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1391,7 @@ func (x *AllocateRequest) String() string {
 func (*AllocateRequest) ProtoMessage() {}
 
 func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1404,7 @@ func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateRequest.ProtoReflect.Descriptor instead.
 func (*AllocateRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{17}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AllocateRequest) GetRequestId() string {
@@ -1386,6 +1491,13 @@ func (x *AllocateRequest) GetContainerName() string {
 	return ""
 }
 
+func (x *AllocateRequest) GetPodResources() *NodeResources {
+	if x != nil {
+		return x.PodResources
+	}
+	return nil
+}
+
 type Allocation struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1416,14 +1528,17 @@ type Allocation struct {
 	// once).
 	AdmittedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=admitted_at,json=admittedAt,proto3" json:"admitted_at,omitempty"`
 	// PREEMPTED: the id of the pending allocation it made way for.
-	PreemptedBy   string `protobuf:"bytes,16,opt,name=preempted_by,json=preemptedBy,proto3" json:"preempted_by,omitempty"`
+	PreemptedBy string `protobuf:"bytes,16,opt,name=preempted_by,json=preemptedBy,proto3" json:"preempted_by,omitempty"`
+	// The request's pod_resources (pods 0 written as 1), held on each node of
+	// the allocation while it is live; unset when the request had none.
+	PodResources  *NodeResources `protobuf:"bytes,18,opt,name=pod_resources,json=podResources,proto3" json:"pod_resources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1550,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1563,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{18}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Allocation) GetId() string {
@@ -1563,6 +1678,13 @@ func (x *Allocation) GetPreemptedBy() string {
 	return ""
 }
 
+func (x *Allocation) GetPodResources() *NodeResources {
+	if x != nil {
+		return x.PodResources
+	}
+	return nil
+}
+
 type AllocatedDevice struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -1575,7 +1697,7 @@ type AllocatedDevice struct {
 
 func (x *AllocatedDevice) Reset() {
 	*x = AllocatedDevice{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1709,7 @@ func (x *AllocatedDevice) String() string {
 func (*AllocatedDevice) ProtoMessage() {}
 
 func (x *AllocatedDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1722,7 @@ func (x *AllocatedDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocatedDevice.ProtoReflect.Descriptor instead.
 func (*AllocatedDevice) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{19}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AllocatedDevice) GetNode() string {
@@ -1643,7 +1765,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +1777,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +1790,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{20}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Toleration) GetKey() string {
@@ -1711,7 +1833,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +1845,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +1858,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{21}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -1795,7 +1917,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1929,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1942,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{22}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Placement) GetNodeSelector() map[string]string {
@@ -1892,7 +2014,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +2026,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +2039,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{23}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReleaseRequest) GetKey() isReleaseRequest_Key {
@@ -1971,7 +2093,7 @@ type RenewLeaseRequest struct {
 
 func (x *RenewLeaseRequest) Reset() {
 	*x = RenewLeaseRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2105,7 @@ func (x *RenewLeaseRequest) String() string {
 func (*RenewLeaseRequest) ProtoMessage() {}
 
 func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2118,7 @@ func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{24}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RenewLeaseRequest) GetAllocationId() string {
@@ -2026,7 +2148,7 @@ type GetAllocationRequest struct {
 
 func (x *GetAllocationRequest) Reset() {
 	*x = GetAllocationRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2160,7 @@ func (x *GetAllocationRequest) String() string {
 func (*GetAllocationRequest) ProtoMessage() {}
 
 func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2173,7 @@ func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAllocationRequest.ProtoReflect.Descriptor instead.
 func (*GetAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{25}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetAllocationRequest) GetKey() isGetAllocationRequest_Key {
@@ -2108,7 +2230,7 @@ type ListAllocationsRequest struct {
 
 func (x *ListAllocationsRequest) Reset() {
 	*x = ListAllocationsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2242,7 @@ func (x *ListAllocationsRequest) String() string {
 func (*ListAllocationsRequest) ProtoMessage() {}
 
 func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2255,7 @@ func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListAllocationsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{26}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListAllocationsRequest) GetState() AllocationState {
@@ -2181,7 +2303,7 @@ type ListAllocationsResponse struct {
 
 func (x *ListAllocationsResponse) Reset() {
 	*x = ListAllocationsResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2315,7 @@ func (x *ListAllocationsResponse) String() string {
 func (*ListAllocationsResponse) ProtoMessage() {}
 
 func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2328,7 @@ func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListAllocationsResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{27}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
@@ -2233,7 +2355,7 @@ type NodeVerdict struct {
 
 func (x *NodeVerdict) Reset() {
 	*x = NodeVerdict{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2245,7 +2367,7 @@ func (x *NodeVerdict) String() string {
 func (*NodeVerdict) ProtoMessage() {}
 
 func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2258,7 +2380,7 @@ func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeVerdict.ProtoReflect.Descriptor instead.
 func (*NodeVerdict) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{28}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NodeVerdict) GetNode() string {
@@ -2290,7 +2412,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2424,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2437,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{29}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ExplainResponse) GetFeasible() bool {
@@ -2371,7 +2493,7 @@ type GetQueueRequest struct {
 
 func (x *GetQueueRequest) Reset() {
 	*x = GetQueueRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2505,7 @@ func (x *GetQueueRequest) String() string {
 func (*GetQueueRequest) ProtoMessage() {}
 
 func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2518,7 @@ func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{30}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetQueueRequest) GetTenant() string {
@@ -2435,7 +2557,7 @@ type PoolUsage struct {
 
 func (x *PoolUsage) Reset() {
 	*x = PoolUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2569,7 @@ func (x *PoolUsage) String() string {
 func (*PoolUsage) ProtoMessage() {}
 
 func (x *PoolUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2582,7 @@ func (x *PoolUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolUsage.ProtoReflect.Descriptor instead.
 func (*PoolUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PoolUsage) GetDeviceClass() DeviceClass {
@@ -2520,7 +2642,7 @@ type TenantUsage struct {
 
 func (x *TenantUsage) Reset() {
 	*x = TenantUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +2654,7 @@ func (x *TenantUsage) String() string {
 func (*TenantUsage) ProtoMessage() {}
 
 func (x *TenantUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2667,7 @@ func (x *TenantUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsage.ProtoReflect.Descriptor instead.
 func (*TenantUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TenantUsage) GetTenant() string {
@@ -2601,7 +2723,7 @@ type GetQueueResponse struct {
 
 func (x *GetQueueResponse) Reset() {
 	*x = GetQueueResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2613,7 +2735,7 @@ func (x *GetQueueResponse) String() string {
 func (*GetQueueResponse) ProtoMessage() {}
 
 func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2626,7 +2748,7 @@ func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetQueueResponse) GetPending() []*Allocation {
@@ -2666,7 +2788,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2678,7 +2800,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2691,7 +2813,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -2729,7 +2851,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2741,7 +2863,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2754,7 +2876,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Event) GetType() Event_Type {
@@ -2808,7 +2930,7 @@ type ListAcceleratorTypesRequest struct {
 
 func (x *ListAcceleratorTypesRequest) Reset() {
 	*x = ListAcceleratorTypesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2820,7 +2942,7 @@ func (x *ListAcceleratorTypesRequest) String() string {
 func (*ListAcceleratorTypesRequest) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2833,7 +2955,7 @@ func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesRequest.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListAcceleratorTypesRequest) GetName() string {
@@ -2852,7 +2974,7 @@ type ListAcceleratorTypesResponse struct {
 
 func (x *ListAcceleratorTypesResponse) Reset() {
 	*x = ListAcceleratorTypesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2864,7 +2986,7 @@ func (x *ListAcceleratorTypesResponse) String() string {
 func (*ListAcceleratorTypesResponse) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2877,7 +2999,7 @@ func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesResponse.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListAcceleratorTypesResponse) GetTypes() []*AcceleratorType {
@@ -2897,16 +3019,23 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\runpartitioned\x18\x02 \x01(\bH\x00R\runpartitioned\x12'\n" +
 	"\x0epartition_size\x18\x03 \x01(\tH\x00R\rpartitionSize\x12=\n" +
 	"\fdevice_class\x18\x04 \x01(\x0e2\x1a.accelsched.v1.DeviceClassR\vdeviceClassB\x16\n" +
-	"\x14partition_size_value\"\xa4\x02\n" +
+	"\x14partition_size_value\"\xc6\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x127\n" +
 	"\x06labels\x18\x02 \x03(\v2\x1f.accelsched.v1.Node.LabelsEntryR\x06labels\x12/\n" +
 	"\adevices\x18\x03 \x03(\v2\x15.accelsched.v1.DeviceR\adevices\x12 \n" +
 	"\vschedulable\x18\x04 \x01(\bR\vschedulable\x12A\n" +
-	"\x0elast_heartbeat\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x1a9\n" +
+	"\x0elast_heartbeat\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x12>\n" +
+	"\vallocatable\x18\x06 \x01(\v2\x1c.accelsched.v1.NodeResourcesR\vallocatable\x12:\n" +
+	"\tavailable\x18\a \x01(\v2\x1c.accelsched.v1.NodeResourcesR\tavailable\x12$\n" +
+	"\rovercommitted\x18\b \x01(\tR\rovercommitted\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb9\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"c\n" +
+	"\rNodeResources\x12\x1b\n" +
+	"\tcpu_milli\x18\x01 \x01(\x03R\bcpuMilli\x12!\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x12\n" +
+	"\x04pods\x18\x03 \x01(\x05R\x04pods\"\xb9\x03\n" +
 	"\x06Device\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12=\n" +
 	"\fdevice_class\x18\x02 \x01(\x0e2\x1a.accelsched.v1.DeviceClassR\vdeviceClass\x12\x14\n" +
@@ -2974,7 +3103,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x04free\x18\x06 \x01(\x03R\x04free\x12\x1c\n" +
 	"\tunhealthy\x18\a \x01(\x03R\tunhealthy\"M\n" +
 	"\x13GetCapacityResponse\x126\n" +
-	"\aentries\x18\x01 \x03(\v2\x1c.accelsched.v1.CapacityEntryR\aentries\"\xae\x04\n" +
+	"\aentries\x18\x01 \x03(\v2\x1c.accelsched.v1.CapacityEntryR\aentries\"\xf1\x04\n" +
 	"\x0fAllocateRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12<\n" +
@@ -2989,10 +3118,11 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\ftopology_key\x18\n" +
 	" \x01(\tR\vtopologyKey\x12/\n" +
 	"\x13alternative_devices\x18\v \x03(\tR\x12alternativeDevices\x12%\n" +
-	"\x0econtainer_name\x18\x14 \x01(\tR\rcontainerName\x1a?\n" +
+	"\x0econtainer_name\x18\x14 \x01(\tR\rcontainerName\x12A\n" +
+	"\rpod_resources\x18\x0f \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9f\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe2\x05\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
@@ -3017,7 +3147,8 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\bpriority\x18\x0e \x01(\x05R\bpriority\x12;\n" +
 	"\vadmitted_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"admittedAt\x12!\n" +
-	"\fpreempted_by\x18\x10 \x01(\tR\vpreemptedBy\"~\n" +
+	"\fpreempted_by\x18\x10 \x01(\tR\vpreemptedBy\x12A\n" +
+	"\rpod_resources\x18\x12 \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\"~\n" +
 	"\x0fAllocatedDevice\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1b\n" +
 	"\tdevice_id\x18\x02 \x01(\tR\bdeviceId\x12 \n" +
@@ -3176,138 +3307,143 @@ func file_accelsched_v1_accelsched_proto_rawDescGZIP() []byte {
 }
 
 var file_accelsched_v1_accelsched_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_accelsched_v1_accelsched_proto_goTypes = []any{
 	(AllocationState)(0),                 // 0: accelsched.v1.AllocationState
 	(Event_Type)(0),                      // 1: accelsched.v1.Event.Type
 	(*Accelerator)(nil),                  // 2: accelsched.v1.Accelerator
 	(*Node)(nil),                         // 3: accelsched.v1.Node
-	(*Device)(nil),                       // 4: accelsched.v1.Device
-	(*DeviceStats)(nil),                  // 5: accelsched.v1.DeviceStats
-	(*MigSlice)(nil),                     // 6: accelsched.v1.MigSlice
-	(*RegisterNodeRequest)(nil),          // 7: accelsched.v1.RegisterNodeRequest
-	(*GetNodeRequest)(nil),               // 8: accelsched.v1.GetNodeRequest
-	(*ListNodesRequest)(nil),             // 9: accelsched.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),            // 10: accelsched.v1.ListNodesResponse
-	(*RemoveNodeRequest)(nil),            // 11: accelsched.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),           // 12: accelsched.v1.RemoveNodeResponse
-	(*SetNodeSchedulableRequest)(nil),    // 13: accelsched.v1.SetNodeSchedulableRequest
-	(*HeartbeatRequest)(nil),             // 14: accelsched.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),            // 15: accelsched.v1.HeartbeatResponse
-	(*GetCapacityRequest)(nil),           // 16: accelsched.v1.GetCapacityRequest
-	(*CapacityEntry)(nil),                // 17: accelsched.v1.CapacityEntry
-	(*GetCapacityResponse)(nil),          // 18: accelsched.v1.GetCapacityResponse
-	(*AllocateRequest)(nil),              // 19: accelsched.v1.AllocateRequest
-	(*Allocation)(nil),                   // 20: accelsched.v1.Allocation
-	(*AllocatedDevice)(nil),              // 21: accelsched.v1.AllocatedDevice
-	(*Toleration)(nil),                   // 22: accelsched.v1.Toleration
-	(*NodeSelectorRequirement)(nil),      // 23: accelsched.v1.NodeSelectorRequirement
-	(*Placement)(nil),                    // 24: accelsched.v1.Placement
-	(*ReleaseRequest)(nil),               // 25: accelsched.v1.ReleaseRequest
-	(*RenewLeaseRequest)(nil),            // 26: accelsched.v1.RenewLeaseRequest
-	(*GetAllocationRequest)(nil),         // 27: accelsched.v1.GetAllocationRequest
-	(*ListAllocationsRequest)(nil),       // 28: accelsched.v1.ListAllocationsRequest
-	(*ListAllocationsResponse)(nil),      // 29: accelsched.v1.ListAllocationsResponse
-	(*NodeVerdict)(nil),                  // 30: accelsched.v1.NodeVerdict
-	(*ExplainResponse)(nil),              // 31: accelsched.v1.ExplainResponse
-	(*GetQueueRequest)(nil),              // 32: accelsched.v1.GetQueueRequest
-	(*PoolUsage)(nil),                    // 33: accelsched.v1.PoolUsage
-	(*TenantUsage)(nil),                  // 34: accelsched.v1.TenantUsage
-	(*GetQueueResponse)(nil),             // 35: accelsched.v1.GetQueueResponse
-	(*WatchEventsRequest)(nil),           // 36: accelsched.v1.WatchEventsRequest
-	(*Event)(nil),                        // 37: accelsched.v1.Event
-	(*ListAcceleratorTypesRequest)(nil),  // 38: accelsched.v1.ListAcceleratorTypesRequest
-	(*ListAcceleratorTypesResponse)(nil), // 39: accelsched.v1.ListAcceleratorTypesResponse
-	nil,                                  // 40: accelsched.v1.Node.LabelsEntry
-	nil,                                  // 41: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	nil,                                  // 42: accelsched.v1.AllocateRequest.NodeSelectorEntry
-	nil,                                  // 43: accelsched.v1.Placement.NodeSelectorEntry
-	nil,                                  // 44: accelsched.v1.Placement.EnvEntry
-	(DeviceClass)(0),                     // 45: accelsched.v1.DeviceClass
-	(*timestamppb.Timestamp)(nil),        // 46: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 47: google.protobuf.Duration
-	(*AcceleratorType)(nil),              // 48: accelsched.v1.AcceleratorType
+	(*NodeResources)(nil),                // 4: accelsched.v1.NodeResources
+	(*Device)(nil),                       // 5: accelsched.v1.Device
+	(*DeviceStats)(nil),                  // 6: accelsched.v1.DeviceStats
+	(*MigSlice)(nil),                     // 7: accelsched.v1.MigSlice
+	(*RegisterNodeRequest)(nil),          // 8: accelsched.v1.RegisterNodeRequest
+	(*GetNodeRequest)(nil),               // 9: accelsched.v1.GetNodeRequest
+	(*ListNodesRequest)(nil),             // 10: accelsched.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),            // 11: accelsched.v1.ListNodesResponse
+	(*RemoveNodeRequest)(nil),            // 12: accelsched.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),           // 13: accelsched.v1.RemoveNodeResponse
+	(*SetNodeSchedulableRequest)(nil),    // 14: accelsched.v1.SetNodeSchedulableRequest
+	(*HeartbeatRequest)(nil),             // 15: accelsched.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),            // 16: accelsched.v1.HeartbeatResponse
+	(*GetCapacityRequest)(nil),           // 17: accelsched.v1.GetCapacityRequest
+	(*CapacityEntry)(nil),                // 18: accelsched.v1.CapacityEntry
+	(*GetCapacityResponse)(nil),          // 19: accelsched.v1.GetCapacityResponse
+	(*AllocateRequest)(nil),              // 20: accelsched.v1.AllocateRequest
+	(*Allocation)(nil),                   // 21: accelsched.v1.Allocation
+	(*AllocatedDevice)(nil),              // 22: accelsched.v1.AllocatedDevice
+	(*Toleration)(nil),                   // 23: accelsched.v1.Toleration
+	(*NodeSelectorRequirement)(nil),      // 24: accelsched.v1.NodeSelectorRequirement
+	(*Placement)(nil),                    // 25: accelsched.v1.Placement
+	(*ReleaseRequest)(nil),               // 26: accelsched.v1.ReleaseRequest
+	(*RenewLeaseRequest)(nil),            // 27: accelsched.v1.RenewLeaseRequest
+	(*GetAllocationRequest)(nil),         // 28: accelsched.v1.GetAllocationRequest
+	(*ListAllocationsRequest)(nil),       // 29: accelsched.v1.ListAllocationsRequest
+	(*ListAllocationsResponse)(nil),      // 30: accelsched.v1.ListAllocationsResponse
+	(*NodeVerdict)(nil),                  // 31: accelsched.v1.NodeVerdict
+	(*ExplainResponse)(nil),              // 32: accelsched.v1.ExplainResponse
+	(*GetQueueRequest)(nil),              // 33: accelsched.v1.GetQueueRequest
+	(*PoolUsage)(nil),                    // 34: accelsched.v1.PoolUsage
+	(*TenantUsage)(nil),                  // 35: accelsched.v1.TenantUsage
+	(*GetQueueResponse)(nil),             // 36: accelsched.v1.GetQueueResponse
+	(*WatchEventsRequest)(nil),           // 37: accelsched.v1.WatchEventsRequest
+	(*Event)(nil),                        // 38: accelsched.v1.Event
+	(*ListAcceleratorTypesRequest)(nil),  // 39: accelsched.v1.ListAcceleratorTypesRequest
+	(*ListAcceleratorTypesResponse)(nil), // 40: accelsched.v1.ListAcceleratorTypesResponse
+	nil,                                  // 41: accelsched.v1.Node.LabelsEntry
+	nil,                                  // 42: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	nil,                                  // 43: accelsched.v1.AllocateRequest.NodeSelectorEntry
+	nil,                                  // 44: accelsched.v1.Placement.NodeSelectorEntry
+	nil,                                  // 45: accelsched.v1.Placement.EnvEntry
+	(DeviceClass)(0),                     // 46: accelsched.v1.DeviceClass
+	(*timestamppb.Timestamp)(nil),        // 47: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 48: google.protobuf.Duration
+	(*AcceleratorType)(nil),              // 49: accelsched.v1.AcceleratorType
 }
 var file_accelsched_v1_accelsched_proto_depIdxs = []int32{
-	45, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
-	40, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
-	4,  // 2: accelsched.v1.Node.devices:type_name -> accelsched.v1.Device
-	46, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	45, // 4: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
-	6,  // 5: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
-	5,  // 6: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
-	46, // 7: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
-	5,  // 8: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
-	3,  // 9: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
-	3,  // 10: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
-	41, // 11: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	45, // 12: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
-	17, // 13: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
-	2,  // 14: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
-	42, // 15: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
-	47, // 16: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
-	0,  // 17: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
-	21, // 18: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
-	24, // 19: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
-	46, // 20: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
-	46, // 21: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
-	24, // 22: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
-	46, // 23: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
-	43, // 24: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
-	44, // 25: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
-	22, // 26: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
-	23, // 27: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
-	47, // 28: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
-	0,  // 29: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
-	20, // 30: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
-	20, // 31: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
-	30, // 32: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
-	45, // 33: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
-	33, // 34: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
-	20, // 35: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
-	34, // 36: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
-	1,  // 37: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
-	46, // 38: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
-	20, // 39: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
-	48, // 40: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
-	5,  // 41: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
-	7,  // 42: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
-	8,  // 43: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
-	9,  // 44: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
-	11, // 45: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
-	13, // 46: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
-	14, // 47: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
-	16, // 48: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
-	19, // 49: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
-	25, // 50: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
-	26, // 51: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
-	27, // 52: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
-	28, // 53: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
-	19, // 54: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
-	36, // 55: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
-	32, // 56: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
-	38, // 57: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
-	3,  // 58: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
-	3,  // 59: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
-	10, // 60: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
-	12, // 61: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
-	3,  // 62: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
-	15, // 63: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
-	18, // 64: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
-	20, // 65: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
-	20, // 66: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
-	20, // 67: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
-	20, // 68: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
-	29, // 69: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
-	31, // 70: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
-	37, // 71: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
-	35, // 72: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
-	39, // 73: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
-	58, // [58:74] is the sub-list for method output_type
-	42, // [42:58] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	46, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
+	41, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
+	5,  // 2: accelsched.v1.Node.devices:type_name -> accelsched.v1.Device
+	47, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	4,  // 4: accelsched.v1.Node.allocatable:type_name -> accelsched.v1.NodeResources
+	4,  // 5: accelsched.v1.Node.available:type_name -> accelsched.v1.NodeResources
+	46, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
+	7,  // 7: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
+	6,  // 8: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
+	47, // 9: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
+	6,  // 10: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
+	3,  // 11: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
+	3,  // 12: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
+	42, // 13: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	46, // 14: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
+	18, // 15: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
+	2,  // 16: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
+	43, // 17: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
+	48, // 18: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
+	4,  // 19: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
+	0,  // 20: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
+	22, // 21: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
+	25, // 22: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
+	47, // 23: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
+	47, // 24: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 25: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
+	47, // 26: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
+	4,  // 27: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
+	44, // 28: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
+	45, // 29: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
+	23, // 30: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
+	24, // 31: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
+	48, // 32: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
+	0,  // 33: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
+	21, // 34: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
+	21, // 35: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
+	31, // 36: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
+	46, // 37: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
+	34, // 38: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
+	21, // 39: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
+	35, // 40: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
+	1,  // 41: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
+	47, // 42: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
+	21, // 43: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
+	49, // 44: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
+	6,  // 45: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
+	8,  // 46: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
+	9,  // 47: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
+	10, // 48: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
+	12, // 49: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
+	14, // 50: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
+	15, // 51: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
+	17, // 52: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
+	20, // 53: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
+	26, // 54: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
+	27, // 55: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
+	28, // 56: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
+	29, // 57: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
+	20, // 58: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
+	37, // 59: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
+	33, // 60: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
+	39, // 61: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
+	3,  // 62: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
+	3,  // 63: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
+	11, // 64: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
+	13, // 65: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
+	3,  // 66: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
+	16, // 67: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
+	19, // 68: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
+	21, // 69: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
+	21, // 70: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
+	21, // 71: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
+	21, // 72: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
+	30, // 73: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
+	32, // 74: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
+	38, // 75: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
+	36, // 76: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
+	40, // 77: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
+	62, // [62:78] is the sub-list for method output_type
+	46, // [46:62] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_accelsched_v1_accelsched_proto_init() }
@@ -3320,12 +3456,12 @@ func file_accelsched_v1_accelsched_proto_init() {
 		(*Accelerator_Unpartitioned)(nil),
 		(*Accelerator_PartitionSize)(nil),
 	}
-	file_accelsched_v1_accelsched_proto_msgTypes[3].OneofWrappers = []any{}
-	file_accelsched_v1_accelsched_proto_msgTypes[23].OneofWrappers = []any{
+	file_accelsched_v1_accelsched_proto_msgTypes[4].OneofWrappers = []any{}
+	file_accelsched_v1_accelsched_proto_msgTypes[24].OneofWrappers = []any{
 		(*ReleaseRequest_AllocationId)(nil),
 		(*ReleaseRequest_RequestId)(nil),
 	}
-	file_accelsched_v1_accelsched_proto_msgTypes[25].OneofWrappers = []any{
+	file_accelsched_v1_accelsched_proto_msgTypes[26].OneofWrappers = []any{
 		(*GetAllocationRequest_AllocationId)(nil),
 		(*GetAllocationRequest_RequestId)(nil),
 	}
@@ -3335,7 +3471,7 @@ func file_accelsched_v1_accelsched_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_accelsched_v1_accelsched_proto_rawDesc), len(file_accelsched_v1_accelsched_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -105,8 +105,8 @@ func containerOf(t *testing.T, p *v1.Pod, name string) *v1.Container {
 
 // conforms checks that placed has every node-selector requirement (in every
 // term), toleration and primary-container resource propeller's pod has,
-// except the requirements and resources named in differs, plus the pin to
-// the allocation's node.
+// except the requirements and resources named in differs, the same CPU and
+// memory request as a pod, plus the pin to the allocation's node.
 func conforms(t *testing.T, propeller, placed *v1.Pod, alloc *pb.Allocation, differs ...string) {
 	t.Helper()
 	skip := map[string]bool{}
@@ -138,6 +138,9 @@ func conforms(t *testing.T, propeller, placed *v1.Pod, alloc *pb.Allocation, dif
 				t.Errorf("resource %s: propeller %v, the plugin %v", name, q.String(), have.String())
 			}
 		}
+	}
+	if got, want := podResourcesOf(&placed.Spec), podResourcesOf(&propeller.Spec); got != want {
+		t.Errorf("the plugin's pod requests %+v of CPU and memory, propeller's %+v", got, want)
 	}
 	pin := v1.NodeSelectorRequirement{Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn,
 		Values: []string{alloc.GetNode() + "-host"}}

@@ -18,6 +18,7 @@ import (
 	"github.com/flyteorg/flyte/flytestdlib/promutils"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	k8serrors "k8s.io/apimachinery/pkg/api/errors"
@@ -317,6 +318,46 @@ func TestRefusalsAndOutages(t *testing.T) {
 	if info := round(t, p, taskContext(down)); info.Phase() != pluginsCore.PhaseWaitingForResources ||
 		!strings.Contains(info.Reason(), "accelsched is unreachable") {
 		t.Errorf("accelsched down: %v %q", info.Phase(), info.Reason())
+	}
+}
+
+// The pod the plugin creates through propeller's manager, placed by a real
+// accelschedd, keeps the CPU and memory propeller's pod plugin gave it; and
+// the allocation holds them as its pod_resources. The last assertion needs
+// an accelschedd that implements NodeResources (an older one drops the
+// field, and GetAllocation answers none).
+func TestServerHoldsThePodsCPUAndMemory(t *testing.T) {
+	cl := newCluster(t, 1, false)
+	tk := a100Task("f7c2a9-n0-0")
+	tk.requests = []*core.Resources_ResourceEntry{{Name: core.Resources_CPU, Value: "1"}, {Name: core.Resources_MEMORY, Value: "4Gi"}}
+	a := taskContext(tk)
+	o, err := pod.DefaultPodPlugin.BuildResource(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	propeller := o.(*v1.Pod)
+	if info := round(t, cl.p, a); info.Phase() != pluginsCore.PhaseQueued {
+		t.Fatalf("%v %q", info.Phase(), info.Reason())
+	}
+	created, err := podOf(t, cl.kube, tk.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := containerOf(t, created, tk.name).Resources, containerOf(t, propeller, tk.name).Resources
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		if q := got.Requests[name]; q.Cmp(want.Requests[name]) != 0 {
+			t.Errorf("request %s %v, propeller's pod %v", name, q.String(), want.Requests[name])
+		}
+		if q := got.Limits[name]; q.Cmp(want.Limits[name]) != 0 {
+			t.Errorf("limit %s %v, propeller's pod %v", name, q.String(), want.Limits[name])
+		}
+	}
+	if q := want.Requests[v1.ResourceCPU]; q.MilliValue() != 1000 {
+		t.Errorf("propeller's pod requests %v CPU, the task 1", q.String())
+	}
+	held := allocationOf(t, cl.c, tk.name).GetPodResources()
+	if want := (&pb.NodeResources{CpuMilli: 1000, MemoryBytes: 4 << 30, Pods: 1}); !proto.Equal(held, want) {
+		t.Errorf("the allocation holds pod_resources %v, want %v (the task's requests)", held, want)
 	}
 }
 

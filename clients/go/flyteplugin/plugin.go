@@ -330,10 +330,11 @@ func requestIDOf(tCtx pluginsCore.TaskExecutionContext) string {
 
 // requestOf is the AllocateRequest of the task's attempt, or nil when the
 // task asks for no accelerator (its type is not one of the plugin's, or its
-// pod has no GPU limit). The count and the primary container are those of
-// the pod propeller's pod plugin builds (resources with the task's overrides
-// and the platform's defaults applied); the accelerator is the task's
-// GPUAccelerator (its override first), its bytes unchanged.
+// pod has no GPU limit). The count, the primary container and the pod's CPU
+// and memory (pod_resources: its effective request, podResourcesOf) are
+// those of the pod propeller's pod plugin builds (resources with the task's
+// overrides and the platform's defaults applied); the accelerator is the
+// task's GPUAccelerator (its override first), its bytes unchanged.
 func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionContext) (*pb.AllocateRequest, error) {
 	template, err := tCtx.TaskReader().Read(ctx)
 	if err != nil {
@@ -357,11 +358,12 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 		return nil, nil
 	}
 	task := accelsched.Task{
-		ExecutionID: requestIDOf(tCtx),
-		Count:       int32(limit.Value()),
-		Container:   primary,
-		Lease:       p.opts.Lease,
-		Queue:       true,
+		ExecutionID:  requestIDOf(tCtx),
+		Count:        int32(limit.Value()),
+		Container:    primary,
+		Lease:        p.opts.Lease,
+		Queue:        true,
+		PodResources: podResourcesOf(&built.Spec),
 	}
 	id := tCtx.TaskExecutionMetadata().GetTaskExecutionID().GetID()
 	execution := id.GetNodeExecutionId().GetExecutionId()

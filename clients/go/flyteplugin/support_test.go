@@ -46,12 +46,14 @@ func migGpu(id, model string, index int32, profile string, starts ...int32) *pb.
 }
 
 // task is what a test says of a Flyte task: its type, GPU limit and
-// accelerator, and its attempt's generated name (the request id).
+// accelerator, its attempt's generated name (the request id), and its
+// resource requests (its limits are 2 CPUs and 8Gi of memory).
 type task struct {
 	taskType    string
 	gpus        int64
 	accelerator *core.GPUAccelerator
 	name        string
+	requests    []*core.Resources_ResourceEntry
 }
 
 func (tk task) template() *core.TaskTemplate {
@@ -59,7 +61,7 @@ func (tk task) template() *core.TaskTemplate {
 	if taskType == "" {
 		taskType = "python-task"
 	}
-	resources := &core.Resources{Limits: []*core.Resources_ResourceEntry{
+	resources := &core.Resources{Requests: tk.requests, Limits: []*core.Resources_ResourceEntry{
 		{Name: core.Resources_CPU, Value: "2"}, {Name: core.Resources_MEMORY, Value: "8Gi"}}}
 	if tk.gpus > 0 {
 		resources.Limits = append(resources.Limits,

@@ -6,6 +6,7 @@ import datetime
 import json
 
 import pytest
+from flytekit import Resources, task
 from flytekit.extras.accelerators import A100, T4
 
 from accelsched import AlreadyExistsError, Client, ResourceExhaustedError, pb
@@ -155,3 +156,24 @@ def test_node_selector_and_alternative_devices(client):
     a = client.allocate("alt", "A100", alternative_devices=["T4"], node_selector={"pool": "t4"})
 
     assert (a.node, a.model) == ("t4-node", "nvidia-tesla-t4")
+
+
+def test_pod_resources_reach_the_server(client):
+    # Needs an accelschedd that implements NodeResources: an older one drops the field.
+    @task(requests=Resources(cpu="1500m", mem="6Gi"), limits=Resources(cpu="4", gpu="1"))
+    def train() -> None: ...
+
+    a = client.allocate("cpu-mem", T4, pod_resources=train.resources)
+
+    held = client.get(request_id="cpu-mem").pod_resources
+    assert held == pb.NodeResources(cpu_milli=1500, memory_bytes=6 * 2**30, pods=1)
+    assert a.pod_resources == held
+
+
+def test_pod_spec_patch_leaves_cpu_and_memory_to_the_task(client):
+    a = client.allocate("patch", T4, container_name="main",
+                        pod_resources={"cpu": "2", "memory": "8Gi"})
+
+    container = json.loads(a.placement.pod_spec_patch)["containers"][0]
+    for quantities in container["resources"].values():
+        assert set(quantities) == {"nvidia.com/gpu"}

@@ -46,10 +46,12 @@ TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
                                         "nvidia-tesla-t4", "", 3, 1, 1, 1}));
   const CapacityIndex::Pool* pool = index.FindPool(kT4);
   ASSERT_NE(pool, nullptr);
-  EXPECT_THAT(pool->by_free, ElementsAre(std::make_pair(1, std::string("n1"))));
+  EXPECT_THAT(pool->by_free,
+              ElementsAre(CapacityIndex::FreeEntry{1, kUnaccountedCpu, "n1"}));
   EXPECT_EQ(*pool->home_sizes.rbegin(), 2);
   index.SetAllocation("a", "");
-  EXPECT_THAT(pool->by_free, ElementsAre(std::make_pair(2, std::string("n1"))));
+  EXPECT_THAT(pool->by_free,
+              ElementsAre(CapacityIndex::FreeEntry{2, kUnaccountedCpu, "n1"}));
   index.Remove("a");
   index.Remove("b");
   index.Remove("c");

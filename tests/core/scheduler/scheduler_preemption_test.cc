@@ -84,6 +84,23 @@ class SchedulerPreemptionTest : public testing::Test {
 // AdmissionRound::blocked_ is keyed by shape alone: another tenant's blocked
 // request of the same shape stops a tenant within its nominal quota from
 // reclaiming what its cohort lends.
+// Issue 30: a free device is not enough when the node's CPU is taken; the
+// victim is chosen so that the CPU it frees lets the request fit.
+TEST_F(SchedulerPreemptionTest, VictimsFreeTheCpuTheRequestNeeds) {
+  Node n1 = GpuNode("n1", "T4", 2);
+  n1.allocatable = NodeResources{8000, int64_t{64} << 30, 0};
+  ASSERT_OK(s_->RegisterNode(n1));
+  AllocationRequest low = Req("low", 1, "a", /*priority=*/0);
+  low.pod_resources = NodeResources{6000, 1 << 30, 0};
+  ASSERT_EQ(Must(s_->Allocate(low)).state, AllocationState::kActive);
+  AllocationRequest high = Req("high", 1, "a", /*priority=*/10);
+  high.pod_resources = NodeResources{4000, 1 << 30, 0};
+  const Allocation h = Must(s_->Allocate(high));
+  EXPECT_EQ(h.state, AllocationState::kPending);  // until the grace ends
+  EXPECT_EQ(Get("low").state, AllocationState::kPreempted);
+  EXPECT_EQ(Get("low").preempted_by, h.id);
+}
+
 TEST_F(SchedulerPreemptionTest, BlockedShapeOfAnotherTenantStopsReclaim) {
   Policies(R"pb(
     tenants {

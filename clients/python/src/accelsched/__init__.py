@@ -4,7 +4,8 @@
     from flytekit.extras.accelerators import A100
 
     with Client("accelsched:50051") as client:
-        with client.allocation("exec-42-n0-0", A100.partition_2g_10gb, lease=3600) as a:
+        with client.allocation("exec-42-n0-0", A100.partition_2g_10gb, lease=3600,
+                               pod_resources={"cpu": "2", "memory": "8Gi"}) as a:
             print(a.node, a.placement.pod_spec_patch)
 
 The protobuf messages are in accelsched.v1.accelsched_pb2 (also as accelsched.pb).
@@ -22,6 +23,7 @@ from accelsched.errors import (
     ResourceExhaustedError,
     UnavailableError,
 )
+from accelsched.resources import parse_quantity, to_pod_resources
 from accelsched.v1 import accelsched_pb2 as pb
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
     "NotFoundError",
     "ResourceExhaustedError",
     "UnavailableError",
+    "parse_quantity",
     "pb",
     "to_accelerator",
+    "to_pod_resources",
 ]

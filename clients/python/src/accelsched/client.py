@@ -26,6 +26,7 @@ from accelsched.errors import (
     DeadlineExceededError,
     from_rpc_error,
 )
+from accelsched.resources import PodResourcesLike, to_pod_resources
 from accelsched.v1 import accelsched_pb2 as pb
 from accelsched.v1 import accelsched_pb2_grpc as pb_grpc
 
@@ -91,6 +92,7 @@ def _allocate_request(
     priority: int = 0,
     replicas: int = 0,
     topology_key: str = "",
+    pod_resources: PodResourcesLike = None,
 ) -> pb.AllocateRequest:
     return pb.AllocateRequest(
         request_id=request_id,
@@ -105,6 +107,7 @@ def _allocate_request(
         priority=priority,
         replicas=replicas,
         topology_key=topology_key,
+        pod_resources=to_pod_resources(pod_resources),
     )
 
 
@@ -248,6 +251,7 @@ class Client:
         priority: int = 0,
         replicas: int = 0,
         topology_key: str = "",
+        pod_resources: PodResourcesLike = None,
     ) -> pb.Allocation:
         """Allocates ``count`` devices (or MIG slices) of ``accelerator`` on one node.
 
@@ -258,6 +262,10 @@ class Client:
         ``alternative_devices`` names further models that will do. ``lease`` is seconds or a
         timedelta (None: the server's default). With ``queue=True`` a request that does not
         fit now is returned PENDING instead of refused (see wait_admitted).
+        ``pod_resources`` is the CPU and memory the task's pod requests besides the devices
+        (anything :func:`~accelsched.resources.to_pod_resources` takes: the flytekit task's
+        ``my_task.resources``, ``Resources(cpu="2", mem="8Gi")``, ``{"cpu": "500m", "memory":
+        "4Gi"}``); only a node with that much free is chosen. None: not accounted.
 
         Returns the Allocation: ACTIVE with its devices and Kubernetes placement, or PENDING.
         Raises InvalidArgumentError for a malformed request, its message naming the field
@@ -266,7 +274,8 @@ class Client:
         with the server's summary of why; FailedPreconditionError when no node could ever hold
         it; AlreadyExistsError when ``request_id`` is live for a different accelerator or
         count; UnavailableError or DeadlineExceededError once the retries are spent; TypeError
-        for an ``accelerator`` of no known kind.
+        for an ``accelerator`` or ``pod_resources`` of no known kind, ValueError for a
+        ``pod_resources`` quantity that is malformed or negative (raised before any call).
         """
         return self._call(
             "Allocate",
@@ -274,7 +283,7 @@ class Client:
                 request_id, accelerator, count=count, tenant=tenant, lease=lease, queue=queue,
                 container_name=container_name, node_selector=node_selector,
                 alternative_devices=alternative_devices, priority=priority,
-                replicas=replicas, topology_key=topology_key,
+                replicas=replicas, topology_key=topology_key, pod_resources=pod_resources,
             ),
         )
 

@@ -52,7 +52,7 @@ class Accelerator(_message.Message):
     def __init__(self, device: _Optional[str] = ..., unpartitioned: _Optional[bool] = ..., partition_size: _Optional[str] = ..., device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("name", "labels", "devices", "schedulable", "last_heartbeat")
+    __slots__ = ("name", "labels", "devices", "schedulable", "last_heartbeat", "allocatable", "available", "overcommitted")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -65,12 +65,28 @@ class Node(_message.Message):
     DEVICES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULABLE_FIELD_NUMBER: _ClassVar[int]
     LAST_HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATABLE_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    OVERCOMMITTED_FIELD_NUMBER: _ClassVar[int]
     name: str
     labels: _containers.ScalarMap[str, str]
     devices: _containers.RepeatedCompositeFieldContainer[Device]
     schedulable: bool
     last_heartbeat: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., schedulable: _Optional[bool] = ..., last_heartbeat: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    allocatable: NodeResources
+    available: NodeResources
+    overcommitted: str
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., schedulable: _Optional[bool] = ..., last_heartbeat: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., allocatable: _Optional[_Union[NodeResources, _Mapping]] = ..., available: _Optional[_Union[NodeResources, _Mapping]] = ..., overcommitted: _Optional[str] = ...) -> None: ...
+
+class NodeResources(_message.Message):
+    __slots__ = ("cpu_milli", "memory_bytes", "pods")
+    CPU_MILLI_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    cpu_milli: int
+    memory_bytes: int
+    pods: int
+    def __init__(self, cpu_milli: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., pods: _Optional[int] = ...) -> None: ...
 
 class Device(_message.Message):
     __slots__ = ("id", "device_class", "model", "canonical_model", "memory_bytes", "index", "healthy", "mig_enabled", "mig_slices", "tpu_slice_id", "tpu_topology", "stats")
@@ -226,7 +242,7 @@ class GetCapacityResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[CapacityEntry, _Mapping]]] = ...) -> None: ...
 
 class AllocateRequest(_message.Message):
-    __slots__ = ("request_id", "accelerator", "count", "node_selector", "tenant", "priority", "lease", "queue", "replicas", "topology_key", "alternative_devices", "container_name")
+    __slots__ = ("request_id", "accelerator", "count", "node_selector", "tenant", "priority", "lease", "queue", "replicas", "topology_key", "alternative_devices", "container_name", "pod_resources")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -246,6 +262,7 @@ class AllocateRequest(_message.Message):
     TOPOLOGY_KEY_FIELD_NUMBER: _ClassVar[int]
     ALTERNATIVE_DEVICES_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
+    POD_RESOURCES_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     accelerator: Accelerator
     count: int
@@ -258,10 +275,11 @@ class AllocateRequest(_message.Message):
     topology_key: str
     alternative_devices: _containers.RepeatedScalarFieldContainer[str]
     container_name: str
-    def __init__(self, request_id: _Optional[str] = ..., accelerator: _Optional[_Union[Accelerator, _Mapping]] = ..., count: _Optional[int] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tenant: _Optional[str] = ..., priority: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., queue: _Optional[bool] = ..., replicas: _Optional[int] = ..., topology_key: _Optional[str] = ..., alternative_devices: _Optional[_Iterable[str]] = ..., container_name: _Optional[str] = ...) -> None: ...
+    pod_resources: NodeResources
+    def __init__(self, request_id: _Optional[str] = ..., accelerator: _Optional[_Union[Accelerator, _Mapping]] = ..., count: _Optional[int] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tenant: _Optional[str] = ..., priority: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., queue: _Optional[bool] = ..., replicas: _Optional[int] = ..., topology_key: _Optional[str] = ..., alternative_devices: _Optional[_Iterable[str]] = ..., container_name: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ...) -> None: ...
 
 class Allocation(_message.Message):
-    __slots__ = ("id", "request_id", "state", "node", "devices", "placement", "tenant", "created_at", "expires_at", "placements", "model", "queue_position", "pending_reason", "priority", "admitted_at", "preempted_by")
+    __slots__ = ("id", "request_id", "state", "node", "devices", "placement", "tenant", "created_at", "expires_at", "placements", "model", "queue_position", "pending_reason", "priority", "admitted_at", "preempted_by", "pod_resources")
     ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -278,6 +296,7 @@ class Allocation(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     ADMITTED_AT_FIELD_NUMBER: _ClassVar[int]
     PREEMPTED_BY_FIELD_NUMBER: _ClassVar[int]
+    POD_RESOURCES_FIELD_NUMBER: _ClassVar[int]
     id: str
     request_id: str
     state: AllocationState
@@ -294,7 +313,8 @@ class Allocation(_message.Message):
     priority: int
     admitted_at: _timestamp_pb2.Timestamp
     preempted_by: str
-    def __init__(self, id: _Optional[str] = ..., request_id: _Optional[str] = ..., state: _Optional[_Union[AllocationState, str]] = ..., node: _Optional[str] = ..., devices: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., placement: _Optional[_Union[Placement, _Mapping]] = ..., tenant: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., placements: _Optional[_Iterable[_Union[Placement, _Mapping]]] = ..., model: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., priority: _Optional[int] = ..., admitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., preempted_by: _Optional[str] = ...) -> None: ...
+    pod_resources: NodeResources
+    def __init__(self, id: _Optional[str] = ..., request_id: _Optional[str] = ..., state: _Optional[_Union[AllocationState, str]] = ..., node: _Optional[str] = ..., devices: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., placement: _Optional[_Union[Placement, _Mapping]] = ..., tenant: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., placements: _Optional[_Iterable[_Union[Placement, _Mapping]]] = ..., model: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., priority: _Optional[int] = ..., admitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., preempted_by: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ...) -> None: ...
 
 class AllocatedDevice(_message.Message):
     __slots__ = ("node", "device_id", "mig_slice_id", "profile")
