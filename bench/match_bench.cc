@@ -1,10 +1,12 @@
 // The in-core matcher on synthetic clusters of 1,000, 10,000 and 100,000 nodes:
 // a mix of whole GPUs of several models, MIG GPUs with mixed geometries and TPU
 // v5e slices, about half allocated. Reports Allocate+Release pairs per second
-// and the cost of one match.
+// and the cost of one match, with and without the pod's CPU and memory
+// (pod_resources) on a cluster whose nodes' CPU is accounted.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <random>
 #include <string>
@@ -14,6 +16,7 @@
 #include "config/accelerator_types_file.h"
 #include "core/catalog/capacity_index.h"
 #include "core/matching/matcher.h"
+#include "core/model/node_resources.h"
 
 namespace accelsched {
 namespace {
@@ -37,6 +40,7 @@ void AddUnit(Cluster& c, const std::string& key, const PoolKey& pool,
 }
 
 const absl::Time kNow = absl::FromUnixSeconds(1'700'000'000);
+constexpr int64_t kGiB = int64_t{1} << 30;
 
 void AddNode(Cluster& c, const std::string& name, Labels labels = {}) {
   Node node;
@@ -114,6 +118,56 @@ void FillMixed(int n, Cluster& c) {
 
 Cluster& BuildCluster(int n) { return Cached(FillMixed, n); }
 
+// The mixed cluster with every node's CPU and memory accounted: 64 cores and
+// 512 GiB allocatable, each node's held CPU, memory and pods set by `held`.
+void FillAccounted(int n, Cluster& c,
+                   NodeResources (*held)(std::mt19937& rng)) {
+  FillMixed(n, c);
+  std::mt19937 rng(1234);
+  for (int i = 0; i < n; ++i) {
+    const std::string name = absl::StrCat("node-", i);
+    c.index.SetAllocatable(name, NodeResources{64'000, 512 * kGiB, 0});
+    c.index.AddHeld(name, held(rng), +1);
+  }
+}
+
+int64_t Uniform(std::mt19937& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+// A seeded half of the nodes have at most 1.5 cores left (less than any
+// request below asks); the others hold 0-40 cores. Memory: 0-256 GiB held.
+void FillCpuShort(int n, Cluster& c) {
+  FillAccounted(n, c, [](std::mt19937& rng) {
+    NodeResources held;
+    held.cpu_milli = Uniform(rng, 0, 1) == 0 ? Uniform(rng, 62'500, 64'000)
+                                             : Uniform(rng, 0, 40'000);
+    held.memory_bytes = Uniform(rng, 0, 256) * kGiB;
+    held.pods = 1 + held.cpu_milli / 8'000;
+    return held;
+  });
+}
+
+// A seeded half of the nodes are busy: 40-60 cores held (4-24 left, enough
+// for most requests below) and at most 4 GiB of memory left (less than any
+// asks); the others hold 0-40 cores and 0-256 GiB. The busy nodes come first
+// in best-fit order and pass the CPU bound, so a match visits them.
+void FillMemoryShort(int n, Cluster& c) {
+  FillAccounted(n, c, [](std::mt19937& rng) {
+    NodeResources held;
+    if (Uniform(rng, 0, 1) == 0) {
+      held.cpu_milli = Uniform(rng, 40'000, 60'000);
+      held.memory_bytes =
+          512 * kGiB - Uniform(rng, 0, 4 * 1024) * (kGiB / 1024);
+    } else {
+      held.cpu_milli = Uniform(rng, 0, 40'000);
+      held.memory_bytes = Uniform(rng, 0, 256) * kGiB;
+    }
+    held.pods = 1 + held.cpu_milli / 8'000;
+    return held;
+  });
+}
+
 const MatchSpec kSpecs[] = {
     MatchSpec::ForPool(kH100, 2),
     MatchSpec::ForPool(kMig1g, 1),
@@ -122,6 +176,26 @@ const MatchSpec kSpecs[] = {
     MatchSpec::ForPool(kTpu, 1),
     MatchSpec::ForPool(kMig3g, 1, LabelSelector::FromMap({{"pool", "p1"}})),
 };
+
+// kSpecs with what each request's pod needs: CPU and memory in proportion to
+// what it asks (as a node's share for its devices would be).
+const std::vector<MatchSpec> kPodSpecs = [] {
+  const NodeResources needs[] = {
+      {16'000, 128 * kGiB, 1},  // 2 H100
+      {2'000, 8 * kGiB, 1},     // one 1g.5gb slice
+      {4'000, 16 * kGiB, 1},    // one L4
+      {16'000, 64 * kGiB, 1},   // 4 T4
+      {24'000, 96 * kGiB, 1},   // one TPU v5e 2x4 slice
+      {8'000, 32 * kGiB, 1},    // one 3g.20gb slice
+  };
+  static_assert(std::size(needs) == std::size(kSpecs));
+  std::vector<MatchSpec> specs;
+  for (size_t i = 0; i < std::size(kSpecs); ++i) {
+    specs.push_back(kSpecs[i]);
+    specs.back().pod_resources = NormalizedPodNeed(needs[i]);
+  }
+  return specs;
+}();
 
 const EligibilityRules kRules = [] {
   EligibilityRules rules;
@@ -140,6 +214,37 @@ void BM_Match(benchmark::State& state) {
     benchmark::DoNotOptimize(units);
   }
   state.SetItemsProcessed(state.iterations());
+}
+
+// One match per iteration on a cluster whose nodes' CPU and memory are
+// accounted (`fill`): state.range(1) 1 with each request's pod_resources, 0
+// the same requests without them (not limited by CPU or memory), so that the
+// two are timed on one cluster.
+void MatchPodResources(benchmark::State& state, void (*fill)(int, Cluster&)) {
+  Cluster& c = Cached(fill, static_cast<int>(state.range(0)));
+  const bool with = state.range(1) != 0;
+  size_t i = 0;
+  int64_t misses = 0;
+  for (auto _ : state) {
+    const MatchSpec& spec =
+        with ? kPodSpecs[i % kPodSpecs.size()] : kSpecs[i % std::size(kSpecs)];
+    ++i;
+    auto units = Match(c.index, c.nodes, spec, kRules);
+    if (!units.has_value()) ++misses;
+    benchmark::DoNotOptimize(units);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["misses"] = static_cast<double>(misses);
+}
+
+// Half the nodes short of CPU: skipped by the index's order.
+void BM_MatchPodResources(benchmark::State& state) {
+  MatchPodResources(state, FillCpuShort);
+}
+
+// Half the nodes short of memory, not of CPU: visited one by one.
+void BM_MatchPodResourcesMemoryShort(benchmark::State& state) {
+  MatchPodResources(state, FillMemoryShort);
 }
 
 // Match, mark the units allocated, then release them: the in-core work of one
@@ -236,6 +341,15 @@ BENCHMARK(BM_MatchWide)
     ->Args({100000, 1})
     ->Args({100000, 3})
     ->Args({100000, 0})
+    ->Unit(benchmark::kMicrosecond);
+// Without (0) and with (1) pod_resources, on the same accounted cluster.
+BENCHMARK(BM_MatchPodResources)
+    ->ArgNames({"nodes", "pod_resources"})
+    ->ArgsProduct({{1000, 10000, 100000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatchPodResourcesMemoryShort)
+    ->ArgNames({"nodes", "pod_resources"})
+    ->ArgsProduct({{1000, 10000, 100000}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AllocateRelease)
     ->Arg(1000)

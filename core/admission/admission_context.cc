@@ -75,19 +75,26 @@ std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec) {
       total += pool->total;
     }
   }
-  const std::string unit =
+  std::string unit =
       RequestUnitName(spec.device_class, spec.models, spec.partition);
+  // Free units may be where the pod does not fit: say what it needs too.
+  std::string pod;
+  if (spec.pod_resources.has_value()) {
+    pod = absl::StrCat(" and room for the pod (", spec.pod_resources->cpu_milli,
+                       " cpu_milli, ", spec.pod_resources->memory_bytes,
+                       " memory_bytes)");
+  }
   if (spec.replicas > 1) {
     return absl::StrCat("no ", spec.replicas, " nodes",
                         spec.topology_key.empty()
                             ? ""
                             : absl::StrCat(" sharing one ", spec.topology_key),
                         " with ", spec.count, " free ", unit,
-                        spec.count == 1 ? "" : "s", " each (", free,
+                        spec.count == 1 ? "" : "s", pod, " each (", free,
                         " free of ", total, ")");
   }
   return absl::StrCat("no node has ", spec.count, " free ", unit,
-                      spec.count == 1 ? "" : "s", " (", free, " free of ",
+                      spec.count == 1 ? "" : "s", pod, " (", free, " free of ",
                       total, ")");
 }
 

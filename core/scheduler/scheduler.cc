@@ -280,7 +280,8 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
             e.id, " for ", e.count, " x ",
             RequestUnitName(e.device_class, e.requested_models, e.partition),
             e.replicas > 1 ? absl::StrCat(" x ", e.replicas, " replicas") : "",
-            "; a retry must ask for the same accelerator and count"));
+            "; a retry must ask for the same accelerator, count and "
+            "pod_resources"));
       }
       // A retry: the same allocation, once it is durable. A pending one's
       // retry keeps its place alive (written when a tenth of the pending

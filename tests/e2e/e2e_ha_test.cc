@@ -343,6 +343,54 @@ class Clients {
   std::vector<std::thread> threads_;
 };
 
+// Issue 30 on PostgreSQL: what live allocations hold of a node's CPU and
+// memory is committed with them, and a leader killed with -9 comes back
+// (or is replaced) knowing it: no pinned pod ever outgrows its node.
+TEST_F(HaTest, PodResourcesSurviveKillNineOnPostgres) {
+  Replica r;
+  ASSERT_TRUE(StartReplica(r));
+  ASSERT_TRUE(AwaitServing(r).has_value());
+  v1::RegisterNodeRequest reg;
+  v1::Node* node = reg.mutable_node();
+  node->set_name("n1");
+  for (int g = 0; g < 4; ++g)
+    AddGpu(node, absl::StrCat("n1-gpu", g), kModel, g);
+  node->mutable_allocatable()->set_cpu_milli(10000);
+  node->mutable_allocatable()->set_memory_bytes(int64_t{32} << 30);
+  v1::Node registered;
+  ASSERT_TRUE(CallOn(*r.stub, &Stub::RegisterNode, reg, &registered).ok());
+  auto want = [](const std::string& id, int64_t cpu_milli) {
+    v1::AllocateRequest req = AllocateReq(id, kModel);
+    req.mutable_pod_resources()->set_cpu_milli(cpu_milli);
+    req.mutable_pod_resources()->set_memory_bytes(int64_t{1} << 30);
+    return req;
+  };
+  v1::Allocation a;
+  ASSERT_TRUE(CallOn(*r.stub, &Stub::Allocate, want("a", 4000), &a).ok());
+  ASSERT_TRUE(CallOn(*r.stub, &Stub::Allocate, want("b", 4000), &a).ok());
+  EXPECT_EQ(r.process->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(StartReplica(r));
+  ASSERT_TRUE(AwaitServing(r).has_value());
+  v1::GetNodeRequest get;
+  get.set_name("n1");
+  v1::Node after;
+  ASSERT_TRUE(CallOn(*r.stub, &Stub::GetNode, get, &after).ok());
+  EXPECT_EQ(after.allocatable().cpu_milli(), 10000);
+  EXPECT_EQ(after.available().cpu_milli(), 2000);
+  EXPECT_EQ(after.available().memory_bytes(), int64_t{30} << 30);
+  v1::GetAllocationRequest which;
+  which.set_request_id("a");
+  v1::Allocation stored;
+  ASSERT_TRUE(CallOn(*r.stub, &Stub::GetAllocation, which, &stored).ok());
+  EXPECT_EQ(stored.pod_resources().cpu_milli(), 4000);
+  EXPECT_EQ(stored.pod_resources().pods(), 1);
+  // Two GPUs are free, 2000m of CPU is not enough for a third pod.
+  grpc::Status refused = CallOn(*r.stub, &Stub::Allocate, want("c", 4000), &a);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << refused.error_message();
+  ASSERT_TRUE(CallOn(*r.stub, &Stub::Allocate, want("d", 2000), &a).ok());
+}
+
 TEST_F(HaTest, KillingTheLeaderTenTimesLosesNoAcknowledgedWrite) {
   // Default election settings: the times below are what users get.
   Replica replicas[2];

@@ -123,6 +123,24 @@ TYPED_TEST(SchedulerNodeResourcesTest, ExplainNamesTheResourceAndFigures) {
               Contains(HasSubstr("insufficient memory_bytes")));
 }
 
+// A queued request kept waiting by CPU says so, not only that units lack.
+TYPED_TEST(SchedulerNodeResourcesTest, PendingReasonNamesThePodsNeeds) {
+  ASSERT_OK(this->s().RegisterNode(T4Node("n1", 2, 8000)));
+  ASSERT_OK(this->s().Allocate(WantPod("a", 1, 6000)));
+  AllocationRequest queued = WantPod("b", 1, 4000);
+  queued.queue = true;
+  absl::StatusOr<Allocation> b = this->s().Allocate(queued);
+  ASSERT_OK(b);
+  EXPECT_EQ(b->state, AllocationState::kPending);
+  EXPECT_THAT(b->pending_reason,
+              HasSubstr("and room for the pod (4000 cpu_milli, 1073741824 "
+                        "memory_bytes) (1 free of 2)"));
+  ASSERT_OK(this->s().Release({"", "a"}));
+  absl::StatusOr<Allocation> admitted = this->s().GetAllocation({"", "b"});
+  ASSERT_OK(admitted);
+  EXPECT_EQ(admitted->state, AllocationState::kActive);
+}
+
 TYPED_TEST(SchedulerNodeResourcesTest, PodSlotsAreCountedWhenLimited) {
   ASSERT_OK(this->s().RegisterNode(T4Node("n1", 4, 64000, 64 * kGiB, 1)));
   ASSERT_OK(this->s().Allocate(WantPod("a", 1, 100)));
@@ -193,7 +211,9 @@ TYPED_TEST(SchedulerNodeResourcesTest, PodResourcesAreWhatMakesARequest) {
   ASSERT_OK(this->s().Allocate(WantPod("a", 1, 1000)));
   ASSERT_OK(this->s().Allocate(WantPod("a", 1, 1000)));
   EXPECT_EQ(this->Available("n1").cpu_milli, 7000);  // held once
-  EXPECT_FALSE(this->s().Allocate(WantPod("a", 1, 2000)).ok());
+  EXPECT_THAT(
+      this->s().Allocate(WantPod("a", 1, 2000)).status(),
+      StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("pod_resources")));
 }
 
 }  // namespace

@@ -81,9 +81,6 @@ class SchedulerPreemptionTest : public testing::Test {
   std::unique_ptr<BlockingScheduler> s_;
 };
 
-// AdmissionRound::blocked_ is keyed by shape alone: another tenant's blocked
-// request of the same shape stops a tenant within its nominal quota from
-// reclaiming what its cohort lends.
 // Issue 30: a free device is not enough when the node's CPU is taken; the
 // victim is chosen so that the CPU it frees lets the request fit.
 TEST_F(SchedulerPreemptionTest, VictimsFreeTheCpuTheRequestNeeds) {
@@ -99,8 +96,16 @@ TEST_F(SchedulerPreemptionTest, VictimsFreeTheCpuTheRequestNeeds) {
   EXPECT_EQ(h.state, AllocationState::kPending);  // until the grace ends
   EXPECT_EQ(Get("low").state, AllocationState::kPreempted);
   EXPECT_EQ(Get("low").preempted_by, h.id);
+  // The grace over, the victim's CPU is free and the request lands on n1.
+  clock_.Advance(absl::Seconds(31));
+  ASSERT_OK(s_->Sweep());
+  EXPECT_EQ(Get("high").state, AllocationState::kActive);
+  EXPECT_EQ(Get("high").node, "n1");
 }
 
+// AdmissionRound::blocked_ is keyed by shape alone: another tenant's blocked
+// request of the same shape stops a tenant within its nominal quota from
+// reclaiming what its cohort lends.
 TEST_F(SchedulerPreemptionTest, BlockedShapeOfAnotherTenantStopsReclaim) {
   Policies(R"pb(
     tenants {

@@ -1,0 +1,680 @@
+// How much of a real heterogeneous GPU cluster stays unallocated as pods
+// arrive, after the method of "Beware of Fragmentation: Scheduling
+// GPU-Sharing Workloads with Fragmentation Gradient Descent" (Weng et al.,
+// USENIX ATC '23) and its simulator (hkust-adsl/kubernetes-scheduler-
+// simulator): Alibaba's openb cluster (1,213 GPU nodes, 6,212 GPUs, each node's
+// CPU and memory) and its gpushare pod lists (each pod's CPU, memory and
+// GPUs), the pods shuffled and sampled until the GPUs they ask reach 130% of
+// the cluster's, no departures. Reports the unallocated share of the GPUs as
+// arrivals reach 50% ... 130% of capacity for accelsched's rule (the real
+// CapacityIndex and Match, pod_resources from each pod's CPU and memory,
+// allocatable from each node's) and for first fit in node order, each with
+// and without CPU and memory accounting.
+//
+// accelsched has no GPU sharing yet: a pod that asks part of a GPU
+// (gpu_milli < 1000) is given one whole GPU here, and counts as one GPU in
+// the arrivals. The subset of pods that ask whole GPUs is replayed as well.
+// Pods that ask no GPU are not accelsched's: they are placed as
+// kube-scheduler would (--cpu_only_pods), the same way for every policy, and
+// accelsched's accounting counts what they hold. Without accounting, a pod
+// placed where its CPU or memory does not fit keeps its GPUs and never starts.
+//
+// Exits non-zero when a run with accounting that sees every pod leaves a pod
+// on a node without room for its CPU or memory, or the capacity index and
+// the replay's own count of free GPUs disagree (CI's openb_replay_smoke).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/catalog/capacity_index.h"
+#include "core/matching/matcher.h"
+#include "core/model/node_resources.h"
+
+ABSL_FLAG(std::string, data_dir, OPENB_DATA_DIR,
+          "directory with nodes.csv and pods_<trace>.csv "
+          "(scripts/openb_data.py writes them)");
+ABSL_FLAG(std::vector<std::string>, traces,
+          std::vector<std::string>({"gpushare20", "gpushare40", "gpushare60",
+                                    "gpushare80", "gpushare100"}),
+          "pod lists to replay (pods_<trace>.csv)");
+ABSL_FLAG(int, seeds, 10, "shuffles and samplings of each pod list");
+ABSL_FLAG(double, tune, 1.3,
+          "arrivals stop when the GPUs asked reach this share of the "
+          "cluster's");
+ABSL_FLAG(std::string, cpu_only_pods, "spread",
+          "the pods that ask no GPU, placed as kube-scheduler would, for "
+          "every policy: spread (its default scoring, LeastAllocated: the "
+          "node left with the most free CPU and memory), pack "
+          "(MostAllocated: the least), or none (left out)");
+ABSL_FLAG(bool, cpu_only_pods_counted, true,
+          "accelsched's accounting counts what the pods without GPUs hold "
+          "(false: it does not, as when kube-scheduler places them beside "
+          "accelsched's pods and the node's allocatable stays whole; first "
+          "fit always sees them)");
+
+namespace accelsched {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+// Arrivals (GPUs asked, % of the cluster's) at which the state is reported,
+// besides the end of the stream (--tune).
+const int kPoints[] = {50, 80, 90, 100, 110, 120};
+
+struct NodeSpec {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  int gpus = 0;
+  std::string model;
+};
+
+struct Pod {
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  int gpus = 0;             // whole GPUs accelsched is asked for
+  int64_t trace_milli = 0;  // the GPU the trace asks: num_gpu x gpu_milli
+  bool shares = false;      // asks part of a GPU
+  std::vector<std::string> models;  // sorted; empty: any
+};
+
+// Rows of a CSV file without quoting, checked against `header`.
+std::optional<std::vector<std::vector<std::string>>> ReadCsv(
+    const std::string& path, const std::string& header) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line) || line != header) {
+    std::fprintf(stderr, "%s: missing, or its header is not \"%s\"\n",
+                 path.c_str(), header.c_str());
+    return std::nullopt;
+  }
+  const size_t columns =
+      std::vector<std::string>(absl::StrSplit(header, ',')).size();
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> row = absl::StrSplit(line, ',');
+    if (row.size() != columns) {
+      std::fprintf(stderr, "%s:%zu: %zu columns, want %zu\n", path.c_str(),
+                   rows.size() + 2, row.size(), columns);
+      return std::nullopt;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+bool ParseInt(const std::string& path, size_t row, const std::string& field,
+              int64_t& out) {
+  if (absl::SimpleAtoi(field, &out) && out >= 0) return true;
+  std::fprintf(stderr, "%s:%zu: \"%s\" is not a count\n", path.c_str(), row + 2,
+               field.c_str());
+  return false;
+}
+
+std::optional<std::vector<NodeSpec>> LoadNodes(const std::string& dir) {
+  const std::string path = dir + "/nodes.csv";
+  auto rows = ReadCsv(path, "cpu_milli,memory_mib,gpu,model");
+  if (!rows.has_value()) return std::nullopt;
+  std::vector<NodeSpec> nodes;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const std::vector<std::string>& r = (*rows)[i];
+    NodeSpec n;
+    int64_t mib = 0, gpus = 0;
+    if (!ParseInt(path, i, r[0], n.cpu_milli) ||
+        !ParseInt(path, i, r[1], mib) || !ParseInt(path, i, r[2], gpus)) {
+      return std::nullopt;
+    }
+    n.name = absl::StrFormat("openb-node-%04d", i);  // name order = list order
+    n.memory_bytes = mib * kMiB;
+    n.gpus = static_cast<int>(gpus);
+    n.model = r[3];
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+std::optional<std::vector<Pod>> LoadPods(const std::string& dir,
+                                         const std::string& trace) {
+  const std::string path = absl::StrCat(dir, "/pods_", trace, ".csv");
+  auto rows = ReadCsv(path, "cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec");
+  if (!rows.has_value()) return std::nullopt;
+  std::vector<Pod> pods;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const std::vector<std::string>& r = (*rows)[i];
+    Pod p;
+    int64_t mib = 0, gpus = 0, milli = 0;
+    if (!ParseInt(path, i, r[0], p.cpu_milli) ||
+        !ParseInt(path, i, r[1], mib) || !ParseInt(path, i, r[2], gpus) ||
+        !ParseInt(path, i, r[3], milli)) {
+      return std::nullopt;
+    }
+    p.memory_bytes = mib * kMiB;
+    p.gpus = static_cast<int>(gpus);
+    p.trace_milli = gpus * milli;
+    p.shares = gpus > 0 && milli < 1000;
+    // "V100M16|V100M32": any of these models; "" any model.
+    if (!r[4].empty()) {
+      p.models = absl::StrSplit(r[4], '|');
+      std::sort(p.models.begin(), p.models.end());
+      p.models.erase(std::unique(p.models.begin(), p.models.end()),
+                     p.models.end());
+    }
+    pods.push_back(std::move(p));
+  }
+  return pods;
+}
+
+// The simulator's workload tuning: the pod list (in name order) shuffled,
+// then pods removed at random while the GPUs asked exceed `target`, or pods
+// drawn at random from the list and appended until the next would exceed it.
+// `workload` must hold a pod that asks GPUs.
+std::vector<const Pod*> MakeStream(const std::vector<Pod>& workload,
+                                   int64_t target, std::mt19937& rng) {
+  std::vector<const Pod*> stream;
+  int64_t asked = 0;
+  for (const Pod& p : workload) {
+    stream.push_back(&p);
+    asked += p.gpus;
+  }
+  std::shuffle(stream.begin(), stream.end(), rng);
+  while (asked > target) {
+    const size_t i =
+        std::uniform_int_distribution<size_t>(0, stream.size() - 1)(rng);
+    asked -= stream[i]->gpus;
+    stream.erase(stream.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  while (true) {
+    const Pod& p = workload[std::uniform_int_distribution<size_t>(
+        0, workload.size() - 1)(rng)];
+    if (asked + p.gpus > target) break;
+    asked += p.gpus;
+    stream.push_back(&p);
+  }
+  return stream;
+}
+
+enum class Policy { kAccelsched, kFirstFit };
+
+struct Variant {
+  Policy policy;
+  bool accounting;  // the policy checks the pod's CPU and memory
+  const char* name;
+};
+
+const Variant kVariants[] = {
+    {Policy::kAccelsched, true, "accelsched (Match, pod_resources)"},
+    {Policy::kFirstFit, true, "first fit (node order)"},
+    {Policy::kAccelsched, false, "accelsched, no CPU accounting"},
+    {Policy::kFirstFit, false, "first fit, no CPU accounting"},
+};
+
+// The cluster's state at one point of the arrivals, as shares of its GPUs.
+struct Snapshot {
+  double unallocated = 0;
+  // Held by pods placed on a node without room for their CPU or memory: they
+  // cannot start (only without accounting).
+  double stranded = 0;
+  // The GPU the trace's running pods ask (gpu_milli), what sharing would use.
+  double trace_used = 0;
+};
+
+struct Run {
+  std::vector<Snapshot> points;              // one per kPoints, then the end
+  int64_t failed = 0;                        // GPU pods not placed
+  int64_t cpu_only_failed = 0;               // pods without GPUs not placed
+  std::map<std::string, int> free_by_model;  // at the end
+  std::vector<std::string> errors;
+};
+
+// What is on each node, whatever the policy's view of it.
+struct Truth {
+  const std::vector<NodeSpec>* nodes;
+  std::vector<int> free;
+  std::vector<int64_t> cpu, memory;  // held by running pods
+
+  bool Room(size_t i, const Pod& p) const {
+    const NodeSpec& n = (*nodes)[i];
+    return cpu[i] + p.cpu_milli <= n.cpu_milli &&
+           memory[i] + p.memory_bytes <= n.memory_bytes;
+  }
+};
+
+bool Accepts(const Pod& p, const NodeSpec& n) {
+  return p.models.empty() ||
+         std::binary_search(p.models.begin(), p.models.end(), n.model);
+}
+
+enum class CpuOnly { kSpread, kPack, kNone };
+
+// Where kube-scheduler puts a pod without GPUs: the node left with the
+// largest (kSpread: LeastAllocated, its default) or the smallest (kPack:
+// MostAllocated) free share of CPU and memory, then the first.
+int KubePlace(const Truth& t, const Pod& p, CpuOnly how) {
+  const double sign = how == CpuOnly::kPack ? -1 : 1;
+  int best = -1;
+  double best_score = 0;
+  for (size_t i = 0; i < t.nodes->size(); ++i) {
+    if (!t.Room(i, p)) continue;
+    const NodeSpec& n = (*t.nodes)[i];
+    const double score =
+        sign * static_cast<double>(n.cpu_milli - t.cpu[i] - p.cpu_milli) /
+            static_cast<double>(n.cpu_milli) +
+        static_cast<double>(n.memory_bytes - t.memory[i] - p.memory_bytes) /
+            static_cast<double>(n.memory_bytes) * sign;
+    if (best < 0 || score > best_score) {
+      best = static_cast<int>(i);
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+int FirstFit(const Truth& t, const Pod& p, bool accounting) {
+  for (size_t i = 0; i < t.nodes->size(); ++i) {
+    if (t.free[i] >= p.gpus && Accepts(p, (*t.nodes)[i]) &&
+        (!accounting || t.Room(i, p))) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+NodeResources Need(const Pod& p) {
+  return NormalizedPodNeed(NodeResources{p.cpu_milli, p.memory_bytes, 0});
+}
+
+// `counted`: accelsched's index holds what the pods without GPUs hold.
+Run Replay(const std::vector<NodeSpec>& specs,
+           const std::vector<const Pod*>& stream, const Variant& v,
+           CpuOnly cpu_only, bool counted) {
+  int64_t capacity = 0;
+  Truth truth{&specs,
+              {},
+              std::vector<int64_t>(specs.size()),
+              std::vector<int64_t>(specs.size())};
+  CapacityIndex index;
+  NodeMap nodes;
+  std::map<std::string, int, std::less<>> position;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const NodeSpec& n = specs[i];
+    capacity += n.gpus;
+    truth.free.push_back(n.gpus);
+    Node node;
+    node.name = n.name;
+    nodes.emplace(n.name, node);
+    position[n.name] = static_cast<int>(i);
+    for (int g = 0; g < n.gpus; ++g) {
+      const std::string key = absl::StrCat(n.name, "-", g);
+      index.Put(Unit{key,
+                     {DeviceClass::kNvidiaGpu, n.model, ""},
+                     n.name,
+                     {n.name},
+                     {{n.name, key, "", ""}},
+                     "",
+                     g,
+                     true,
+                     ""});
+    }
+    if (v.accounting) {
+      index.SetAllocatable(n.name,
+                           NodeResources{n.cpu_milli, n.memory_bytes, 0});
+    }
+  }
+  EligibilityRules rules;
+  rules.now = absl::UnixEpoch();
+
+  Run run;
+  int64_t asked = 0, allocated = 0, stranded = 0, trace_used = 0;
+  size_t next_point = 0;
+  auto snapshot = [&] {
+    const double cap = static_cast<double>(capacity);
+    return Snapshot{static_cast<double>(capacity - allocated) / cap,
+                    static_cast<double>(stranded) / cap,
+                    static_cast<double>(trace_used) / (1000 * cap)};
+  };
+  for (size_t k = 0; k < stream.size(); ++k) {
+    const Pod& pod = *stream[k];
+    if (pod.gpus == 0) {
+      // Not accelsched's: kube-scheduler places it, against the node's real
+      // CPU and memory; with accounting, accelsched's index holds it too
+      // unless told otherwise.
+      const int i = KubePlace(truth, pod, cpu_only);
+      if (i < 0) {
+        ++run.cpu_only_failed;
+        continue;
+      }
+      truth.cpu[i] += pod.cpu_milli;
+      truth.memory[i] += pod.memory_bytes;
+      if (v.accounting && counted) {
+        index.AddHeld(specs[i].name, Need(pod), +1);
+      }
+      continue;
+    }
+    int i = -1;
+    if (v.policy == Policy::kFirstFit) {
+      i = FirstFit(truth, pod, v.accounting);
+    } else {
+      MatchSpec spec;
+      spec.models = pod.models;
+      spec.count = pod.gpus;
+      if (v.accounting) spec.pod_resources = Need(pod);
+      if (auto units = Match(index, nodes, spec, rules)) {
+        const std::string home = units->front()->home;
+        std::vector<std::string> keys;
+        for (const Unit* u : *units) keys.push_back(u->key);
+        for (const std::string& key : keys) {
+          index.SetAllocation(key, absl::StrCat("pod-", k));
+        }
+        if (v.accounting) index.AddHeld(home, Need(pod), +1);
+        i = position.find(home)->second;
+        if (truth.free[i] < pod.gpus || !Accepts(pod, specs[i])) {
+          run.errors.push_back(absl::StrCat("Match placed pod ", k, " on ",
+                                            home, ", which has ", truth.free[i],
+                                            " free GPUs of ", specs[i].model));
+        }
+      }
+    }
+    asked += pod.gpus;
+    if (i >= 0) {
+      truth.free[i] -= pod.gpus;
+      allocated += pod.gpus;
+      if (truth.Room(i, pod)) {
+        truth.cpu[i] += pod.cpu_milli;
+        truth.memory[i] += pod.memory_bytes;
+        trace_used += pod.trace_milli;
+      } else {
+        // Its GPUs are held; the pod stays pending for CPU or memory.
+        stranded += pod.gpus;
+        const bool sees_all = v.policy == Policy::kFirstFit ||
+                              cpu_only == CpuOnly::kNone || counted;
+        if (v.accounting && sees_all && run.errors.size() < 5) {
+          run.errors.push_back(
+              absl::StrCat(v.name, " placed pod ", k, " on ", specs[i].name,
+                           ", which has no room for its CPU or memory"));
+        }
+      }
+    } else {
+      ++run.failed;
+    }
+    while (next_point < std::size(kPoints) &&
+           asked * 100 >= kPoints[next_point] * capacity) {
+      run.points.push_back(snapshot());
+      ++next_point;
+    }
+  }
+  while (run.points.size() <= std::size(kPoints)) {
+    run.points.push_back(snapshot());
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    run.free_by_model[specs[i].model] += truth.free[i];
+  }
+  if (v.policy == Policy::kAccelsched) {
+    int64_t index_allocated = 0;
+    for (const CapacityEntry& e : index.Capacity()) {
+      index_allocated += e.allocated;
+    }
+    if (index_allocated != allocated) {
+      run.errors.push_back(absl::StrCat("the index counts ", index_allocated,
+                                        " GPUs allocated, the replay ",
+                                        allocated));
+    }
+  }
+  return run;
+}
+
+struct Stat {
+  double sum = 0, min = 1e9, max = -1e9;
+  int n = 0;
+  void Add(double x) {
+    sum += x;
+    min = std::min(min, x);
+    max = std::max(max, x);
+    ++n;
+  }
+  double mean() const { return n == 0 ? 0 : sum / n; }
+};
+
+struct Summary {
+  std::vector<Stat> unallocated{std::size(kPoints) + 1};
+  std::vector<Stat> stranded{std::size(kPoints) + 1};
+  std::vector<Stat> trace_used{std::size(kPoints) + 1};
+  Stat failed, cpu_only_failed;
+  std::map<std::string, Stat> free_by_model;
+};
+
+size_t PointIndex(int percent) {
+  return static_cast<size_t>(
+      std::find(std::begin(kPoints), std::end(kPoints), percent) -
+      std::begin(kPoints));
+}
+
+// Replays `workload` for every variant and seed and prints the tables.
+// Returns false when a run with accounting broke an invariant.
+bool ReplayWorkload(const std::vector<NodeSpec>& nodes,
+                    const std::vector<Pod>& workload, int64_t capacity,
+                    int seeds, double tune, CpuOnly cpu_only, bool counted) {
+  const int64_t target = static_cast<int64_t>(std::floor(tune * capacity));
+  std::vector<Summary> summaries(std::size(kVariants));
+  bool ok = true;
+  size_t stream_pods = 0;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    std::mt19937 rng(seed);
+    const std::vector<const Pod*> stream = MakeStream(workload, target, rng);
+    stream_pods += stream.size();
+    for (size_t v = 0; v < std::size(kVariants); ++v) {
+      const Run run = Replay(nodes, stream, kVariants[v], cpu_only, counted);
+      for (const std::string& e : run.errors) {
+        std::printf("ERROR (seed %d): %s\n", seed, e.c_str());
+        ok = false;
+      }
+      Summary& s = summaries[v];
+      for (size_t p = 0; p < run.points.size(); ++p) {
+        s.unallocated[p].Add(100 * run.points[p].unallocated);
+        s.stranded[p].Add(100 * run.points[p].stranded);
+        s.trace_used[p].Add(100 * run.points[p].trace_used);
+      }
+      s.failed.Add(static_cast<double>(run.failed));
+      s.cpu_only_failed.Add(static_cast<double>(run.cpu_only_failed));
+      for (const auto& [model, free] : run.free_by_model) {
+        s.free_by_model[model].Add(free);
+      }
+    }
+  }
+  std::printf("  %zu pods a stream (mean of %d seeds)\n\n",
+              stream_pods / static_cast<size_t>(seeds), seeds);
+  std::printf(
+      "  unallocated GPUs, %% of the cluster's, as arrivals reach "
+      "(%% of GPU capacity):\n");
+  const int end = static_cast<int>(std::lround(100 * tune));
+  std::printf("  %-36s", "policy");
+  for (int p : kPoints) std::printf(" %6d", p);
+  std::printf(" %6d   %-15s %-15s\n", end, "100: min-max",
+              absl::StrCat(end, ": min-max").c_str());
+  for (size_t v = 0; v < std::size(kVariants); ++v) {
+    const Summary& s = summaries[v];
+    std::printf("  %-36s", kVariants[v].name);
+    for (const Stat& st : s.unallocated) std::printf(" %6.2f", st.mean());
+    const Stat& a = s.unallocated[PointIndex(100)];
+    const Stat& b = s.unallocated.back();
+    std::printf("   %-15s %-15s\n",
+                absl::StrFormat("%.2f-%.2f", a.min, a.max).c_str(),
+                absl::StrFormat("%.2f-%.2f", b.min, b.max).c_str());
+  }
+  std::printf(
+      "\n  at 100%% / %d%% arrivals: GPUs held by pods that cannot start "
+      "(no room for their CPU or memory), GPU the running pods' trace asks "
+      "(what sharing would use), %% of the cluster's; pods not placed at "
+      "the end (with GPUs / without)\n",
+      end);
+  std::printf("  %-36s %15s %15s %15s\n", "policy", "cannot start",
+              "trace's GPU", "not placed");
+  const size_t at100 = PointIndex(100);
+  for (size_t v = 0; v < std::size(kVariants); ++v) {
+    const Summary& s = summaries[v];
+    std::printf("  %-36s %15s %15s %15s\n", kVariants[v].name,
+                absl::StrFormat("%.2f / %.2f", s.stranded[at100].mean(),
+                                s.stranded.back().mean())
+                    .c_str(),
+                absl::StrFormat("%.2f / %.2f", s.trace_used[at100].mean(),
+                                s.trace_used.back().mean())
+                    .c_str(),
+                absl::StrFormat("%.0f / %.0f", s.failed.mean(),
+                                s.cpu_only_failed.mean())
+                    .c_str());
+  }
+  std::printf("\n  unallocated GPUs at the end by model (mean):\n");
+  std::printf("  %-36s", "policy");
+  for (const auto& [model, stat] : summaries[0].free_by_model) {
+    std::printf(" %7s", model.c_str());
+  }
+  std::printf("\n");
+  for (size_t v = 0; v < std::size(kVariants); ++v) {
+    std::printf("  %-36s", kVariants[v].name);
+    for (const auto& [model, stat] : summaries[v].free_by_model) {
+      std::printf(" %7.0f", stat.mean());
+    }
+    std::printf("\n");
+  }
+  std::printf("\n");
+  return ok;
+}
+
+int Main() {
+  const std::string dir = absl::GetFlag(FLAGS_data_dir);
+  const int seeds = absl::GetFlag(FLAGS_seeds);
+  const double tune = absl::GetFlag(FLAGS_tune);
+  const std::string cpu_only_flag = absl::GetFlag(FLAGS_cpu_only_pods);
+  const std::map<std::string, std::pair<CpuOnly, const char*>> kCpuOnly = {
+      {"spread",
+       {CpuOnly::kSpread,
+        "placed as kube-scheduler places them by default (LeastAllocated: "
+        "the node left with the most free CPU and memory)"}},
+      {"pack",
+       {CpuOnly::kPack,
+        "placed as kube-scheduler with MostAllocated would (the node left "
+        "with the least free CPU and memory)"}},
+      {"none", {CpuOnly::kNone, "left out"}},
+  };
+  auto how = kCpuOnly.find(cpu_only_flag);
+  if (seeds < 1 || tune < 1.25 || tune > 3.0 || how == kCpuOnly.end()) {
+    std::fprintf(stderr,
+                 "--seeds must be >= 1, --tune in [1.25, 3], --cpu_only_pods "
+                 "spread, pack or none\n");
+    return 2;
+  }
+  const CpuOnly cpu_only = how->second.first;
+  const bool counted = absl::GetFlag(FLAGS_cpu_only_pods_counted);
+  auto nodes = LoadNodes(dir);
+  if (!nodes.has_value()) return 2;
+  int64_t capacity = 0, cpu = 0;
+  std::map<std::string, int> gpus_by_model;
+  for (const NodeSpec& n : *nodes) {
+    capacity += n.gpus;
+    cpu += n.cpu_milli;
+    gpus_by_model[n.model] += n.gpus;
+  }
+  std::vector<std::string> models;
+  for (const auto& [m, g] : gpus_by_model)
+    models.push_back(absl::StrCat(m, " ", g));
+  std::printf(
+      "openb cluster: %zu nodes, %lld GPUs (%s), %lld cores; arrivals until "
+      "the GPUs asked reach %.0f%% of capacity, no departures; %d seeds\n",
+      nodes->size(), static_cast<long long>(capacity),
+      absl::StrJoin(models, ", ").c_str(), static_cast<long long>(cpu / 1000),
+      100 * tune, seeds);
+  std::printf(
+      "accelsched has no GPU sharing yet: a pod asking part of a GPU "
+      "(gpu_milli < 1000) is given ONE WHOLE GPU here and counts as one GPU "
+      "in the arrivals; the paper's policies share GPUs. The pods asking "
+      "whole GPUs are replayed alone as well.\n");
+  std::printf(
+      "pods without GPUs (--cpu_only_pods=%s): %s, for every policy%s\n\n",
+      cpu_only_flag.c_str(), how->second.second,
+      cpu_only == CpuOnly::kNone ? ""
+      : counted
+          ? "; accelsched's accounting counts what they hold"
+          : "; accelsched's accounting does NOT count what they hold "
+            "(--cpu_only_pods_counted=false): its pods may land where they "
+            "took the CPU");
+  bool ok = true;
+  for (const std::string& trace : absl::GetFlag(FLAGS_traces)) {
+    auto pods = LoadPods(dir, trace);
+    if (!pods.has_value()) return 2;
+    int64_t sharing = 0, cpu_only_pods = 0, whole_pods = 0;
+    for (const Pod& p : *pods) {
+      if (p.gpus == 0) {
+        ++cpu_only_pods;
+      } else if (p.shares) {
+        ++sharing;
+      } else {
+        ++whole_pods;
+      }
+    }
+    // The subset keeps the pods without GPUs in proportion: the first of
+    // them in the list, as many as whole-GPU pods are a share of GPU pods.
+    const int64_t keep =
+        whole_pods + sharing == 0
+            ? 0
+            : (cpu_only_pods * whole_pods + (whole_pods + sharing) / 2) /
+                  (whole_pods + sharing);
+    std::vector<Pod> all, whole;
+    int64_t kept = 0;
+    for (const Pod& p : *pods) {
+      if (p.gpus == 0 && cpu_only == CpuOnly::kNone) continue;
+      all.push_back(p);
+      if (p.gpus == 0 ? kept++ < keep : !p.shares) whole.push_back(p);
+    }
+    std::printf(
+        "== %s: %zu pods: %lld ask no GPU, %lld part of one (given a whole "
+        "GPU here), %lld whole GPUs\n",
+        trace.c_str(), pods->size(), static_cast<long long>(cpu_only_pods),
+        static_cast<long long>(sharing), static_cast<long long>(whole_pods));
+    if (sharing + whole_pods == 0) {
+      std::printf("  no pod asks a GPU\n\n");
+      continue;
+    }
+    std::printf("-- all pods, each sharing pod given a whole GPU:\n");
+    ok =
+        ReplayWorkload(*nodes, all, capacity, seeds, tune, cpu_only, counted) &&
+        ok;
+    if (whole_pods == 0) {
+      std::printf("-- only the pods asking whole GPUs: none in %s\n\n",
+                  trace.c_str());
+      continue;
+    }
+    if (cpu_only == CpuOnly::kNone) {
+      std::printf("-- only the pods asking whole GPUs:\n");
+    } else {
+      std::printf(
+          "-- only the pods asking whole GPUs, and the first %lld of the %lld "
+          "asking none (the same share):\n",
+          static_cast<long long>(keep), static_cast<long long>(cpu_only_pods));
+    }
+    ok = ReplayWorkload(*nodes, whole, capacity, seeds, tune, cpu_only,
+                        counted) &&
+         ok;
+  }
+  if (!ok) std::printf("FAILED: see the errors above\n");
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace accelsched
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return accelsched::Main();
+}
