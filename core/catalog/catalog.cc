@@ -373,7 +373,8 @@ absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,
   }
   IndexNode(node);
   // Lowered under what live allocations hold: they are kept (as a dropped
-  // device in use is), and the node takes nothing more until it fits again.
+  // device in use is), and takes no request with pod_resources until they
+  // fit again.
   index_.SetAllocatable(node.name, node.allocatable);
   RefreshUnits(node.name, old_slices);
   return node;
@@ -467,7 +468,8 @@ std::optional<Node> Catalog::DropReleasedRemovedDevices(
   std::erase_if(node.devices, droppable);
   IndexNode(node);
   // Lowered under what live allocations hold: they are kept (as a dropped
-  // device in use is), and the node takes nothing more until it fits again.
+  // device in use is), and takes no request with pod_resources until they
+  // fit again.
   index_.SetAllocatable(node.name, node.allocatable);
   RefreshUnits(node.name, old_slices);
   return node;
