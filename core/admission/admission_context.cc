@@ -75,7 +75,7 @@ std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec) {
       total += pool->total;
     }
   }
-  std::string unit =
+  const std::string unit =
       RequestUnitName(spec.device_class, spec.models, spec.partition);
   // Free units may be where the pod does not fit: say what it needs too.
   std::string pod;

@@ -115,17 +115,12 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
         continue;
       }
       int have = h.free;
-      // What the node's CPU, memory and pods will hold once the victims so
-      // far are gone: they must fit spec.pod_resources too.
-      const NodeAccount* account = index_.Account(home);
-      const bool limited = spec.pod_resources.has_value() &&
-                           account != nullptr &&
-                           account->allocatable.has_value();
-      NodeResources room = limited ? account->available() : NodeResources{};
+      // The CPU, memory and pods the victims so far free on the node:
+      // spec.pod_resources must fit with them too.
+      NodeResources released;
       auto fits = [&] {
-        return !limited ||
-               FirstShortfall(room, *spec.pod_resources,
-                              account->allocatable->pods > 0) == nullptr;
+        return !spec.pod_resources.has_value() ||
+               index_.Shortfall(home, *spec.pod_resources, released) == nullptr;
       };
       std::map<std::string, int> held;  // victim -> its units here
       for (const std::string& unit : h.units) {
@@ -177,7 +172,7 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
         worst = std::max(worst, c.priority);
         have += c.units;
         freed += c.total;
-        if (c.a->pod_resources.has_value()) room += *c.a->pod_resources;
+        if (c.a->pod_resources.has_value()) released += *c.a->pod_resources;
       }
       // It must fit, and a reclaim must give back the quota it lacks.
       if (have < spec.count || !fits() || freed < quota_units) continue;

@@ -162,17 +162,15 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     std::map<std::string, std::vector<std::string>> ready;
     std::optional<absl::Time> start;
     std::vector<std::string>* chosen = nullptr;
-    // Counts `home` ready when it reaches spec.count; true once a domain
-    // has enough ready nodes.
     auto room = [&](const std::string& home) {
       if (!spec.pod_resources.has_value()) return true;
-      const NodeAccount* account = index_.Account(home);
-      if (account == nullptr || !account->allocatable.has_value()) return true;
-      NodeResources left = account->available();
-      if (auto f = freed.find(home); f != freed.end()) left += f->second;
-      return FirstShortfall(left, *spec.pod_resources,
-                            account->allocatable->pods > 0) == nullptr;
+      auto f = freed.find(home);
+      return index_.Shortfall(home, *spec.pod_resources,
+                              f == freed.end() ? NodeResources{} : f->second) ==
+             nullptr;
     };
+    // Counts `home` ready when it reaches spec.count and has room; true once
+    // a domain has enough ready nodes.
     auto add = [&](const std::string& home, int units) {
       int& a = avail[home];
       a += units;

@@ -137,10 +137,13 @@ const NodeAccount* CapacityIndex::Account(absl::string_view node) const {
 }
 
 const char* CapacityIndex::Shortfall(absl::string_view node,
-                                     const NodeResources& need) const {
+                                     const NodeResources& need,
+                                     const NodeResources& freed) const {
   const NodeAccount* account = Account(node);
   if (account == nullptr || !account->allocatable.has_value()) return nullptr;
-  return FirstShortfall(account->available(), need,
+  NodeResources room = account->available();
+  room += freed;
+  return FirstShortfall(room, need,
                         /*limits_pods=*/account->allocatable->pods > 0);
 }
 

@@ -103,11 +103,12 @@ class CapacityIndex {
   const absl::flat_hash_map<std::string, NodeAccount>& accounts() const {
     return accounts_;
   }
-  // The first resource `need` does not fit in `node`'s available ("cpu_milli",
-  // "memory_bytes", "pods"), or nullptr when it fits or `node` is not
-  // accounted.
-  const char* Shortfall(absl::string_view node,
-                        const NodeResources& need) const;
+  // The first resource `need` does not fit in `node`'s available plus
+  // `freed` (what would come free there: victims, ended leases)
+  // ("cpu_milli", "memory_bytes", "pods"), or nullptr when it fits or `node`
+  // is not accounted.
+  const char* Shortfall(absl::string_view node, const NodeResources& need,
+                        const NodeResources& freed = NodeResources{}) const;
 
   const Unit* Find(absl::string_view key) const;
   const Pool* FindPool(const PoolKey& key) const;
