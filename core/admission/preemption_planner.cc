@@ -108,7 +108,10 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
       return std::nullopt;
     };
     const bool found_before = best.has_value();
-    for (const auto& [home, h] : pool->homes) {
+    for (const auto& home_entry : pool->homes) {
+      // Named, not a structured binding: the lambda below captures it.
+      const std::string& home = home_entry.first;
+      const auto& h = home_entry.second;
       std::string domain;
       if (reservations_.ReservedForOther(key, home, id, p.priority) ||
           !EligibleHome(ctx_, home, spec, &domain)) {
@@ -159,7 +162,17 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
       absl::flat_hash_map<std::string, int64_t> taken;
       int64_t freed = 0;  // units of the pool, on every node
       for (const Candidate& c : candidates) {
-        if (have >= spec.count && fits() && freed >= quota_units) break;
+        if (have >= spec.count && freed >= quota_units) {
+          if (fits()) break;
+          // Only the pod's resources fall short: a victim that frees none of
+          // the one short would be evicted for nothing.
+          const char* short_of =
+              index_.Shortfall(home, *spec.pod_resources, released);
+          if (!c.a->pod_resources.has_value() ||
+              ResourceAmount(*c.a->pod_resources, short_of) <= 0) {
+            continue;
+          }
+        }
         if (c.rank == 0 && c.priority >= p.priority) {
           // Reclaiming takes back no more than the tenant borrows.
           auto [b, fresh] = borrowed.try_emplace(c.a->tenant, 0);

@@ -193,12 +193,11 @@ std::string ReservationPlanner::Reserve(const std::string& id,
       chosen = &nodes;
       return true;
     };
-    for (const CapacityIndex::FreeEntry& e : pool->by_free) {
-      if (add(e.home, e.free)) {
-        start = ctx_.rules.now;
-        break;
-      }
-    }
+    pool->by_free.ForEach([&](const CapacityIndex::FreeEntry& e) {
+      if (!add(e.home, e.free)) return true;
+      start = ctx_.rules.now;
+      return false;
+    });
     if (!start.has_value()) {
       size_t walked = 0;
       ctx_.book->ForEachLiveByExpiry(key, [&](const AllocationBook::Record& r) {

@@ -1,5 +1,7 @@
 #include "core/catalog/capacity_index.h"
 
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 
 namespace accelsched {
@@ -15,13 +17,13 @@ void CapacityIndex::Count(const Unit& u, int sign) {
   }
   if (u.free()) {
     if (home.free > 0) {
-      pool.by_free.erase({home.free, home.cpu, u.home});
+      pool.by_free.Erase({home.free, home.cpu, u.home});
       --pool.homes_with_free[home.free];
     }
     home.free += sign;
     if (home.free > 0) {
-      home.cpu = CpuKey(u.home);
-      pool.by_free.insert({home.free, home.cpu, u.home});
+      std::tie(home.cpu, home.memory) = Keys(u.home);
+      pool.by_free.Insert({home.free, home.cpu, u.home, home.memory});
       if (home.free >= static_cast<int>(pool.homes_with_free.size()))
         pool.homes_with_free.resize(home.free + 1);
       ++pool.homes_with_free[home.free];
@@ -29,12 +31,30 @@ void CapacityIndex::Count(const Unit& u, int sign) {
   }
 }
 
+void CapacityIndex::CountHome(Pool& pool, absl::string_view node, int sign) {
+  const NodeAccount* account = Account(node);
+  if (account == nullptr || !account->allocatable.has_value()) {
+    pool.unaccounted_homes += sign;
+    return;
+  }
+  const NodeResources& a = *account->allocatable;
+  const HomeTree::Entry e{0, a.cpu_milli, std::string(node), a.memory_bytes};
+  if (sign > 0) {
+    pool.by_allocatable.Insert(e);
+  } else {
+    pool.by_allocatable.Erase(e);
+  }
+}
+
 void CapacityIndex::Put(Unit unit) {
   Remove(unit.key);
   Pool& pool = pools_[unit.pool];
   Home& home = pool.homes[unit.home];
-  if (!home.units.empty())
+  if (home.units.empty()) {
+    CountHome(pool, unit.home, +1);
+  } else {
     pool.home_sizes.erase(pool.home_sizes.find(home.units.size()));
+  }
   home.units.push_back(unit.key);
   pool.home_sizes.insert(home.units.size());
   for (const std::string& host : unit.hosts)
@@ -56,6 +76,7 @@ void CapacityIndex::Remove(absl::string_view key) {
   pool.home_sizes.erase(pool.home_sizes.find(home.units.size()));
   std::erase(home.units, u.key);
   if (home.units.empty()) {
+    CountHome(pool, u.home, -1);
     pool.homes.erase(home_it);
   } else {
     pool.home_sizes.insert(home.units.size());
@@ -78,16 +99,17 @@ void CapacityIndex::SetAllocation(absl::string_view key,
   Count(it->second, +1);
 }
 
-int64_t CapacityIndex::CpuKey(absl::string_view node) const {
+std::pair<int64_t, int64_t> CapacityIndex::Keys(absl::string_view node) const {
   const NodeAccount* account = Account(node);
   if (account == nullptr || !account->allocatable.has_value()) {
-    return kUnaccountedCpu;
+    return {kUnaccountedCpu, kUnaccountedMemory};
   }
-  return account->available().cpu_milli;
+  const NodeResources available = account->available();
+  return {available.cpu_milli, available.memory_bytes};
 }
 
 void CapacityIndex::Rekey(absl::string_view node) {
-  const int64_t cpu = CpuKey(node);
+  const auto [cpu, memory] = Keys(node);
   auto units = units_by_node_.find(node);
   if (units == units_by_node_.end()) return;
   for (const std::string& key : units->second) {
@@ -95,25 +117,38 @@ void CapacityIndex::Rekey(absl::string_view node) {
     if (u.home != node) continue;
     Pool& pool = pools_.find(u.pool)->second;
     Home& home = pool.homes.find(u.home)->second;
-    if (home.cpu == cpu) continue;  // done already (another unit of it)
+    // Done already (another unit of it)?
+    if (home.cpu == cpu && home.memory == memory) continue;
     if (home.free > 0) {
-      pool.by_free.erase({home.free, home.cpu, u.home});
-      pool.by_free.insert({home.free, cpu, u.home});
+      pool.by_free.Erase({home.free, home.cpu, u.home});
+      pool.by_free.Insert({home.free, cpu, u.home, memory});
     }
     home.cpu = cpu;
+    home.memory = memory;
   }
 }
 
 void CapacityIndex::SetAllocatable(absl::string_view node,
                                    std::optional<NodeResources> allocatable) {
+  // The pools `node` is a home of, counted out with the old allocatable and
+  // back in with the new.
+  std::set<Pool*> homed;
+  if (auto units = units_by_node_.find(node); units != units_by_node_.end()) {
+    for (const std::string& key : units->second) {
+      const Unit& u = units_.find(key)->second;
+      if (u.home == node) homed.insert(&pools_.find(u.pool)->second);
+    }
+  }
+  for (Pool* pool : homed) CountHome(*pool, node, -1);
   if (!allocatable.has_value()) {
-    auto it = accounts_.find(node);
-    if (it == accounts_.end()) return;
-    it->second.allocatable.reset();
-    if (it->second.held == NodeResources{}) accounts_.erase(it);
+    if (auto it = accounts_.find(node); it != accounts_.end()) {
+      it->second.allocatable.reset();
+      if (it->second.held == NodeResources{}) accounts_.erase(it);
+    }
   } else {
     accounts_[node].allocatable = allocatable;
   }
+  for (Pool* pool : homed) CountHome(*pool, node, +1);
   Rekey(node);
 }
 

@@ -1,14 +1,14 @@
 // The in-memory index of allocatable units (whole devices, MIG slices, whole
 // TPU slices), grouped into pools by (device class, model, partition) and,
 // within a pool, by home node, ordered by free count and then by the node's
-// available CPU so that a best-fit match never scans the whole cluster, nor
-// the nodes short of CPU. It also keeps each node's CPU, memory and pod
-// accounting (NodeAccount). Not thread-safe: the scheduler guards it.
+// available CPU, with the largest available memory kept per subtree
+// (HomeTree), so that a best-fit match never scans the whole cluster, nor
+// the nodes short of CPU or memory. It also keeps each node's CPU, memory and
+// pod accounting (NodeAccount). Not thread-safe: the scheduler guards it.
 #ifndef ACCELSCHED_CORE_CATALOG_CAPACITY_INDEX_H_
 #define ACCELSCHED_CORE_CATALOG_CAPACITY_INDEX_H_
 
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "core/catalog/home_tree.h"
 #include "core/model/capacity.h"
 #include "core/model/node_resources.h"
 #include "core/model/unit.h"
@@ -44,36 +45,33 @@ struct NodeAccount {
   }
 };
 
-// by_free's CPU key of a node that is not accounted: after every accounted
-// node of the same free count (best fit keeps unaccounted nodes for last).
-inline constexpr int64_t kUnaccountedCpu = std::numeric_limits<int64_t>::max();
-
 class CapacityIndex {
  public:
   struct Home {
     std::vector<std::string> units;  // keys
     int free = 0;
-    int64_t cpu = kUnaccountedCpu;  // its by_free key while free > 0
+    // Its by_free keys while free > 0: the node's available CPU and memory
+    // (kUnaccounted* when the node is not accounted).
+    int64_t cpu = kUnaccountedCpu;
+    int64_t memory = kUnaccountedMemory;
   };
   // A home with free units, in best-fit order: fewest free units, then least
   // available CPU (kUnaccountedCpu when not accounted), then name.
-  struct FreeEntry {
-    int free = 0;
-    int64_t cpu = kUnaccountedCpu;
-    std::string home;
-
-    auto operator<=>(const FreeEntry&) const = default;
-    bool operator==(const FreeEntry&) const = default;
-  };
+  using FreeEntry = HomeTree::Entry;
   struct Pool {
     std::map<std::string, Home, std::less<>> homes;
-    std::set<FreeEntry> by_free;  // homes with free > 0
+    HomeTree by_free;  // homes with free > 0
     // homes_with_free[f]: how many homes have exactly f free units (f > 0), so
     // that a match across several pools visits only pools with a home of the
     // free count it is looking at, without a search.
     std::vector<int> homes_with_free;
     std::multiset<int>
         home_sizes;  // units per home: the most one node could ever hold
+    // The homes that are accounted, by what they offer (count 0, allocatable
+    // CPU and memory), and how many are not: what one node of the pool could
+    // ever give a pod.
+    HomeTree by_allocatable;
+    int64_t unaccounted_homes = 0;
     int64_t total = 0;
     int64_t allocated = 0;
     int64_t unhealthy = 0;  // not allocated and not healthy
@@ -124,8 +122,13 @@ class CapacityIndex {
 
  private:
   void Count(const Unit& u, int sign);
-  int64_t CpuKey(absl::string_view node) const;
-  // Re-keys `node`'s entries in by_free after its available CPU changed.
+  // Adds (sign +1) or removes (-1) home `node` in `pool`'s by_allocatable
+  // or unaccounted_homes.
+  void CountHome(Pool& pool, absl::string_view node, int sign);
+  // The node's by_free keys: its available CPU and memory.
+  std::pair<int64_t, int64_t> Keys(absl::string_view node) const;
+  // Re-keys `node`'s entries in by_free after its available CPU or memory
+  // changed.
   void Rekey(absl::string_view node);
 
   std::map<PoolKey, Pool> pools_;

@@ -216,6 +216,44 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
           spec.count, " ", SpecUnitName(spec), spec.count == 1 ? "" : "s"));
     }
   }
+  if (spec.pod_resources.has_value()) {
+    // A pool with a node that is not accounted, or with one that offers both
+    // the CPU and the memory, may take the pod some day.
+    const NodeResources& need = *spec.pod_resources;
+    int64_t most_cpu = 0;
+    int64_t most_memory = 0;
+    for (const Candidate& c : candidates) {
+      const CapacityIndex::Pool& pool = *c.pool;
+      if (pool.unaccounted_homes > 0) return absl::OkStatus();
+      bool offered = false;
+      pool.by_allocatable.ForEachFrom({0, need.cpu_milli, std::string()},
+                                      need.memory_bytes,
+                                      [&](const HomeTree::Entry&) {
+                                        offered = true;
+                                        return false;
+                                      });
+      if (offered) return absl::OkStatus();
+      if (const HomeTree::Entry* last = pool.by_allocatable.Last()) {
+        most_cpu = std::max(most_cpu, last->cpu);
+        most_memory = std::max(most_memory, pool.by_allocatable.MaxMemory());
+      }
+    }
+    if (need.cpu_milli > most_cpu) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "pod_resources.cpu_milli ", need.cpu_milli,
+          " is more than any node with a ", SpecUnitName(spec),
+          " offers: at most ", most_cpu, " cpu_milli allocatable"));
+    }
+    if (need.memory_bytes > most_memory) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "pod_resources.memory_bytes ", need.memory_bytes,
+          " is more than any node with a ", SpecUnitName(spec),
+          " offers: at most ", most_memory, " memory_bytes allocatable"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "pod_resources (", need.cpu_milli, " cpu_milli, ", need.memory_bytes,
+        " memory_bytes): no node with a ", SpecUnitName(spec), " offers both"));
+  }
   return absl::OkStatus();
 }
 
@@ -235,19 +273,26 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
   }
   // Pairs in the rule's order: fewest free units that fit, then the model's
   // rank, then the node's available CPU and name (by_free's order within one
-  // free count), from the first node with the CPU the request needs.
+  // free count), from the first node with the CPU the request needs, past
+  // every node short of the memory it needs.
   const int64_t cpu = spec.pod_resources.has_value()
                           ? spec.pod_resources->cpu_milli
                           : std::numeric_limits<int64_t>::min();
+  const int64_t memory = spec.pod_resources.has_value()
+                             ? spec.pod_resources->memory_bytes
+                             : std::numeric_limits<int64_t>::min();
+  std::optional<std::vector<const Unit*>> found;
   for (int f = spec.count; f <= most; ++f) {
     for (const Candidate& c : candidates) {
       if (c.pool->HomesWithFree(f) == 0) continue;
-      for (auto it = c.pool->by_free.lower_bound({f, cpu, std::string()});
-           it != c.pool->by_free.end() && it->free == f; ++it) {
-        if (auto units = UnitsIn(index, nodes, c, it->home, spec, rules)) {
-          return units;
-        }
-      }
+      c.pool->by_free.ForEachFrom({f, cpu, std::string()}, memory,
+                                  [&](const CapacityIndex::FreeEntry& e) {
+                                    if (e.free != f) return false;
+                                    found = UnitsIn(index, nodes, c, e.home,
+                                                    spec, rules);
+                                    return !found.has_value();
+                                  });
+      if (found.has_value()) return found;
     }
   }
   return std::nullopt;
@@ -271,22 +316,24 @@ std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
     // domain -> the nodes that can take a group, fewest free first (by_free's
     // order).
     std::map<std::string, std::vector<Fit>> domains;
-    for (auto it = c.pool->by_free.lower_bound(
-             {spec.count, std::numeric_limits<int64_t>::min(), std::string()});
-         it != c.pool->by_free.end(); ++it) {
-      const std::string& home = it->home;
-      std::string domain;
-      if (!spec.topology_key.empty()) {
-        const Node* node = FindNode(nodes, home);
-        if (node == nullptr) continue;
-        auto label = node->labels.find(spec.topology_key);
-        if (label == node->labels.end()) continue;
-        domain = label->second;
-      }
-      if (auto units = UnitsIn(index, nodes, c, home, spec, rules)) {
-        domains[domain].push_back(Fit{it->free, *std::move(units)});
-      }
-    }
+    c.pool->by_free.ForEachFrom(
+        {spec.count, std::numeric_limits<int64_t>::min(), std::string()},
+        std::numeric_limits<int64_t>::min(),
+        [&](const CapacityIndex::FreeEntry& e) {
+          const std::string& home = e.home;
+          std::string domain;
+          if (!spec.topology_key.empty()) {
+            const Node* node = FindNode(nodes, home);
+            if (node == nullptr) return true;
+            auto label = node->labels.find(spec.topology_key);
+            if (label == node->labels.end()) return true;
+            domain = label->second;
+          }
+          if (auto units = UnitsIn(index, nodes, c, home, spec, rules)) {
+            domains[domain].push_back(Fit{e.free, *std::move(units)});
+          }
+          return true;
+        });
     for (auto& [domain, fits] : domains) {
       if (static_cast<int>(fits.size()) < spec.replicas) continue;
       int64_t left = 0;

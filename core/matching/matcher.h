@@ -90,7 +90,11 @@ const char* Ineligible(const Node* node, const MatchSpec& spec,
 
 // FAILED_PRECONDITION when no node could ever hold `spec.count` units of one
 // of the request's pools, or fewer than `spec.replicas` nodes of one pool
-// could (it is not a matter of waiting for releases).
+// could (it is not a matter of waiting for releases), or, with
+// `spec.pod_resources`, when every node of the request's pools is accounted
+// and none offers both its CPU and its memory in allocatable: the message
+// names the field and the most a node offers. O(pools x log nodes). A
+// node's pod limit is not considered.
 absl::Status CheckSatisfiable(const CapacityIndex& index,
                               const MatchSpec& spec);
 
@@ -100,7 +104,8 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
 // nothing fits now. Visits only pools of the request and, in each, homes in
 // free-count order: O(models x log nodes) plus the homes skipped as
 // ineligible; nodes short of CPU are skipped by the index's order (a lower
-// bound), those with CPU but short of memory or pods are visited.
+// bound), those short of memory by its per-subtree largest memory (each
+// skipped run costs O(log nodes)); those short only of pods are visited.
 std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
                                               const NodeMap& nodes,
                                               const MatchSpec& spec,

@@ -6,12 +6,6 @@
 namespace accelsched {
 namespace {
 
-int64_t Get(const NodeResources& r, absl::string_view resource) {
-  if (resource == "cpu_milli") return r.cpu_milli;
-  if (resource == "memory_bytes") return r.memory_bytes;
-  return r.pods;
-}
-
 absl::Status CheckRange(absl::string_view field, absl::string_view name,
                         int64_t value, int64_t max) {
   if (value >= 0 && value <= max) return absl::OkStatus();
@@ -37,6 +31,12 @@ absl::Status CheckNodeResources(absl::string_view field,
   return CheckRange(field, "pods", r.pods, kMaxPods);
 }
 
+int64_t ResourceAmount(const NodeResources& r, absl::string_view resource) {
+  if (resource == "cpu_milli") return r.cpu_milli;
+  if (resource == "memory_bytes") return r.memory_bytes;
+  return r.pods;
+}
+
 NodeResources NormalizedPodNeed(NodeResources need) {
   if (need.pods == 0) need.pods = 1;
   return need;
@@ -54,18 +54,19 @@ std::string ShortfallDetail(absl::string_view resource,
                             const NodeResources& available,
                             const NodeResources& allocatable,
                             const NodeResources& need) {
-  return absl::StrCat(Get(available, resource), " of ",
-                      Get(allocatable, resource), " ", resource,
-                      " free, the request needs ", Get(need, resource));
+  return absl::StrCat(ResourceAmount(available, resource), " of ",
+                      ResourceAmount(allocatable, resource), " ", resource,
+                      " free, the request needs ",
+                      ResourceAmount(need, resource));
 }
 
 std::string OvercommitNote(const NodeResources& available,
                            const NodeResources& allocatable) {
   std::string note;
   for (absl::string_view resource : {"cpu_milli", "memory_bytes", "pods"}) {
-    const int64_t left = Get(available, resource);
+    const int64_t left = ResourceAmount(available, resource);
     if (left >= 0) continue;  // pods not limited read 0
-    const int64_t offered = Get(allocatable, resource);
+    const int64_t offered = ResourceAmount(allocatable, resource);
     absl::StrAppend(&note, note.empty() ? "live allocations hold " : ", ",
                     offered - left, " ", resource, " of ", offered,
                     " allocatable");

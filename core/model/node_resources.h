@@ -54,6 +54,10 @@ NodeResources NormalizedPodNeed(NodeResources need);
 const char* FirstShortfall(const NodeResources& available,
                            const NodeResources& need, bool limits_pods);
 
+// r's value of the resource FirstShortfall named ("cpu_milli",
+// "memory_bytes", "pods").
+int64_t ResourceAmount(const NodeResources& r, absl::string_view resource);
+
 // "1500 of 8000 cpu_milli free, the request needs 4000" for the resource
 // FirstShortfall named.
 std::string ShortfallDetail(absl::string_view resource,

@@ -26,6 +26,15 @@ Unit T4(const std::string& key, const std::string& node, int order) {
               "",  order, true, ""};
 }
 
+std::vector<HomeTree::Entry> Entries(const HomeTree& homes) {
+  std::vector<HomeTree::Entry> out;
+  homes.ForEach([&](const HomeTree::Entry& e) {
+    out.push_back(e);
+    return true;
+  });
+  return out;
+}
+
 Node Healthy(const std::string& name) {
   Node n;
   n.name = name;
@@ -46,11 +55,11 @@ TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
                                         "nvidia-tesla-t4", "", 3, 1, 1, 1}));
   const CapacityIndex::Pool* pool = index.FindPool(kT4);
   ASSERT_NE(pool, nullptr);
-  EXPECT_THAT(pool->by_free,
+  EXPECT_THAT(Entries(pool->by_free),
               ElementsAre(CapacityIndex::FreeEntry{1, kUnaccountedCpu, "n1"}));
   EXPECT_EQ(*pool->home_sizes.rbegin(), 2);
   index.SetAllocation("a", "");
-  EXPECT_THAT(pool->by_free,
+  EXPECT_THAT(Entries(pool->by_free),
               ElementsAre(CapacityIndex::FreeEntry{2, kUnaccountedCpu, "n1"}));
   index.Remove("a");
   index.Remove("b");
@@ -58,6 +67,36 @@ TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
   EXPECT_TRUE(index.Capacity().empty());
   EXPECT_EQ(index.FindPool(kT4), nullptr);
   EXPECT_TRUE(index.UnitsOnNode("n1").empty());
+}
+
+// What each home offers follows its allocatable, whichever comes first.
+TEST(CapacityIndexTest, ByAllocatableFollowsTheNodesAllocatable) {
+  CapacityIndex index;
+  index.Put(T4("a", "n1", 0));
+  const CapacityIndex::Pool* pool = index.FindPool(kT4);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->unaccounted_homes, 1);
+  EXPECT_TRUE(pool->by_allocatable.empty());
+  index.SetAllocatable("n1", NodeResources{8000, 64, 0});
+  EXPECT_EQ(pool->unaccounted_homes, 0);
+  EXPECT_THAT(Entries(pool->by_allocatable),
+              ElementsAre(HomeTree::Entry{0, 8000, "n1", 64}));
+  index.Put(T4("b", "n1", 1));  // a second unit: the same home
+  index.SetAllocatable("n1", NodeResources{32000, 16, 0});
+  EXPECT_THAT(Entries(pool->by_allocatable),
+              ElementsAre(HomeTree::Entry{0, 32000, "n1", 16}));
+  // Accounted before its first unit arrives.
+  index.SetAllocatable("n2", NodeResources{4000, 8, 0});
+  index.Put(T4("c", "n2", 0));
+  EXPECT_THAT(Entries(pool->by_allocatable),
+              ElementsAre(HomeTree::Entry{0, 4000, "n2", 8},
+                          HomeTree::Entry{0, 32000, "n1", 16}));
+  index.SetAllocatable("n1", std::nullopt);
+  EXPECT_EQ(pool->unaccounted_homes, 1);
+  EXPECT_THAT(Entries(pool->by_allocatable),
+              ElementsAre(HomeTree::Entry{0, 4000, "n2", 8}));
+  index.Remove("c");
+  EXPECT_TRUE(pool->by_allocatable.empty());
 }
 
 TEST(MatcherTest, MatchCostDoesNotDependOnNodesThatCannotFit) {

@@ -205,6 +205,50 @@ TYPED_TEST(SchedulerNodeResourcesTest, BadValuesNameTheField) {
   EXPECT_EQ(this->Available("n1"), (NodeResources{1000, 64 * kGiB, 0}));
 }
 
+// A pod no node could ever hold is refused at once, naming the field and the
+// most a node offers, rather than left waiting; a node that is not accounted,
+// or a raised allocatable, makes it possible again.
+TYPED_TEST(SchedulerNodeResourcesTest, APodNoNodeCouldEverHoldIsRefused) {
+  ASSERT_OK(this->s().RegisterNode(T4Node("n1", 2, 8000, 64 * kGiB)));
+  ASSERT_OK(this->s().RegisterNode(T4Node("n2", 2, 16000, 32 * kGiB)));
+  EXPECT_THAT(
+      this->s().Allocate(WantPod("cpu", 1, 20000)).status(),
+      StatusIs(
+          absl::StatusCode::kFailedPrecondition,
+          HasSubstr("pod_resources.cpu_milli 20000 is more than any node "
+                    "with a nvidia-tesla-t4 device offers: at most 16000")));
+  EXPECT_THAT(this->s().Allocate(WantPod("mem", 1, 1000, 128 * kGiB)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("pod_resources.memory_bytes")));
+  // Each resource on some node, both on none.
+  EXPECT_THAT(this->s().Allocate(WantPod("both", 1, 12000, 48 * kGiB)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("offers both")));
+  absl::StatusOr<ExplainResult> why =
+      this->s().Explain(WantPod("cpu", 1, 20000));
+  ASSERT_OK(why);
+  EXPECT_FALSE(why->feasible);
+  EXPECT_THAT(why->explanation.summary, HasSubstr("pod_resources.cpu_milli"));
+  // Nothing was stored.
+  EXPECT_EQ(this->Available("n1"), (NodeResources{8000, 64 * kGiB, 0}));
+  EXPECT_EQ(this->Available("n2"), (NodeResources{16000, 32 * kGiB, 0}));
+
+  // n1 re-registered with more: the same request is placed there.
+  ASSERT_OK(this->s().RegisterNode(T4Node("n1", 2, 32000, 64 * kGiB)));
+  absl::StatusOr<Allocation> placed =
+      this->s().Allocate(WantPod("cpu", 1, 20000));
+  ASSERT_OK(placed);
+  EXPECT_EQ(placed->node, "n1");
+  // A node that is not accounted may hold anything.
+  Node open = T4Node("n3", 1, 0);
+  open.allocatable.reset();
+  ASSERT_OK(this->s().RegisterNode(open));
+  absl::StatusOr<Allocation> huge =
+      this->s().Allocate(WantPod("huge", 1, 90000));
+  ASSERT_OK(huge);
+  EXPECT_EQ(huge->node, "n3");
+}
+
 // A retry asking for other pod resources is another request.
 TYPED_TEST(SchedulerNodeResourcesTest, PodResourcesAreWhatMakesARequest) {
   ASSERT_OK(this->s().RegisterNode(T4Node("n1", 2, 8000)));

@@ -103,6 +103,31 @@ TEST_F(SchedulerPreemptionTest, VictimsFreeTheCpuTheRequestNeeds) {
   EXPECT_EQ(Get("high").node, "n1");
 }
 
+// The units are there; only CPU is short. A victim that holds a T4 but no
+// CPU would free nothing the request lacks: it keeps running.
+TEST_F(SchedulerPreemptionTest, VictimsThatFreeNoCpuAreNotTaken) {
+  Node n1 = GpuNode("n1", "T4", 3);
+  n1.allocatable = NodeResources{8000, int64_t{64} << 30, 0};
+  ASSERT_OK(s_->RegisterNode(n1));
+  AllocationRequest cpu = Req("cpu", 1, "a", /*priority=*/0);
+  cpu.pod_resources = NodeResources{6000, 1 << 30, 0};
+  ASSERT_EQ(Must(s_->Allocate(cpu)).state, AllocationState::kActive);
+  clock_.Advance(absl::Seconds(1));
+  // Admitted later, so the first candidate in victim order.
+  ASSERT_EQ(Must(s_->Allocate(Req("gpu-only", 1, "a", /*priority=*/0))).state,
+            AllocationState::kActive);
+  AllocationRequest high = Req("high", 1, "a", /*priority=*/10);
+  high.pod_resources = NodeResources{4000, 1 << 30, 0};
+  const Allocation h = Must(s_->Allocate(high));
+  EXPECT_EQ(h.state, AllocationState::kPending);
+  EXPECT_EQ(Get("cpu").state, AllocationState::kPreempted);
+  EXPECT_EQ(Get("gpu-only").state, AllocationState::kActive);
+  clock_.Advance(absl::Seconds(31));
+  ASSERT_OK(s_->Sweep());
+  EXPECT_EQ(Get("high").state, AllocationState::kActive);
+  EXPECT_EQ(Get("gpu-only").state, AllocationState::kActive);
+}
+
 // AdmissionRound::blocked_ is keyed by shape alone: another tenant's blocked
 // request of the same shape stops a tenant within its nominal quota from
 // reclaiming what its cohort lends.
