@@ -164,12 +164,16 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
       for (const Candidate& c : candidates) {
         if (have >= spec.count && freed >= quota_units) {
           if (fits()) break;
-          // Only the pod's resources fall short: a victim that frees none of
-          // the one short would be evicted for nothing.
-          const char* short_of =
-              index_.Shortfall(home, *spec.pod_resources, released);
+          // Only the pod's resources fall short (so the node is accounted):
+          // a victim that frees none of those short would be evicted for
+          // nothing.
+          const NodeAccount& account = *index_.Account(home);
+          NodeResources room = account.available();
+          room += released;
           if (!c.a->pod_resources.has_value() ||
-              ResourceAmount(*c.a->pod_resources, short_of) <= 0) {
+              !Relieves(room, *spec.pod_resources,
+                        /*limits_pods=*/account.allocatable->pods > 0,
+                        *c.a->pod_resources)) {
             continue;
           }
         }

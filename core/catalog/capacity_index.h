@@ -56,7 +56,8 @@ class CapacityIndex {
     int64_t memory = kUnaccountedMemory;
   };
   // A home with free units, in best-fit order: fewest free units, then least
-  // available CPU (kUnaccountedCpu when not accounted), then name.
+  // available CPU (kUnaccountedCpu when not accounted), then name; with its
+  // available memory (kUnaccountedMemory when not accounted).
   using FreeEntry = HomeTree::Entry;
   struct Pool {
     std::map<std::string, Home, std::less<>> homes;
@@ -90,7 +91,8 @@ class CapacityIndex {
   void SetAllocation(absl::string_view key, absl::string_view allocation);
 
   // Sets what `node` offers (nullopt: not accounted); what is held there is
-  // kept. Re-keys the node's homes in by_free: O(units on the node x log).
+  // kept. Re-keys the node's homes in by_free and by_allocatable: O(units on
+  // the node x log).
   void SetAllocatable(absl::string_view node,
                       std::optional<NodeResources> allocatable);
   // Adds (sign +1) or removes (-1) what one live allocation holds on `node`.

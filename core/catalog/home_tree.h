@@ -34,8 +34,8 @@ class HomeTree {
     int free = 0;  // the count: free units, or 0
     int64_t cpu = kUnaccountedCpu;
     std::string home;
-    // Not part of the order: two entries with the same (free, cpu, home) are
-    // the same entry.
+    // Not part of the order: Insert and Erase treat entries with the same
+    // (free, cpu, home) as one entry (operator== compares memory too).
     int64_t memory = kUnaccountedMemory;
 
     bool operator<(const Entry& o) const {
@@ -46,6 +46,7 @@ class HomeTree {
 
   HomeTree();
   ~HomeTree();
+  // A moved-from tree may only be destroyed or assigned to.
   HomeTree(HomeTree&&) noexcept;
   HomeTree& operator=(HomeTree&&) noexcept;
 
@@ -57,7 +58,9 @@ class HomeTree {
   bool empty() const { return size() == 0; }
 
   // Calls `visit` on each entry not before `from` in the order whose memory
-  // is at least `min_memory`, in order, until it returns false. Entries short
+  // is at least `min_memory`, in order, until it returns false. (A default
+  // Entry's cpu is kUnaccountedCpu: start a whole walk of a count at
+  // {count, lowest int64_t, ""}.) Entries short
   // of memory cost nothing: each call to `visit` costs O(log n) to reach.
   void ForEachFrom(const Entry& from, int64_t min_memory,
                    absl::FunctionRef<bool(const Entry&)> visit) const;

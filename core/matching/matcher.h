@@ -103,7 +103,8 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
 // free slices first, so that large requests still fit later. nullopt when
 // nothing fits now. Visits only pools of the request and, in each, homes in
 // free-count order: O(models x log nodes) plus the homes skipped as
-// ineligible; nodes short of CPU are skipped by the index's order (a lower
+// ineligible (each O(log nodes) to reach when the request has
+// pod_resources); nodes short of CPU are skipped by the index's order (a lower
 // bound), those short of memory by its per-subtree largest memory (each
 // skipped run costs O(log nodes)); those short only of pods are visited.
 std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,

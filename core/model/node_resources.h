@@ -54,9 +54,10 @@ NodeResources NormalizedPodNeed(NodeResources need);
 const char* FirstShortfall(const NodeResources& available,
                            const NodeResources& need, bool limits_pods);
 
-// r's value of the resource FirstShortfall named ("cpu_milli",
-// "memory_bytes", "pods").
-int64_t ResourceAmount(const NodeResources& r, absl::string_view resource);
+// Whether `freed` adds to at least one resource that `room` is short of for
+// `need` (pods only where `limits_pods`).
+bool Relieves(const NodeResources& room, const NodeResources& need,
+              bool limits_pods, const NodeResources& freed);
 
 // "1500 of 8000 cpu_milli free, the request needs 4000" for the resource
 // FirstShortfall named.

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,12 +46,14 @@ class AdmissionFixture : public testing::Test {
 
   // Registers `name` with `gpus` whole GPUs of `model`, labelled `labels`.
   void AddNode(const std::string& name, int gpus, const char* model = kT4,
-               Labels labels = {}) {
+               Labels labels = {},
+               std::optional<NodeResources> allocatable = std::nullopt) {
     std::vector<Device> devices;
     for (int i = 0; i < gpus; ++i) {
       devices.push_back(Gpu(absl::StrCat(name, "-gpu", i), model, i));
     }
     Node node = MakeNode(name, std::move(devices), std::move(labels));
+    node.allocatable = allocatable;
     ASSERT_TRUE(NormalizeAndValidateNode(*types_, node).ok());
     ASSERT_TRUE(catalog_.Put(*types_, std::move(node), T0()).ok());
   }
@@ -70,6 +73,7 @@ class AdmissionFixture : public testing::Test {
     absl::Duration lease_left = absl::Hours(1);  // expires at T0() + this
     absl::Duration admitted_ago = absl::Hours(1);
     const char* model = kT4;
+    std::optional<NodeResources> pod_resources;
   };
 
  protected:
@@ -90,6 +94,7 @@ class AdmissionFixture : public testing::Test {
     a.node = l.node;
     a.admitted_at = T0() - l.admitted_ago;
     a.expires_at = T0() + l.lease_left;
+    a.pod_resources = l.pod_resources;
     for (const std::string& key : catalog_.index().UnitsOnNode(l.node)) {
       if (static_cast<int>(r.units.size()) == l.units) break;
       const Unit* u = catalog_.index().Find(key);

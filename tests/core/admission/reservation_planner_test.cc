@@ -226,6 +226,39 @@ TEST_F(ReservationPlannerTest, ThePoolThatFreesFirstWinsThenTheFirstNamed) {
   EXPECT_FALSE(planner.reservations()->contains(GpuPool(kL4)));
 }
 
+// With the node's CPU accounted, a free T4 is not enough: the head needs
+// 4000 cpu_milli, and n1's are held by x-1 until its lease ends. The walk
+// counts the CPU each ended lease frees.
+TEST_F(ReservationPlannerTest, TheHeadWaitsForTheCpuItsPodNeeds) {
+  const NodeResources cores8{8000, int64_t{64} << 30, 0};
+  for (const char* node : {"n1", "n2"}) {
+    AddNode(node, 2, kT4, {}, cores8);
+  }
+  AddLive(L{.id = "x-1",
+            .tenant = "x",
+            .node = "n1",
+            .units = 1,
+            .lease_left = absl::Hours(2),
+            .pod_resources = NodeResources{6000, 1 << 30, 1}});
+  AddLive(L{.id = "y-1",
+            .tenant = "y",
+            .node = "n2",
+            .units = 2,
+            .lease_left = absl::Hours(3)});
+  MatchSpec spec = T4s(1);
+  spec.pod_resources = NodeResources{4000, 1 << 30, 1};
+  {
+    // n1 has a free T4 now but 2000 cpu_milli: it is n1 when x-1 ends, not
+    // from now, and not n2 (3 h).
+    ReservationPlanner planner(ctx_, NoneWaiting);
+    EXPECT_EQ(planner.Reserve("p-1", spec, 0),
+              HoldsFrom("n1", T0() + absl::Hours(2)));
+  }
+  // Without pod resources the free T4 serves from now.
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  EXPECT_EQ(planner.Reserve("p-1", T4s(1), 0), HoldsFrom("n1", T0()));
+}
+
 TEST_F(ReservationPlannerTest, OnlyThePoolsFirstWaitingRequestHolds) {
   AddNode("n1", 2);
   AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});

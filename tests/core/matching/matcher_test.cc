@@ -99,6 +99,29 @@ TEST(CapacityIndexTest, ByAllocatableFollowsTheNodesAllocatable) {
   EXPECT_TRUE(pool->by_allocatable.empty());
 }
 
+// A change of the node's available memory alone re-keys its free entry: a
+// match skipping by memory then finds it.
+TEST(CapacityIndexTest, MemoryAloneRekeysTheFreeEntry) {
+  CapacityIndex index;
+  NodeMap nodes;
+  index.Put(T4("a", "n1", 0));
+  index.Put(T4("b", "n1", 1));
+  nodes["n1"] = Healthy("n1");
+  index.SetAllocatable("n1", NodeResources{8000, 64, 0});
+  index.AddHeld("n1", NodeResources{0, 60, 0}, +1);
+  index.SetAllocation("a", "x");  // re-inserted with 4 bytes of memory
+  index.AddHeld("n1", NodeResources{0, 60, 0}, -1);
+  const CapacityIndex::Pool* pool = index.FindPool(kT4);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_THAT(Entries(pool->by_free),
+              ElementsAre(HomeTree::Entry{1, 8000, "n1", 64}));
+  MatchSpec spec = MatchSpec::ForPool(kT4, 1);
+  spec.pod_resources = NodeResources{0, 8, 1};
+  auto chosen = Match(index, nodes, spec, Rules());
+  ASSERT_TRUE(chosen.has_value());
+  EXPECT_EQ((*chosen)[0]->key, "b");
+}
+
 TEST(MatcherTest, MatchCostDoesNotDependOnNodesThatCannotFit) {
   // by_free is ordered by free count: a request for 4 never visits the 1-free
   // nodes.

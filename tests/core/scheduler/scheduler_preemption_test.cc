@@ -128,6 +128,31 @@ TEST_F(SchedulerPreemptionTest, VictimsThatFreeNoCpuAreNotTaken) {
   EXPECT_EQ(Get("gpu-only").state, AllocationState::kActive);
 }
 
+// CPU and memory both short: a victim that frees only memory still helps and
+// is taken with the one that frees the CPU.
+TEST_F(SchedulerPreemptionTest, AVictimFreeingAnyShortResourceIsTaken) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  Node n1 = GpuNode("n1", "T4", 3);
+  n1.allocatable = NodeResources{8000, 8 * kGiB, 0};
+  ASSERT_OK(s_->RegisterNode(n1));
+  AllocationRequest cpu = Req("cpu", 1, "a", /*priority=*/0);
+  cpu.pod_resources = NodeResources{6000, 1 * kGiB, 0};
+  ASSERT_EQ(Must(s_->Allocate(cpu)).state, AllocationState::kActive);
+  clock_.Advance(absl::Seconds(1));
+  AllocationRequest mem = Req("mem", 1, "a", /*priority=*/0);
+  mem.pod_resources = NodeResources{0, 6 * kGiB, 0};
+  ASSERT_EQ(Must(s_->Allocate(mem)).state, AllocationState::kActive);
+  AllocationRequest high = Req("high", 1, "a", /*priority=*/10);
+  high.pod_resources = NodeResources{4000, 4 * kGiB, 0};
+  const Allocation h = Must(s_->Allocate(high));
+  EXPECT_EQ(h.state, AllocationState::kPending);
+  EXPECT_EQ(Get("cpu").state, AllocationState::kPreempted);
+  EXPECT_EQ(Get("mem").state, AllocationState::kPreempted);
+  clock_.Advance(absl::Seconds(31));
+  ASSERT_OK(s_->Sweep());
+  EXPECT_EQ(Get("high").state, AllocationState::kActive);
+}
+
 // AdmissionRound::blocked_ is keyed by shape alone: another tenant's blocked
 // request of the same shape stops a tenant within its nominal quota from
 // reclaiming what its cohort lends.
