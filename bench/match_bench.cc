@@ -332,6 +332,67 @@ void BM_MatchWide(benchmark::State& state) {
   state.counters["misses"] = static_cast<double>(misses);
 }
 
+// `n` GPUs, eight T4s per node, each taking shares (MPS, 16 GiB): a seeded
+// 30% held whole, the rest carrying shares of 0 to 900 milli in all, so
+// that free compute is spread over every value.
+void FillSharing(int n, Cluster& c) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < n / 8; ++i) {
+    const std::string name = absl::StrCat("node-", i);
+    AddNode(c, name);
+    for (int g = 0; g < 8; ++g) {
+      const std::string key = absl::StrCat(name, "-t", g);
+      Unit u{key, kT4, name, {name}, {{name, key, "", ""}}, "", g, true, ""};
+      u.sharing = GpuSharing::kMps;
+      u.memory_bytes = 16 * kGiB;
+      c.index.Put(std::move(u));
+      if (std::uniform_real_distribution<>(0, 1)(rng) < 0.3) {
+        c.index.SetAllocation(key, "pre-allocated");
+        continue;
+      }
+      const int64_t used = std::uniform_int_distribution<int64_t>(0, 9)(rng);
+      if (used > 0) {
+        c.index.AddShare(key, GpuShare{used * 100, used * 16 * kGiB / 10}, +1);
+      }
+    }
+  }
+}
+
+// One match per iteration on the sharing cluster, allocating nothing:
+// state.range(1) 1 a share of 100 to 500 milli (memory its fraction, or
+// given), 0 one whole T4, so that the two are timed on one cluster.
+void BM_MatchShare(benchmark::State& state) {
+  Cluster& c = Cached(FillSharing, static_cast<int>(state.range(0)));
+  std::vector<MatchSpec> specs;
+  for (int64_t milli : {100, 250, 300, 470, 500}) {
+    MatchSpec spec = MatchSpec::ForPool(kT4, 1);
+    if (state.range(1) != 0) {
+      spec.share = GpuShare{milli, milli == 250 ? 3 * kGiB : 0};
+    }
+    specs.push_back(std::move(spec));
+  }
+  size_t i = 0;
+  int64_t misses = 0;
+  for (auto _ : state) {
+    const MatchSpec& spec = specs[i++ % specs.size()];
+    bool found;
+    if (spec.share.has_value()) {
+      found = MatchShare(c.index, c.nodes, spec, kRules) != nullptr;
+    } else {
+      found = Match(c.index, c.nodes, spec, kRules).has_value();
+    }
+    if (!found) ++misses;
+    benchmark::DoNotOptimize(found);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["misses"] = static_cast<double>(misses);
+}
+
+// Whole T4 (0) and a share (1), on the same sharing cluster of n GPUs.
+BENCHMARK(BM_MatchShare)
+    ->ArgNames({"gpus", "share"})
+    ->ArgsProduct({{1000, 100000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Match)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(
     benchmark::kMicrosecond);
 // Named model (1), three acceptable models (3), any model (0).

@@ -82,6 +82,11 @@ absl::StatusOr<Node> NodeFromProto(const v1::Node& proto) {
           absl::StrCat("node.devices[", i, "].device_class ", p.device_class(),
                        " is not a DeviceClass"));
     }
+    if (!v1::GpuSharing_IsValid(p.sharing())) {
+      return absl::InvalidArgumentError(absl::StrCat("node.devices[", i,
+                                                     "].sharing ", p.sharing(),
+                                                     " is not a GpuSharing"));
+    }
     Device d;
     d.id = p.id();
     d.device_class = static_cast<DeviceClass>(p.device_class());
@@ -95,6 +100,7 @@ absl::StatusOr<Node> NodeFromProto(const v1::Node& proto) {
     }
     d.tpu_slice_id = p.tpu_slice_id();
     d.tpu_topology = p.tpu_topology();
+    d.sharing = static_cast<GpuSharing>(p.sharing());
     node.devices.push_back(std::move(d));
   }
   return node;
@@ -133,6 +139,7 @@ void NodeToProto(const Node& node, v1::Node* proto) {
     }
     p->set_tpu_slice_id(d.tpu_slice_id);
     p->set_tpu_topology(d.tpu_topology);
+    p->set_sharing(static_cast<v1::GpuSharing>(d.sharing));
   }
 }
 
@@ -186,6 +193,8 @@ void CapacityToProto(const CapacityEntry& e, v1::CapacityEntry* proto) {
   proto->set_allocated(e.allocated);
   proto->set_free(e.free);
   proto->set_unhealthy(e.unhealthy);
+  proto->set_free_compute_milli(e.free_compute_milli);
+  proto->set_free_memory_bytes(e.free_memory_bytes);
 }
 
 absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
@@ -230,6 +239,10 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
   if (proto.has_pod_resources()) {
     req.pod_resources = ResourcesFromProto(proto.pod_resources());
   }
+  if (proto.has_share()) {
+    req.share =
+        GpuShare{proto.share().compute_milli(), proto.share().memory_bytes()};
+  }
   return req;
 }
 
@@ -245,6 +258,11 @@ void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
     p->set_device_id(d.device_id);
     p->set_mig_slice_id(d.mig_slice_id);
     p->set_profile(d.profile);
+    if (d.share.has_value()) {
+      p->mutable_share()->set_compute_milli(
+          static_cast<int32_t>(d.share->compute_milli));
+      p->mutable_share()->set_memory_bytes(d.share->memory_bytes);
+    }
   }
   // An ended allocation's devices may be someone else's now: no placement
   // to start a pod with.

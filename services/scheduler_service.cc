@@ -18,6 +18,20 @@
 #include "services/proto_convert.h"
 
 namespace accelsched {
+namespace {
+
+// The scheduler places GPU shares (core/matching MatchShare), but no
+// placement a pod could apply to one exists yet (a DRA claim shared per GPU
+// with the driver's sharing configuration, the MPS limits): until it does, a
+// share is refused here rather than answered with a whole GPU's placement.
+absl::Status RefuseShareWithoutPlacement(const AllocationRequest& request) {
+  if (!request.share.has_value()) return absl::OkStatus();
+  return absl::UnimplementedError(
+      "share: the placement of GPU shares is not implemented yet; request "
+      "whole devices or a MIG partition_size");
+}
+
+}  // namespace
 
 SchedulerService::Done::Done(Done&& other) noexcept
     : service_(other.service_),
@@ -263,6 +277,7 @@ grpc::ServerUnaryReactor* SchedulerService::Allocate(
   return Begin(ctx, "Allocate", [&](Done& done) -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
+    RETURN_IF_ERROR(RefuseShareWithoutPlacement(request));
     scheduler_->Allocate(request, Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
@@ -330,6 +345,7 @@ grpc::ServerUnaryReactor* SchedulerService::Explain(
   return Answer(ctx, "Explain", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
+    RETURN_IF_ERROR(RefuseShareWithoutPlacement(request));
     ASSIGN_OR_RETURN(ExplainResult result, scheduler_->Explain(request));
     ExplainToProto(result, placement_, resp);
     return absl::OkStatus();

@@ -225,6 +225,18 @@ ALTER TABLE allocations ADD COLUMN pod_cpu_milli INTEGER;
 ALTER TABLE allocations ADD COLUMN pod_memory_bytes INTEGER;
 ALTER TABLE allocations ADD COLUMN pod_pods INTEGER;
 )sql"},
+    // GPU sharing: how a device is shared (Device::sharing, 0 none: what
+    // every earlier device was), the share a request asked for
+    // (Allocation::share) and the share an allocation holds of a device
+    // (AllocatedDevice::share), NULL in both columns for none: whole devices,
+    // as every earlier allocation asked for and held.
+    {9, R"sql(
+ALTER TABLE devices ADD COLUMN sharing INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE allocations ADD COLUMN share_compute_milli INTEGER;
+ALTER TABLE allocations ADD COLUMN share_memory_bytes INTEGER;
+ALTER TABLE allocation_devices ADD COLUMN share_compute_milli INTEGER;
+ALTER TABLE allocation_devices ADD COLUMN share_memory_bytes INTEGER;
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

@@ -175,6 +175,19 @@ ALTER TABLE allocations
   ADD COLUMN pod_memory_bytes BIGINT,
   ADD COLUMN pod_pods BIGINT;
 )sql"},
+    // SQLite's schema 9: how a device is shared (Device::sharing, 0 none),
+    // the share a request asked for (Allocation::share) and the share an
+    // allocation holds of a device (AllocatedDevice::share), NULL in both
+    // columns for none.
+    {5, R"sql(
+ALTER TABLE devices ADD COLUMN sharing INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE allocations
+  ADD COLUMN share_compute_milli BIGINT,
+  ADD COLUMN share_memory_bytes BIGINT;
+ALTER TABLE allocation_devices
+  ADD COLUMN share_compute_milli BIGINT,
+  ADD COLUMN share_memory_bytes BIGINT;
+)sql"},
 };
 
 // Any constant: the key of the advisory lock migrations run under.

@@ -126,31 +126,27 @@ Column<R> NameList(const char* name, std::vector<std::string> R::*field) {
       }};
 }
 
-// An optional NodeResources in three nullable integer columns, named for its
-// cpu_milli, memory_bytes and pods: absent is NULL in all three, so that a
-// present value of zeros stays present. The first column says whether the
-// value is present; a row whose other two disagree with it was not written by
-// this mapping, and its read is INTERNAL, naming both columns.
-template <typename R>
-std::vector<Column<R>> OptionalResources(std::optional<NodeResources> R::*field,
-                                         const char* cpu_milli,
-                                         const char* memory_bytes,
-                                         const char* pods) {
-  const char* const names[] = {cpu_milli, memory_bytes, pods};
-  int64_t NodeResources::*const members[] = {&NodeResources::cpu_milli,
-                                             &NodeResources::memory_bytes,
-                                             &NodeResources::pods};
+// An optional value of integer members in nullable integer columns, one per
+// member (`names[i]` holds `members[i]`): absent is NULL in all of them, so
+// that a present value of zeros stays present. The first column says whether
+// the value is present; a row whose others disagree with it was not written
+// by this mapping, and its read is INTERNAL, naming both columns.
+template <typename R, typename V, size_t N>
+std::vector<Column<R>> OptionalColumns(std::optional<V> R::*field,
+                                       const char* const (&names)[N],
+                                       int64_t V::*const (&members)[N]) {
+  const char* const first_name = names[0];
   std::vector<Column<R>> columns;
-  for (int i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < N; ++i) {
     const char* const name = names[i];
-    int64_t NodeResources::*const member = members[i];
+    int64_t V::*const member = members[i];
     auto write = [field, member](const R& r) -> SqlValue {
       if (!(r.*field).has_value()) return std::monostate();
       return *(r.*field).*member;
     };
-    auto read = [field, member, first = i == 0, name, cpu_milli](
+    auto read = [field, member, first = i == 0, name, first_name](
                     RowReader& row, int col, R& r) -> absl::Status {
-      std::optional<NodeResources>& value = r.*field;
+      std::optional<V>& value = r.*field;
       const bool null = row.IsNull(col);
       if (first) {
         value.reset();
@@ -158,8 +154,8 @@ std::vector<Column<R>> OptionalResources(std::optional<NodeResources> R::*field,
         value.emplace();
       } else if (null == value.has_value()) {
         return absl::InternalError(absl::StrCat(
-            "column ", name, " is ", null ? "" : "not ", "NULL but ", cpu_milli,
-            " is ", null ? "not " : "", "NULL"));
+            "column ", name, " is ", null ? "" : "not ", "NULL but ",
+            first_name, " is ", null ? "not " : "", "NULL"));
       }
       if (null) return absl::OkStatus();
       ASSIGN_OR_RETURN(const int64_t v, row.Int(col));
@@ -169,6 +165,32 @@ std::vector<Column<R>> OptionalResources(std::optional<NodeResources> R::*field,
     columns.push_back({name, write, read});
   }
   return columns;
+}
+
+// An optional NodeResources in three columns named for its cpu_milli,
+// memory_bytes and pods.
+template <typename R>
+std::vector<Column<R>> OptionalResources(std::optional<NodeResources> R::*field,
+                                         const char* cpu_milli,
+                                         const char* memory_bytes,
+                                         const char* pods) {
+  static constexpr int64_t NodeResources::*kMembers[] = {
+      &NodeResources::cpu_milli, &NodeResources::memory_bytes,
+      &NodeResources::pods};
+  const char* const names[] = {cpu_milli, memory_bytes, pods};
+  return OptionalColumns(field, names, kMembers);
+}
+
+// An optional GpuShare in two columns named for its compute_milli and
+// memory_bytes.
+template <typename R>
+std::vector<Column<R>> OptionalShare(std::optional<GpuShare> R::*field,
+                                     const char* compute_milli,
+                                     const char* memory_bytes) {
+  static constexpr int64_t GpuShare::*kMembers[] = {&GpuShare::compute_milli,
+                                                    &GpuShare::memory_bytes};
+  const char* const names[] = {compute_milli, memory_bytes};
+  return OptionalColumns(field, names, kMembers);
 }
 
 // `columns`, then `more`.
@@ -267,7 +289,7 @@ const Table<Device>& DevicesTable() {
        Flag("healthy", &Device::healthy),
        Flag("mig_enabled", &Device::mig_enabled),
        TextOrNull("tpu_slice_id", &Device::tpu_slice_id),
-       Flag("removed", &Device::removed),
+       Flag("removed", &Device::removed), Integer("sharing", &Device::sharing),
        Joined("t.topology", &Device::tpu_topology)},
       /*positioned=*/true,
       /*order_by=*/{},
@@ -316,8 +338,11 @@ const Table<Allocation>& AllocationsTable() {
            Text("topology_key", &Allocation::topology_key),
            Duration("lease_ns", &Allocation::lease),
            Text("preempted_by", &Allocation::preempted_by)},
-          OptionalResources(&Allocation::pod_resources, "pod_cpu_milli",
-                            "pod_memory_bytes", "pod_pods"))};
+          Columns<Allocation>(
+              OptionalResources(&Allocation::pod_resources, "pod_cpu_milli",
+                                "pod_memory_bytes", "pod_pods"),
+              OptionalShare(&Allocation::share, "share_compute_milli",
+                            "share_memory_bytes")))};
   return *table;
 }
 
@@ -360,12 +385,14 @@ const Table<SpellingRow>& AllocationDeviceSpellingsTable() {
 
 const Table<AllocatedDevice>& AllocationDevicesTable() {
   static const auto* const table = new Table<AllocatedDevice>{
-      "allocation_devices",
-      "allocation_id",
-      {Text("node", &AllocatedDevice::node),
-       Text("device_id", &AllocatedDevice::device_id),
-       Text("mig_slice_id", &AllocatedDevice::mig_slice_id),
-       Text("profile", &AllocatedDevice::profile)},
+      "allocation_devices", "allocation_id",
+      Columns<AllocatedDevice>(
+          {Text("node", &AllocatedDevice::node),
+           Text("device_id", &AllocatedDevice::device_id),
+           Text("mig_slice_id", &AllocatedDevice::mig_slice_id),
+           Text("profile", &AllocatedDevice::profile)},
+          OptionalShare(&AllocatedDevice::share, "share_compute_milli",
+                        "share_memory_bytes")),
       /*positioned=*/true};
   return *table;
 }

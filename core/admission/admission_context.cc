@@ -61,6 +61,12 @@ std::optional<std::vector<std::vector<const Unit*>>> MatchRequest(
   if (spec.replicas > 1) {
     return MatchGang(ctx.catalog->index(), ctx.catalog->nodes(), spec, rules);
   }
+  if (spec.share.has_value()) {
+    const Unit* gpu =
+        MatchShare(ctx.catalog->index(), ctx.catalog->nodes(), spec, rules);
+    if (gpu == nullptr) return std::nullopt;
+    return std::vector<std::vector<const Unit*>>{{gpu}};
+  }
   std::optional<std::vector<const Unit*>> units =
       Match(ctx.catalog->index(), ctx.catalog->nodes(), spec, rules);
   if (!units.has_value()) return std::nullopt;

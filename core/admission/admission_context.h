@@ -75,7 +75,8 @@ absl::Time LeaseEnd(const AdmissionContext& ctx, const Allocation& request);
 bool EligibleHome(const AdmissionContext& ctx, const std::string& home,
                   const MatchSpec& spec, std::string* domain);
 
-// Units for `spec` (a group per replica) under `rules`, or nullopt.
+// Units for `spec` (a group per replica) under `rules`, or nullopt; for a
+// share, one group of the one GPU it goes on (MatchShare).
 std::optional<std::vector<std::vector<const Unit*>>> MatchRequest(
     const AdmissionContext& ctx, const MatchSpec& spec,
     const EligibilityRules& rules);

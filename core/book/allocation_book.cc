@@ -11,6 +11,7 @@ namespace accelsched {
 void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
   allocations_.clear();
   unit_owner_.clear();
+  unit_shares_.clear();
   by_request_.clear();
   expiry_.clear();
   ended_.clear();
@@ -77,42 +78,20 @@ std::set<std::string> NodesOf(const Allocation& a) {
   return nodes;
 }
 
-void AllocationBook::HoldResources(const Allocation& a, int sign) {
-  if (!a.pod_resources.has_value()) return;
-  for (const std::string& node : NodesOf(a)) {
-    index_->AddHeld(node, *a.pod_resources, sign);
-  }
-}
-
-void AllocationBook::MarkHeldResources() {
-  for (const auto& [id, record] : allocations_) {
-    if (record.allocation.live()) HoldResources(record.allocation, +1);
-  }
-}
-
-void AllocationBook::Hold(const Record& record, bool mark_index) {
-  const Allocation& a = record.allocation;
-  for (const std::string& key : record.units) {
-    unit_owner_[key] = a.id;
-    if (mark_index) index_->SetAllocation(key, a.id);
-  }
-  if (mark_index) HoldResources(a, +1);
-  usage_[a.tenant][PoolOf(a)] += static_cast<int64_t>(record.units.size());
-  live_by_pool_[PoolOf(a)].insert(&record);
-  if (a.state == AllocationState::kPreempted) {
-    victims_[a.preempted_by].insert(a.id);
-    preempted_usage_[a.tenant][PoolOf(a)] +=
-        static_cast<int64_t>(record.units.size());
-  } else {
-    active_priorities_[PoolOf(a)].insert(a.priority);
-  }
-}
-
 namespace {
+
+// Usage maps keep no zero entries: a share holds no unit (n 0) and leaves
+// them as they are.
+void AddUsage(
+    std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage,
+    const std::string& tenant, const PoolKey& pool, int64_t n) {
+  if (n != 0) usage[tenant][pool] += n;
+}
 
 void Subtract(
     std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage,
     const std::string& tenant, const PoolKey& pool, int64_t n) {
+  if (n == 0) return;
   auto t = usage.find(tenant);
   auto p = t->second.find(pool);
   p->second -= n;
@@ -131,6 +110,51 @@ int64_t Lookup(
 
 }  // namespace
 
+void AllocationBook::HoldResources(const Allocation& a, int sign) {
+  if (!a.pod_resources.has_value()) return;
+  for (const std::string& node : NodesOf(a)) {
+    index_->AddHeld(node, *a.pod_resources, sign);
+  }
+}
+
+void AllocationBook::MarkHeldResources() {
+  for (const auto& [id, record] : allocations_) {
+    if (record.allocation.live()) HoldResources(record.allocation, +1);
+  }
+}
+
+void AllocationBook::HoldShare(const Allocation& a, int sign, bool mark_index) {
+  const GpuShare* share = a.held_share();
+  if (share == nullptr) return;
+  // A sharing GPU's unit key is its device id (a whole device's unit).
+  const std::string& key = a.devices.front().device_id;
+  GpuShare& sum = unit_shares_[key];
+  sum.compute_milli += sign * share->compute_milli;
+  sum.memory_bytes += sign * share->memory_bytes;
+  if (sum.compute_milli == 0) unit_shares_.erase(key);
+  if (mark_index) index_->AddShare(key, *share, sign);
+}
+
+void AllocationBook::Hold(const Record& record, bool mark_index) {
+  const Allocation& a = record.allocation;
+  for (const std::string& key : record.units) {
+    unit_owner_[key] = a.id;
+    if (mark_index) index_->SetAllocation(key, a.id);
+  }
+  HoldShare(a, +1, mark_index);
+  if (mark_index) HoldResources(a, +1);
+  AddUsage(usage_, a.tenant, PoolOf(a),
+           static_cast<int64_t>(record.units.size()));
+  live_by_pool_[PoolOf(a)].insert(&record);
+  if (a.state == AllocationState::kPreempted) {
+    victims_[a.preempted_by].insert(a.id);
+    AddUsage(preempted_usage_, a.tenant, PoolOf(a),
+             static_cast<int64_t>(record.units.size()));
+  } else {
+    active_priorities_[PoolOf(a)].insert(a.priority);
+  }
+}
+
 void AllocationBook::ForgetPriority(const Allocation& a) {
   auto pool = active_priorities_.find(PoolOf(a));
   pool->second.erase(pool->second.find(a.priority));
@@ -143,6 +167,7 @@ void AllocationBook::Free(const Record& record) {
     unit_owner_.erase(key);
     index_->SetAllocation(key, "");
   }
+  HoldShare(a, -1, /*mark_index=*/true);
   HoldResources(a, -1);
   auto live = live_by_pool_.find(PoolOf(a));
   live->second.erase(&record);
@@ -184,8 +209,8 @@ void AllocationBook::Preempt(Record& record, const std::string& preemptor,
                              absl::Time grace_end) {
   Allocation& a = record.allocation;
   ForgetPriority(a);
-  preempted_usage_[a.tenant][PoolOf(a)] +=
-      static_cast<int64_t>(record.units.size());
+  AddUsage(preempted_usage_, a.tenant, PoolOf(a),
+           static_cast<int64_t>(record.units.size()));
   a.state = AllocationState::kPreempted;
   a.preempted_by = preemptor;
   victims_[preemptor].insert(a.id);
@@ -277,6 +302,11 @@ std::vector<std::string> AllocationBook::Forget(absl::Time cutoff) {
 absl::string_view AllocationBook::OwnerOf(absl::string_view key) const {
   auto it = unit_owner_.find(key);
   return it == unit_owner_.end() ? absl::string_view() : it->second;
+}
+
+GpuShare AllocationBook::SharedOf(absl::string_view key) const {
+  auto it = unit_shares_.find(key);
+  return it == unit_shares_.end() ? GpuShare{} : it->second;
 }
 
 AllocationPage AllocationBook::List(const AllocationFilter& filter,

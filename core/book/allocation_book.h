@@ -131,6 +131,7 @@ class AllocationBook : public UnitOwners {
   std::vector<std::string> Forget(absl::Time cutoff);
 
   absl::string_view OwnerOf(absl::string_view key) const override;
+  GpuShare SharedOf(absl::string_view key) const override;
   // `page_size` and `after` as ParsePageRequest gives them; id order.
   AllocationPage List(const AllocationFilter& filter, int page_size,
                       absl::string_view after) const;
@@ -142,6 +143,8 @@ class AllocationBook : public UnitOwners {
  private:
   // `mark_index`: also mark the units held in the index (not at load).
   void Hold(const Record& record, bool mark_index);
+  // Adds (+1) or removes (-1) `a`'s share, if it holds one, on its unit.
+  void HoldShare(const Allocation& a, int sign, bool mark_index);
   void Free(const Record& record);
   // Adds (+1) or removes (-1) `a`'s pod_resources on each of its nodes.
   void HoldResources(const Allocation& a, int sign);
@@ -152,6 +155,9 @@ class AllocationBook : public UnitOwners {
   std::map<std::string, Record, std::less<>> allocations_;
   // Unit key -> the live allocation holding it.
   absl::flat_hash_map<std::string, std::string> unit_owner_;
+  // Unit key -> what the live shares on it hold together (units with shares
+  // only).
+  absl::flat_hash_map<std::string, GpuShare> unit_shares_;
   // request id -> its newest allocation.
   absl::flat_hash_map<std::string, std::string> by_request_;
   // Live and pending allocations by lease end; ended ones by end.

@@ -10,10 +10,25 @@ void CapacityIndex::Count(const Unit& u, int sign) {
   Pool& pool = pools_[u.pool];
   Home& home = pool.homes[u.home];
   pool.total += sign;
-  if (!u.allocation.empty()) {
+  // A unit with shares on it counts as allocated: no whole request may have
+  // it (GetCapacity's free_compute_milli tells what is left of it).
+  if (!u.allocation.empty() || u.shared_milli > 0) {
     pool.allocated += sign;
   } else if (!u.healthy) {
     pool.unhealthy += sign;
+  }
+  if (u.shareable()) {
+    pool.free_share_milli += sign * u.free_milli();
+    pool.free_share_memory += sign * u.free_share_memory();
+    if (u.free_milli() > 0) {
+      const HomeTree::Entry e{static_cast<int>(u.free_milli()), 0, u.key,
+                              u.free_share_memory()};
+      if (sign > 0) {
+        pool.by_share.Insert(e);
+      } else {
+        pool.by_share.Erase(e);
+      }
+    }
   }
   if (u.free()) {
     if (home.free > 0) {
@@ -97,6 +112,17 @@ void CapacityIndex::SetAllocation(absl::string_view key,
   Count(it->second, -1);
   it->second.allocation = std::string(allocation);
   Count(it->second, +1);
+}
+
+void CapacityIndex::AddShare(absl::string_view key, const GpuShare& share,
+                             int sign) {
+  auto it = units_.find(key);
+  if (it == units_.end()) return;
+  Unit& u = it->second;
+  Count(u, -1);
+  u.shared_milli += sign * share.compute_milli;
+  u.shared_memory += sign * share.memory_bytes;
+  Count(u, +1);
 }
 
 std::pair<int64_t, int64_t> CapacityIndex::Keys(absl::string_view node) const {
@@ -217,7 +243,8 @@ std::vector<CapacityEntry> CapacityIndex::Capacity() const {
   for (const auto& [key, pool] : pools_) {
     out.push_back(CapacityEntry{key.device_class, key.model, key.partition,
                                 pool.total, pool.allocated, pool.free(),
-                                pool.unhealthy});
+                                pool.unhealthy, pool.free_share_milli,
+                                pool.free_share_memory});
   }
   return out;
 }

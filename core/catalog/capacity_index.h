@@ -76,6 +76,15 @@ class CapacityIndex {
     int64_t total = 0;
     int64_t allocated = 0;
     int64_t unhealthy = 0;  // not allocated and not healthy
+    // The units that may take a share (Unit::shareable) with compute left,
+    // as entries {free milli, 0, unit key, free GPU memory}: best fit per GPU
+    // is a lower bound on the milli a share needs, past the GPUs short of its
+    // memory (HomeTree's largest memory per subtree).
+    HomeTree by_share;
+    // Over those units: the compute (thousandths of a GPU) and memory no
+    // share holds.
+    int64_t free_share_milli = 0;
+    int64_t free_share_memory = 0;
 
     int64_t free() const { return total - allocated - unhealthy; }
     int HomesWithFree(int f) const {
@@ -89,6 +98,10 @@ class CapacityIndex {
   void Remove(absl::string_view key);
   // Marks the unit held by `allocation` ("" frees it). No-op for unknown keys.
   void SetAllocation(absl::string_view key, absl::string_view allocation);
+  // Adds (sign +1) or removes (-1) a share on the unit: `share.memory_bytes`
+  // as resolved for the device (ShareMemory). No-op for unknown keys; the
+  // caller keeps the sums within the GPU (matching does).
+  void AddShare(absl::string_view key, const GpuShare& share, int sign);
 
   // Sets what `node` offers (nullopt: not accounted); what is held there is
   // kept. Re-keys the node's homes in by_free and by_allocatable: O(units on

@@ -189,7 +189,7 @@ absl::Status Catalog::KeepAllocatedDevices(const Node& old_node,
                                            Node& node) const {
   for (const std::string& key : index_.UnitsOnNode(old_node.name)) {
     const Unit* unit = index_.Find(key);
-    if (unit->allocation.empty()) continue;
+    if (!unit->held()) continue;
     for (const AllocatedDevice& held : unit->devices) {
       if (held.node != old_node.name) continue;
       const Device* was = FindDevice(old_node, held.device_id);
@@ -217,8 +217,10 @@ absl::Status Catalog::KeepAllocatedDevices(const Node& old_node,
       }
       if (!same) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "node.devices: device \"", held.device_id,
-            "\" is in live allocation ", unit->allocation,
+            "node.devices: device \"", held.device_id, "\" is in live ",
+            unit->allocation.empty()
+                ? "shares"
+                : absl::StrCat("allocation ", unit->allocation),
             " and cannot change its model, MIG layout or TPU slice "
             "until that is released"));
       }
@@ -334,15 +336,18 @@ void Catalog::RefreshUnits(const std::string& node_name,
                        ""});
         }
       } else {
-        PutUnit(Unit{d.id,
-                     PoolKey{d.device_class, d.canonical_model, ""},
-                     node_name,
-                     {node_name},
-                     {AllocatedDevice{node_name, d.id, "", ""}},
-                     "",
-                     d.index,
-                     healthy,
-                     ""});
+        Unit u{d.id,
+               PoolKey{d.device_class, d.canonical_model, ""},
+               node_name,
+               {node_name},
+               {AllocatedDevice{node_name, d.id, "", ""}},
+               "",
+               d.index,
+               healthy,
+               ""};
+        u.sharing = d.sharing;
+        u.memory_bytes = d.memory_bytes;
+        PutUnit(std::move(u));
       }
     }
   }
@@ -351,6 +356,9 @@ void Catalog::RefreshUnits(const std::string& node_name,
 
 void Catalog::PutUnit(Unit unit) {
   unit.allocation = std::string(owners_->OwnerOf(unit.key));
+  const GpuShare shared = owners_->SharedOf(unit.key);
+  unit.shared_milli = shared.compute_milli;
+  unit.shared_memory = shared.memory_bytes;
   index_.Put(std::move(unit));
 }
 
@@ -453,6 +461,7 @@ std::optional<Node> Catalog::DropReleasedRemovedDevices(
   Node& node = it->second;
   auto held = [&](const Device& d) {
     if (!owners_->OwnerOf(d.id).empty()) return true;
+    if (owners_->SharedOf(d.id).compute_milli > 0) return true;
     for (const MigSlice& s : d.mig_slices) {
       if (!owners_->OwnerOf(s.id).empty()) return true;
     }

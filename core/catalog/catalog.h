@@ -36,6 +36,8 @@ class UnitOwners {
   virtual ~UnitOwners() = default;
   // The live allocation holding unit `key`; "" when none.
   virtual absl::string_view OwnerOf(absl::string_view key) const = 0;
+  // What the live shares on unit `key` hold together (zeros when none).
+  virtual GpuShare SharedOf(absl::string_view key) const { return {}; }
 };
 
 struct NodePage {

@@ -1,9 +1,11 @@
 // Nodes of one pool ordered by (a count, CPU, name), with each node's memory
 // kept as the largest per subtree, so that a walk skips in O(log n) the nodes
 // short of memory as the order itself skips those short of CPU. The capacity
-// index keeps two: the homes with free units in best-fit order (count = free
-// units; CPU and memory available), and every accounted home by what it
-// offers (count 0; CPU and memory allocatable). The tree is libstdc++'s
+// index keeps three per pool: the homes with free units in best-fit order
+// (count = free units; CPU and memory available), every accounted home by
+// what it offers (count 0; CPU and memory allocatable), and the GPUs that
+// take shares (count = free compute milli; CPU 0; "home" = the unit's key;
+// memory = free GPU memory). The tree is libstdc++'s
 // policy-based red-black tree (__gnu_pbds::tree with a node update), kept
 // out of this header: it is heavy and only home_tree.cc needs it. Not
 // thread-safe.
@@ -31,7 +33,7 @@ inline constexpr int64_t kUnaccountedMemory =
 class HomeTree {
  public:
   struct Entry {
-    int free = 0;  // the count: free units, or 0
+    int free = 0;  // the count: free units, 0, or free compute milli
     int64_t cpu = kUnaccountedCpu;
     std::string home;
     // Not part of the order: Insert and Erase treat entries with the same

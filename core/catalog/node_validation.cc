@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/field_error.h"
 #include "core/base/status_macros.h"
+#include "core/model/node_resources.h"
 
 namespace accelsched {
 namespace {
@@ -31,6 +32,34 @@ absl::Status ValidateMig(const AcceleratorType& model, const Device& device,
   if (!layout_status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".mig_slices", layout_status.message()));
+  }
+  return absl::OkStatus();
+}
+
+// Shares are of a whole NVIDIA GPU: a MIG slice is not shared (NVIDIA's DRA
+// driver shares MIG devices only by time-slicing them as whole slices, which
+// accelsched does not account), nor is any other class.
+absl::Status ValidateSharing(const AcceleratorType& model, const Device& device,
+                             absl::string_view field) {
+  if (device.sharing == GpuSharing::kNone) return absl::OkStatus();
+  if (model.device_class != DeviceClass::kNvidiaGpu) {
+    return InvalidField(
+        absl::StrCat(field, ".sharing"),
+        absl::StrCat(GpuSharingName(device.sharing),
+                     " is for NVIDIA GPUs, not ", model.canonical_model));
+  }
+  if (device.mig_enabled) {
+    return InvalidField(
+        absl::StrCat(field, ".sharing"),
+        absl::StrCat(GpuSharingName(device.sharing),
+                     " is for whole GPUs: a MIG-enabled GPU is not shared"));
+  }
+  // Shares divide the memory: sums of it must not overflow.
+  if (device.memory_bytes > static_cast<uint64_t>(kMaxMemoryBytes)) {
+    return InvalidField(absl::StrCat(field, ".memory_bytes"),
+                        absl::StrCat(device.memory_bytes,
+                                     " is more than a shared GPU may have (",
+                                     kMaxMemoryBytes, ")"));
   }
   return absl::OkStatus();
 }
@@ -139,6 +168,7 @@ absl::Status ValidateDeviceGeometry(const AcceleratorType& model,
                                      " has no MIG support"));
   }
   RETURN_IF_ERROR(ValidateMig(model, device, field));
+  RETURN_IF_ERROR(ValidateSharing(model, device, field));
   return ValidateTpu(model, device, field);
 }
 

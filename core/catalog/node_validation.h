@@ -28,7 +28,8 @@ absl::Status ValidateId(absl::string_view id, absl::string_view field);
 
 // Checks the MIG and TPU fields of `device` against `model`, its type: MIG
 // slices only with mig_enabled, on a type with MIG, in a valid layout; TPU
-// slice fields exactly on a TPU type, with one of its topologies. Errors are
+// slice fields exactly on a TPU type, with one of its topologies; sharing
+// only on an NVIDIA GPU not in MIG mode. Errors are
 // INVALID_ARGUMENT naming the field under `field`.
 absl::Status ValidateDeviceGeometry(const AcceleratorType& model,
                                     const Device& device,

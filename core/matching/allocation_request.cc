@@ -102,6 +102,56 @@ Models(const AcceleratorTypeSet& types, const AllocationRequest& req) {
   return models;
 }
 
+// A share is of one whole NVIDIA GPU, for one pod: `spec` is the rest of the
+// request, validated.
+absl::Status ValidateShare(
+    const AllocationRequest& req,
+    const std::vector<std::pair<const AcceleratorType*, std::string>>& models,
+    const MatchSpec& spec) {
+  const GpuShare& share = *req.share;
+  RETURN_IF_ERROR(CheckGpuShare(share, "share"));
+  if (spec.device_class != DeviceClass::kNvidiaGpu) {
+    return InvalidField("share",
+                        absl::StrCat("is a share of an NVIDIA GPU, not of ",
+                                     DeviceClassName(spec.device_class)));
+  }
+  if (req.partition_kind == PartitionKind::kPartitionSize) {
+    return InvalidField(
+        "accelerator.partition_size",
+        absl::StrCat("\"", req.partition_size,
+                     "\" is a MIG slice, but a share is of a whole GPU (a MIG "
+                     "slice is not shared)"));
+  }
+  if (spec.count != 1) {
+    return InvalidField("count", absl::StrCat(req.count,
+                                              ": a share is of one GPU; use "
+                                              "0 or 1"));
+  }
+  if (spec.replicas != 1) {
+    return InvalidField("replicas",
+                        absl::StrCat(req.replicas,
+                                     ": a share is one pod on one GPU; a gang "
+                                     "of shares is not supported"));
+  }
+  // Memory the models' table states: a share larger than every named model
+  // has could never be placed.
+  int64_t largest = 0;
+  for (const auto& [model, field] : models) {
+    if (model->memory_bytes == 0) return absl::OkStatus();  // not stated
+    largest = std::max(largest, model->memory_bytes);
+  }
+  if (!models.empty() && share.memory_bytes > largest) {
+    return InvalidField(
+        "share.memory_bytes",
+        absl::StrCat(share.memory_bytes, " is more than the ",
+                     models.size() == 1 ? "" : "largest ", "GPU memory of ",
+                     models.size() == 1 ? models.front().first->canonical_model
+                                        : "the requested models",
+                     " (", largest, " bytes)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field) {
@@ -227,6 +277,10 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
   if (req.pod_resources.has_value()) {
     RETURN_IF_ERROR(CheckNodeResources("pod_resources", *req.pod_resources));
     spec.pod_resources = NormalizedPodNeed(*req.pod_resources);
+  }
+  if (req.share.has_value()) {
+    RETURN_IF_ERROR(ValidateShare(req, models, spec));
+    spec.share = req.share;
   }
   return spec;
 }

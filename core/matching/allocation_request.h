@@ -35,7 +35,10 @@ absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field);
 // count, more than one TPU slice, a malformed node_selector, tenant or
 // container_name, a negative or huge replicas, a topology_key that is not a
 // label key, a negative lease or one longer than `max_lease`, pod_resources
-// outside NodeResources' limits (node_resources.h: CheckNodeResources).
+// outside NodeResources' limits (node_resources.h: CheckNodeResources), a
+// share outside GpuShare's limits (gpu_share.h: CheckGpuShare), of another
+// class than NVIDIA_GPU, with a partition_size, a count or replicas above 1,
+// or with memory_bytes above the memory every requested model states.
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AcceleratorTypeSet& types, const AllocationRequest& request,
     absl::Duration max_lease);

@@ -124,6 +124,33 @@ std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
   return chosen;
 }
 
+// Whether `share` fits what is left of `u`: its compute and the memory it
+// takes of this GPU (ShareMemory).
+bool ShareFits(const Unit& u, const GpuShare& share) {
+  return u.shareable() && u.free_milli() >= share.compute_milli &&
+         ShareMemory(share, u.memory_bytes) <= u.free_share_memory();
+}
+
+// Why the closest of `units` to holding `share` does not: "GPU-3 has 300 of
+// 1000 milli free, the request needs 470"; "" when none takes shares.
+std::string ShareShortfall(const std::vector<const Unit*>& units,
+                           const GpuShare& share) {
+  const Unit* most = nullptr;
+  for (const Unit* u : units) {
+    if (!u->shareable()) continue;
+    if (most == nullptr || u->free_milli() > most->free_milli()) most = u;
+  }
+  if (most == nullptr) return "";
+  if (most->free_milli() < share.compute_milli) {
+    return absl::StrCat(most->key, " has ", most->free_milli(), " of ",
+                        kGpuMilli, " milli free, the request needs ",
+                        share.compute_milli);
+  }
+  return absl::StrCat(most->key, " has ", most->free_share_memory(),
+                      " bytes of GPU memory free, the share needs ",
+                      ShareMemory(share, most->memory_bytes));
+}
+
 // The unit's name with its model, where UnitName leaves it out (MIG slices):
 // for requests that span several models.
 std::string ModelUnitName(const PoolKey& pool) {
@@ -298,6 +325,38 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
   return std::nullopt;
 }
 
+const Unit* MatchShare(const CapacityIndex& index, const NodeMap& nodes,
+                       const MatchSpec& spec, const EligibilityRules& rules) {
+  const GpuShare& share = *spec.share;
+  // A share that gives its memory skips the GPUs with less free; one that
+  // takes a fraction is checked GPU by GPU.
+  const int64_t memory = share.memory_bytes > 0
+                             ? share.memory_bytes
+                             : std::numeric_limits<int64_t>::min();
+  const Unit* best = nullptr;
+  int best_free = kGpuMilli + 1;
+  for (const Candidate& c : Candidates(index, spec)) {
+    c.pool->by_share.ForEachFrom(
+        {static_cast<int>(share.compute_milli),
+         std::numeric_limits<int64_t>::min(), std::string()},
+        memory, [&](const CapacityIndex::FreeEntry& e) {
+          // Later entries of this pool have no less free: none beats `best`
+          // (an equal one loses the tie to the earlier model).
+          if (e.free >= best_free) return false;
+          const Unit* u = index.Find(e.home);
+          if (!ShareFits(*u, share) ||
+              Ineligible(FindNode(nodes, u->home), spec, rules) != nullptr ||
+              Short(index, u->home, spec) || Reserved(*c.key, u->home, rules)) {
+            return true;
+          }
+          best = u;
+          best_free = e.free;
+          return false;
+        });
+  }
+  return best;
+}
+
 std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
     const CapacityIndex& index, const NodeMap& nodes, const MatchSpec& spec,
     const EligibilityRules& rules) {
@@ -427,6 +486,21 @@ Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
           // Any model: only the models the node has are worth a word.
           if (!spec.models.empty()) {
             absent.emplace(candidates[i].key->model, absl::StrCat("no ", unit));
+          }
+          continue;
+        }
+        if (spec.share.has_value()) {
+          if (std::any_of(
+                  pool_units.begin(), pool_units.end(),
+                  [&](const Unit* u) { return ShareFits(*u, *spec.share); })) {
+            fits = true;
+          } else {
+            std::string detail = ShareShortfall(pool_units, *spec.share);
+            shortfalls.emplace_back(
+                detail.empty()
+                    ? absl::StrCat("no ", unit, " takes shares")
+                    : absl::StrCat("no ", unit, " with the share free"),
+                std::move(detail));
           }
           continue;
         }

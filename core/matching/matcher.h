@@ -28,6 +28,7 @@
 #include "core/base/labels.h"
 #include "core/catalog/capacity_index.h"
 #include "core/model/catalog_model.h"
+#include "core/model/gpu_share.h"
 #include "core/model/node_resources.h"
 
 namespace accelsched {
@@ -47,6 +48,9 @@ struct MatchSpec {
   // What each group's pod needs on its node (every host of a multi-host
   // slice), normalised (NormalizedPodNeed); nullopt: not limited.
   std::optional<NodeResources> pod_resources;
+  // A share of one GPU (count 1, partition "", NVIDIA GPU models) instead of
+  // whole units; nullopt: whole units.
+  std::optional<GpuShare> share;
 
   // A request for exactly one pool's units.
   static MatchSpec ForPool(const PoolKey& pool, int count,
@@ -111,6 +115,18 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
                                               const NodeMap& nodes,
                                               const MatchSpec& spec,
                                               const EligibilityRules& rules);
+
+// For a share (spec.share): the GPU to put it on, best fit per GPU: the one
+// left with the least free compute that still holds the share's compute and
+// the memory it takes of that GPU (ShareMemory), on an eligible node (as
+// Match: Ineligible, pod_resources, reservations of its pool); ties to the
+// model order, then the unit key. Only units that take shares
+// (Unit::shareable) are considered. nullptr when none fits now. O(models x
+// log GPUs) plus the GPUs skipped as ineligible or short of memory for a
+// share of a fraction of memory (those short of a given memory_bytes are
+// skipped by the index, O(log GPUs) per run).
+const Unit* MatchShare(const CapacityIndex& index, const NodeMap& nodes,
+                       const MatchSpec& spec, const EligibilityRules& rules);
 
 // For a gang (spec.replicas groups of spec.count units, each group on a
 // distinct node, all of one pool; with spec.topology_key all on nodes that

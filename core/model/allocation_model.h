@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "core/base/labels.h"
 #include "core/model/device_class.h"
+#include "core/model/gpu_share.h"
 #include "core/model/node_resources.h"
 
 namespace accelsched {
@@ -70,6 +71,8 @@ struct AllocationRequest {
   // What each group's pod needs on its node besides accelerators; nullopt:
   // not accounted.
   std::optional<NodeResources> pod_resources;
+  // A share of one GPU instead of whole devices; nullopt: whole devices.
+  std::optional<GpuShare> share;
 };
 
 struct AllocatedDevice {
@@ -77,6 +80,9 @@ struct AllocatedDevice {
   std::string device_id;     // GPU UUID or TPU chip id
   std::string mig_slice_id;  // set for a MIG slice
   std::string profile;       // MIG profile of that slice
+  // What the allocation holds of the device when it holds a share; nullopt:
+  // the whole device or slice.
+  std::optional<GpuShare> share;
 
   bool operator==(const AllocatedDevice&) const = default;
 };
@@ -145,6 +151,9 @@ struct Allocation {
   // The request's pod_resources, normalised (NormalizedPodNeed): held on
   // every node of the allocation while it is live. nullopt: none asked.
   std::optional<NodeResources> pod_resources;
+  // The request's share of one GPU; nullopt: whole units. Once placed, the
+  // device holds it with its memory resolved (AllocatedDevice::share).
+  std::optional<GpuShare> share;
 
   // The placement's input beyond the request (core/placement/placement.h): one
   // target per node, in node-name order; the type's extended resource ("": the
@@ -170,6 +179,14 @@ struct Allocation {
       if (d.node == node_name) return true;
     }
     return false;
+  }
+  // The share its device holds, or nullptr for whole units (and for a
+  // share request not placed yet).
+  const GpuShare* held_share() const {
+    return share.has_value() && devices.size() == 1 &&
+                   devices.front().share.has_value()
+               ? &*devices.front().share
+               : nullptr;
   }
   bool operator==(const Allocation&) const = default;
 };

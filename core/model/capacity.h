@@ -20,6 +20,11 @@ struct CapacityEntry {
   int64_t allocated = 0;
   int64_t free = 0;
   int64_t unhealthy = 0;  // neither free nor allocated
+  // Over the pool's devices that take shares: the compute (thousandths of a
+  // GPU) and GPU memory no share or whole-device allocation holds, on
+  // healthy devices.
+  int64_t free_compute_milli = 0;
+  int64_t free_memory_bytes = 0;
 
   bool operator==(const CapacityEntry&) const = default;
 };

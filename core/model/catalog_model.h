@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "core/base/labels.h"
 #include "core/model/device_class.h"
+#include "core/model/gpu_share.h"
 #include "core/model/node_resources.h"
 
 namespace accelsched {
@@ -37,6 +38,9 @@ struct Device {
   std::vector<MigSlice> mig_slices;
   std::string tpu_slice_id;
   std::string tpu_topology;
+  // Whether it takes shares (GpuShare) and how the node shares it; not kNone
+  // only for a whole NVIDIA GPU not in MIG mode (ValidateDeviceGeometry).
+  GpuSharing sharing = GpuSharing::kNone;
   // Dropped by a re-registration while in a live allocation: kept, unhealthy,
   // until released, then removed. Never set by clients.
   bool removed = false;

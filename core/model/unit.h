@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "core/model/allocation_model.h"
 #include "core/model/device_class.h"
+#include "core/model/gpu_share.h"
 
 namespace accelsched {
 
@@ -33,8 +34,28 @@ struct Unit {
   int order = 0;  // deterministic order within a node (device index, MIG start)
   bool healthy = true;
   std::string allocation;  // the live allocation holding it; "" when none
+  // A whole GPU's: whether it takes shares, and its memory (what shares of it
+  // divide).
+  GpuSharing sharing = GpuSharing::kNone;
+  uint64_t memory_bytes = 0;
+  // What the live shares on it hold together (compute in thousandths of the
+  // GPU, memory in bytes); a unit with shares is not free for a whole
+  // request.
+  int64_t shared_milli = 0;
+  int64_t shared_memory = 0;
 
-  bool free() const { return healthy && allocation.empty(); }
+  // Held by a live allocation, whole or in shares.
+  bool held() const { return !allocation.empty() || shared_milli > 0; }
+  bool free() const { return healthy && !held(); }
+  // Whether a new share may go on it: it takes shares, is healthy and no
+  // whole request holds it.
+  bool shareable() const {
+    return sharing != GpuSharing::kNone && healthy && allocation.empty();
+  }
+  int64_t free_milli() const { return kGpuMilli - shared_milli; }
+  int64_t free_share_memory() const {
+    return static_cast<int64_t>(memory_bytes) - shared_memory;
+  }
 };
 
 // TPU slice ids and device ids share no namespace; a space cannot occur in

@@ -17,6 +17,25 @@
 namespace accelsched {
 namespace {
 
+// GPU sharing lands in steps (README, "GPU sharing"): a share waits in no
+// queue and counts against no quota yet, so where either would apply it is
+// refused rather than admitted outside them.
+absl::Status RefuseUnsupportedShare(const AllocationRequest& request,
+                                    const MatchSpec& spec, bool has_quotas) {
+  if (!spec.share.has_value()) return absl::OkStatus();
+  if (request.queue) {
+    return absl::UnimplementedError(
+        "queue: a share request cannot wait in the queue yet; retry without "
+        "queue");
+  }
+  if (has_quotas) {
+    return absl::UnimplementedError(
+        "share: quotas do not count GPU shares yet, so shares are not "
+        "served where tenants have quotas");
+  }
+  return absl::OkStatus();
+}
+
 absl::string_view StateName(AllocationState s) {
   switch (s) {
     case AllocationState::kActive:
@@ -204,6 +223,7 @@ Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
   a.unpartitioned = request.partition_kind == PartitionKind::kUnpartitioned;
   a.container_name = request.container_name;
   a.pod_resources = spec.pod_resources;
+  a.share = spec.share;
   return a;
 }
 
@@ -218,12 +238,12 @@ bool SameRequest(const Allocation& e, const Allocation& retry) {
          e.partition == retry.partition && e.count == retry.count &&
          e.unpartitioned == retry.unpartitioned &&
          e.replicas == retry.replicas && e.topology_key == retry.topology_key &&
-         e.pod_resources == retry.pod_resources;
+         e.pod_resources == retry.pod_resources && e.share == retry.share;
 }
 
 }  // namespace
 
-void Scheduler::Assign(
+std::vector<std::string> Scheduler::Assign(
     Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const {
   std::set<std::string> hosts;
   a.devices.clear();
@@ -250,6 +270,17 @@ void Scheduler::Assign(
     a.targets.push_back(PlacementTargetOf(catalog_.nodes().find(host)->second,
                                           type, requested_label));
   }
+  std::vector<std::string> held;
+  if (a.share.has_value()) {
+    // A share holds no unit whole: its GPU keeps taking shares.
+    a.devices.front().share = GpuShare{
+        a.share->compute_milli, ShareMemory(*a.share, first.memory_bytes)};
+    return held;
+  }
+  for (const auto& group : groups) {
+    for (const Unit* u : group) held.push_back(u->key);
+  }
+  return held;
 }
 
 void Scheduler::Allocate(const AllocationRequest& request,
@@ -280,8 +311,8 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
             e.id, " for ", e.count, " x ",
             RequestUnitName(e.device_class, e.requested_models, e.partition),
             e.replicas > 1 ? absl::StrCat(" x ", e.replicas, " replicas") : "",
-            "; a retry must ask for the same accelerator, count and "
-            "pod_resources"));
+            "; a retry must ask for the same accelerator, count, "
+            "pod_resources and share"));
       }
       // A retry: the same allocation, once it is durable. A pending one's
       // retry keeps its place alive (written when a tenth of the pending
@@ -297,6 +328,8 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       a = WithQueueFields(existing->allocation, /*may_compute=*/false);
       ticket = existing->ticket;
     } else {
+      RETURN_IF_ERROR(
+          RefuseUnsupportedShare(request, spec, tenants_->has_quotas()));
       const CapacityIndex& index = catalog_.index();
       RETURN_IF_ERROR(CheckSatisfiable(index, spec));
       const AdmissionContext ctx = ContextAt(now);
@@ -319,14 +352,10 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       a.id = book_.NewId(now);
       a.created_at = now;
       if (groups.has_value()) {
-        Assign(a, *groups);
+        std::vector<std::string> keys = Assign(a, *groups);
         a.state = AllocationState::kActive;
         a.admitted_at = now;
         a.expires_at = rules.ends_at;
-        std::vector<std::string> keys;
-        for (const auto& group : *groups) {
-          for (const Unit* u : group) keys.push_back(u->key);
-        }
         Write write;
         write.mutations.push_back(PutAllocationMutation{a, keys, true});
         write.events.push_back(

@@ -286,10 +286,12 @@ class Scheduler {
                                                           int* expired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives `a` (the request's fields) the devices and placement input of
-  // `groups`: node, model, devices, targets, resource name. Shared by
-  // Allocate, admission and Explain.
-  void Assign(Allocation& a,
-              const std::vector<std::vector<const Unit*>>& groups) const
+  // `groups`: node, model, devices, targets, resource name; for a share, the
+  // share its device holds (memory resolved for that GPU). Returns the units
+  // it holds whole: none for a share. Shared by Allocate, admission and
+  // Explain.
+  std::vector<std::string> Assign(
+      Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   EligibilityRules RulesAt(absl::Time now) const;
 

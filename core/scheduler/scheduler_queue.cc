@@ -50,16 +50,12 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
             Record& r = *book_.FindMutable(id);
             Allocation a = r.allocation;
-            Assign(a, groups);
+            std::vector<std::string> keys = Assign(a, groups);
             a.state = AllocationState::kActive;
             a.admitted_at = now;
             a.expires_at =
                 now + (a.lease == absl::ZeroDuration() ? options_.default_lease
                                                        : a.lease);
-            std::vector<std::string> keys;
-            for (const auto& group : groups) {
-              for (const Unit* u : group) keys.push_back(u->key);
-            }
             // Written again whole: a stored allocation's devices
             // never change in place.
             write.mutations.push_back(DeleteAllocationMutation{id});

@@ -140,6 +140,61 @@ TEST_F(E2eTest, CatalogSurvivesRestartAndKill) {
   EXPECT_FALSE(node.schedulable());
 }
 
+// GPU sharing through the real server: a GPU's sharing mode is refused where
+// it cannot apply, kept across kill -9, and counted in GetCapacity; a share
+// request is refused while shares have no placement a pod could apply.
+TEST_F(E2eTest, SharingGpusAreStoredAndCountedAndSharesAreNotYetServed) {
+  ASSERT_TRUE(StartServer());
+  v1::Node node;
+  node.set_name("share-node");
+  AddGpu(&node, "GPU-S0", "T4", 0)->set_sharing(v1::MPS);
+  AddGpu(&node, "GPU-S1", "T4", 1)->set_sharing(v1::TIME_SLICING);
+  AddGpu(&node, "GPU-S2", "T4", 2);
+  v1::Node bad = node;
+  AddMigA100(&bad, "GPU-M", 3, "MIG-M-")->set_sharing(v1::MPS);
+  grpc::Status refused = Register(bad);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("node.devices[3].sharing"));
+  v1::Node unknown = node;
+  unknown.mutable_devices(0)->set_sharing(static_cast<v1::GpuSharing>(7));
+  EXPECT_EQ(Register(unknown).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(Register(node).ok());
+
+  v1::AllocateRequest share = AllocateReq("share-1", "T4");
+  share.mutable_share()->set_compute_milli(470);
+  v1::Allocation allocation;
+  grpc::Status s = Allocate(share, &allocation);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("share"));
+  v1::ExplainResponse explained;
+  EXPECT_EQ(Call(&v1::AcceleratorScheduler::Stub::Explain, share, &explained)
+                .error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  ASSERT_TRUE(Allocate(AllocateReq("whole-1", "T4"), &allocation).ok());
+
+  server_->Stop(SIGKILL);
+  ASSERT_TRUE(StartServer());
+  v1::GetNodeRequest get;
+  get.set_name("share-node");
+  v1::Node stored;
+  ASSERT_TRUE(
+      Call(&v1::AcceleratorScheduler::Stub::GetNode, get, &stored).ok());
+  ASSERT_EQ(stored.devices_size(), 3);
+  EXPECT_EQ(stored.devices(0).sharing(), v1::MPS);
+  EXPECT_EQ(stored.devices(1).sharing(), v1::TIME_SLICING);
+  EXPECT_EQ(stored.devices(2).sharing(), v1::GPU_SHARING_NONE);
+  const v1::GetCapacityResponse capacity = Capacity();
+  ASSERT_EQ(capacity.entries_size(), 1) << capacity.DebugString();
+  const v1::CapacityEntry& t4 = capacity.entries(0);
+  EXPECT_EQ(t4.free(), 2);
+  // Best fit took GPU-S0 (first by index); GPU-S1 is the sharing GPU left.
+  ASSERT_EQ(allocation.devices_size(), 1);
+  EXPECT_EQ(allocation.devices(0).device_id(), "GPU-S0");
+  EXPECT_FALSE(allocation.devices(0).has_share());
+  EXPECT_EQ(t4.free_compute_milli(), 1000);
+  EXPECT_EQ(t4.free_memory_bytes(), int64_t{40} << 30);
+}
+
 TEST_F(E2eTest, BadInputIsRejectedNamingTheFieldAndChangesNothing) {
   ASSERT_TRUE(StartServer());
   ASSERT_TRUE(Register(GpuNode()).ok());

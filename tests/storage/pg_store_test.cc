@@ -625,6 +625,73 @@ TEST_F(PgLeaderTest, VersionThreeRowsHaveNoResources) {
   EXPECT_EQ(allocations[1].allocation, next);
 }
 
+// Before schema 5 no device was shared and no allocation held a share: the
+// rows an older server left have none, and ones written after the migration
+// keep theirs.
+TEST_F(PgLeaderTest, VersionFourRowsAreNotShared) {
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgConnection> db,
+                         PgConnection::Open(uri_, PgConnection::Options()));
+    ASSERT_OK(PgMigrateTo(*db, 4));
+    ASSERT_OK(db->Exec(
+        "INSERT INTO nodes (name, schedulable, last_heartbeat_unix_ns) VALUES "
+        "('n1', true, 5);"
+        "INSERT INTO devices (id, node, position, device_index, device_class, "
+        "model, memory_bytes, healthy, mig_enabled, removed) VALUES "
+        "('GPU-0', 'n1', 0, 0, 0, 'Tesla T4', 0, true, false, false);"
+        "INSERT INTO allocations (id, request_id, state, node, tenant, "
+        "priority, created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+        "end_reason, device_class, model, partition, count, requested_models, "
+        "unpartitioned, resource_name, container_name, admitted_at_unix_ns, "
+        "replicas, topology_key, lease_ns, preempted_by) VALUES "
+        "('a-1', 'r1', 1, 'n1', 't', 0, 1, 2, 0, '', 0, 'nvidia-tesla-t4', "
+        "'', 1, 'nvidia-tesla-t4', false, '', '', 1, 1, '', 0, '');"
+        "INSERT INTO allocation_devices VALUES ('a-1', 0, 'n1', 'GPU-0', '', "
+        "'');"
+        "INSERT INTO allocation_units (allocation_id, unit, live, position) "
+        "VALUES ('a-1', 'GPU-0', true, 0);"));
+  }
+  std::unique_ptr<PgStore> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::vector<Node> nodes, store->LoadNodes());
+  ASSERT_EQ(nodes.size(), 1u);
+  ASSERT_EQ(nodes[0].devices.size(), 1u);
+  EXPECT_EQ(nodes[0].devices[0].sharing, GpuSharing::kNone);
+  ASSERT_OK_AND_ASSIGN(std::vector<StoredAllocation> allocations,
+                       store->LoadAllocations());
+  ASSERT_EQ(allocations.size(), 1u);
+  const Allocation old = allocations[0].allocation;
+  ASSERT_EQ(old.devices.size(), 1u);
+  EXPECT_EQ(old.devices[0],
+            (AllocatedDevice{"n1", "GPU-0", "", "", std::nullopt}));
+  EXPECT_EQ(old.share, std::nullopt);
+
+  auto election = OpenElection("a:1", absl::Hours(1));
+  ASSERT_OK_AND_ASSIGN(const int64_t epoch, election->TryAcquire());
+  store->set_epoch(epoch);
+  Node node = nodes[0];
+  node.devices[0].sharing = GpuSharing::kTimeSlicing;
+  Allocation ended = old;
+  ended.state = AllocationState::kReleased;
+  ended.end_reason = "released";
+  Allocation next = old;
+  next.id = "a-2";
+  next.request_id = "r2";
+  next.share = GpuShare{250, 0};
+  next.devices[0].share = GpuShare{250, int64_t{4} << 30};
+  const Mutation batch[] = {PutNodeMutation{node},
+                            PutAllocationMutation{ended, {"GPU-0"}},
+                            PutAllocationMutation{next, {"GPU-0"}, true}};
+  ASSERT_OK(store->Apply(batch));
+  store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(store->LoadNodes(), IsOkAndHolds(std::vector<Node>{node}));
+  ASSERT_OK_AND_ASSIGN(allocations, store->LoadAllocations());
+  ASSERT_EQ(allocations.size(), 2u);
+  EXPECT_EQ(allocations[0].allocation, ended);
+  EXPECT_EQ(allocations[1].allocation, next);
+}
+
 TEST_F(PgLeaderTest, WrongPasswordOrNoServerIsUnavailableWithoutThePassword) {
   PostgresInstance& pg = SharedPostgres::Get();
   absl::Status s =

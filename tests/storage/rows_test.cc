@@ -132,8 +132,8 @@ TEST(RowsTest, WritesDifferOnlyInParameters) {
   EXPECT_EQ(sqlite.param_counts, postgres.param_counts);
 }
 
-// Each statement gets exactly the parameters it names: an allocation's 26
-// columns, a device's 11, and so on.
+// Each statement gets exactly the parameters it names: an allocation's 28
+// columns, a device's 12, and so on.
 TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
   const RecordingWriter w = Writes(SqlDialect::kSqlite);
   for (size_t i = 0; i < w.statements.size(); ++i) {
@@ -146,20 +146,27 @@ TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
     }
     EXPECT_EQ(w.param_counts[i], highest) << w.statements[i];
   }
-  EXPECT_THAT(w.statements, Contains(HasSubstr("?26)")));
+  EXPECT_THAT(w.statements, Contains(HasSubstr("?28)")));
 }
 
-// The last three parameters of the first statement `m` writes: a node's
-// allocatable or an allocation's pod_resources.
-std::vector<SqlValue> ResourceParams(const Mutation& m) {
+// `n` parameters of the first statement `m` writes, the last of them `after`
+// from its end: a node's allocatable (3, 0), an allocation's pod_resources
+// (3, 2) or share (2, 0).
+std::vector<SqlValue> Params(const Mutation& m, size_t n, size_t after) {
   RecordingWriter writer(SqlDialect::kSqlite);
   EXPECT_OK(WriteMutationRows(m, writer));
-  if (writer.params.empty() || writer.params[0].size() < 3) {
-    ADD_FAILURE() << "no statement with three parameters";
+  if (writer.params.empty() || writer.params[0].size() < n + after) {
+    ADD_FAILURE() << "no statement with " << n + after << " parameters";
     return {};
   }
   const std::vector<SqlValue>& row = writer.params[0];
-  return std::vector<SqlValue>(row.end() - 3, row.end());
+  return std::vector<SqlValue>(row.end() - after - n, row.end() - after);
+}
+std::vector<SqlValue> ResourceParams(const Node& node) {
+  return Params(PutNodeMutation{node}, 3, 0);
+}
+std::vector<SqlValue> ResourceParams(const Allocation& a) {
+  return Params(PutAllocationMutation{a, {}, true}, 3, 2);
 }
 
 // Absent resources are NULL in each of their columns, and present ones are
@@ -171,18 +178,28 @@ TEST(RowsTest, AbsentResourcesAreNullAndZerosAreValues) {
                                         int64_t{110}};
   Node node;
   node.name = "n1";
-  EXPECT_EQ(ResourceParams(PutNodeMutation{node}), null);
+  EXPECT_EQ(ResourceParams(node), null);
   node.allocatable = NodeResources{};
-  EXPECT_EQ(ResourceParams(PutNodeMutation{node}), zeros);
+  EXPECT_EQ(ResourceParams(node), zeros);
   node.allocatable = NodeResources{8000, int64_t{1} << 40, 110};
-  EXPECT_EQ(ResourceParams(PutNodeMutation{node}), values);
+  EXPECT_EQ(ResourceParams(node), values);
   Allocation a;
   a.id = "a";
-  EXPECT_EQ(ResourceParams(PutAllocationMutation{a, {}, true}), null);
+  EXPECT_EQ(ResourceParams(a), null);
   a.pod_resources = NodeResources{};
-  EXPECT_EQ(ResourceParams(PutAllocationMutation{a, {}, true}), zeros);
+  EXPECT_EQ(ResourceParams(a), zeros);
   a.pod_resources = NodeResources{8000, int64_t{1} << 40, 110};
-  EXPECT_EQ(ResourceParams(PutAllocationMutation{a, {}, true}), values);
+  EXPECT_EQ(ResourceParams(a), values);
+  // A share likewise, in two columns.
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 2, 0),
+            std::vector<SqlValue>(2, std::monostate()));
+  a.share = GpuShare{};
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 2, 0),
+            std::vector<SqlValue>(2, int64_t{0}));
+  a.share = GpuShare{470, int64_t{3} << 30};
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 2, 0),
+            (std::vector<SqlValue>{int64_t{470}, int64_t{3} << 30}));
+  EXPECT_EQ(ResourceParams(a), values);
 }
 
 // A node's re-registration writes its allocatable over the stored one, absent

@@ -469,6 +469,68 @@ TEST(SqliteStoreTest, VersionSevenRowsHaveNoResources) {
   EXPECT_EQ((*allocations)[1].allocation, next);
 }
 
+// Before schema 9 no device was shared and no allocation held a share: the
+// devices and allocated devices of an older file have none, and ones written
+// after the migration keep theirs.
+TEST(SqliteStoreTest, VersionEightRowsAreNotShared) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(
+      path, 8,
+      "INSERT INTO nodes (name, schedulable, last_heartbeat_unix_ns) VALUES "
+      "('n1', 1, 5);"
+      "INSERT INTO devices (id, node, position, device_index, device_class, "
+      "model, memory_bytes, healthy, mig_enabled, removed) VALUES "
+      "('GPU-0', 'n1', 0, 0, 0, 'Tesla T4', 0, 1, 0, 0);"
+      "INSERT INTO allocations (id, request_id, state, node, tenant, "
+      "priority, created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+      "end_reason, device_class, model, partition, count, requested_models, "
+      "unpartitioned, resource_name, container_name, admitted_at_unix_ns, "
+      "replicas, topology_key, lease_ns, preempted_by) VALUES "
+      "('a-1', 'r1', 1, 'n1', 't', 0, 1, 2, 0, '', 0, 'nvidia-tesla-t4', '', "
+      "1, 'nvidia-tesla-t4', 0, '', '', 1, 1, '', 0, '');"
+      "INSERT INTO allocation_devices VALUES ('a-1', 0, 'n1', 'GPU-0', '', "
+      "'');"
+      "INSERT INTO allocation_units (allocation_id, unit, live, position) "
+      "VALUES ('a-1', 'GPU-0', 1, 0);"));
+  std::unique_ptr<SqliteStore> store;
+  std::vector<Node> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  ASSERT_EQ(nodes.size(), 1u);
+  ASSERT_EQ(nodes[0].devices.size(), 1u);
+  EXPECT_EQ(nodes[0].devices[0].sharing, GpuSharing::kNone);
+  auto allocations = store->LoadAllocations();
+  ASSERT_OK(allocations);
+  ASSERT_EQ(allocations->size(), 1u);
+  const Allocation old = (*allocations)[0].allocation;
+  ASSERT_EQ(old.devices.size(), 1u);
+  EXPECT_EQ(old.devices[0],
+            (AllocatedDevice{"n1", "GPU-0", "", "", std::nullopt}));
+  EXPECT_EQ(old.share, std::nullopt);
+
+  Node node = nodes[0];
+  node.devices[0].sharing = GpuSharing::kTimeSlicing;
+  Allocation ended = old;
+  ended.state = AllocationState::kReleased;
+  ended.end_reason = "released";
+  Allocation next = old;
+  next.id = "a-2";
+  next.request_id = "r2";
+  next.share = GpuShare{250, 0};
+  next.devices[0].share = GpuShare{250, int64_t{4} << 30};
+  ASSERT_OK(store->Apply({PutNodeMutation{node},
+                          PutAllocationMutation{ended, {"GPU-0"}},
+                          PutAllocationMutation{next, {"GPU-0"}, true}}));
+  store.reset();
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  EXPECT_EQ(nodes, std::vector<Node>{node});
+  allocations = store->LoadAllocations();
+  ASSERT_OK(allocations);
+  ASSERT_EQ(allocations->size(), 2u);
+  EXPECT_EQ((*allocations)[0].allocation, ended);
+  EXPECT_EQ((*allocations)[1].allocation, next);
+}
+
 // A capped file refuses the write that does not fit, whole, and keeps every
 // commit before it.
 TEST(SqliteStoreTest, FullDatabaseIsResourceExhaustedAndKeepsCommits) {

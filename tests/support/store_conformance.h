@@ -98,6 +98,7 @@ Node FullNode(const std::string& name = "n1") {
   n.last_heartbeat = absl::FromUnixNanos(1'700'000'000'123'456'789);
   n.allocatable = NodeResources{96'000, (int64_t{1} << 41) + 7, 110};
   Device whole = FullGpu(name + "-gpu-a", 3);
+  whole.sharing = GpuSharing::kMps;
   Device mig = FullGpu(name + "-gpu-m", 1);
   mig.healthy = true;
   mig.mig_enabled = true;
@@ -129,8 +130,11 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
   a.request_id = "req-" + id;
   a.state = state;
   a.node = "n1";
-  a.devices = {{"n1", "n1-gpu-m", "n1-mig-4", "3g.40gb"},
-               {"n1", "n1-gpu-m", "n1-mig-0", "1g.10gb"}};
+  a.devices = {
+      {"n1", "n1-gpu-m", "n1-mig-4", "3g.40gb"},
+      {"n1", "n1-gpu-m", "n1-mig-0", "1g.10gb"},
+      {"n1", "n1-gpu-a", "", "", GpuShare{470, (int64_t{1} << 40) + 3}},
+      {"n1", "n1-gpu-b", "", "", GpuShare{1000, 0}}};
   a.tenant = "proj/dev";
   a.priority = -7;
   a.created_at = absl::FromUnixNanos(1'700'000'000'000'000'001);
@@ -159,6 +163,7 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
   a.targets = {{"n2", "n2-host", "nvidia-a100-80gb", "mixed"},
                {"n1", "n1-host", "a100-80", ""}};
   a.pod_resources = NodeResources{4'500, int64_t{48} << 30, 1};
+  a.share = GpuShare{470, 0};  // zeros stay present
   return a;
 }
 

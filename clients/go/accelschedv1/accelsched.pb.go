@@ -26,6 +26,58 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// How a node lets several containers use one GPU at once (API.md, "GPU
+// sharing"): NVIDIA's DRA driver's GpuConfig.sharing.strategy and the device
+// plugin's sharing modes.
+type GpuSharing int32
+
+const (
+	GpuSharing_GPU_SHARING_NONE GpuSharing = 0 // whole-device requests only
+	GpuSharing_TIME_SLICING     GpuSharing = 1 // containers take turns on the whole GPU
+	GpuSharing_MPS              GpuSharing = 2 // CUDA MPS: compute and memory limits per container
+)
+
+// Enum value maps for GpuSharing.
+var (
+	GpuSharing_name = map[int32]string{
+		0: "GPU_SHARING_NONE",
+		1: "TIME_SLICING",
+		2: "MPS",
+	}
+	GpuSharing_value = map[string]int32{
+		"GPU_SHARING_NONE": 0,
+		"TIME_SLICING":     1,
+		"MPS":              2,
+	}
+)
+
+func (x GpuSharing) Enum() *GpuSharing {
+	p := new(GpuSharing)
+	*p = x
+	return p
+}
+
+func (x GpuSharing) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (GpuSharing) Descriptor() protoreflect.EnumDescriptor {
+	return file_accelsched_v1_accelsched_proto_enumTypes[0].Descriptor()
+}
+
+func (GpuSharing) Type() protoreflect.EnumType {
+	return &file_accelsched_v1_accelsched_proto_enumTypes[0]
+}
+
+func (x GpuSharing) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use GpuSharing.Descriptor instead.
+func (GpuSharing) EnumDescriptor() ([]byte, []int) {
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{0}
+}
+
 type AllocationState int32
 
 const (
@@ -71,11 +123,11 @@ func (x AllocationState) String() string {
 }
 
 func (AllocationState) Descriptor() protoreflect.EnumDescriptor {
-	return file_accelsched_v1_accelsched_proto_enumTypes[0].Descriptor()
+	return file_accelsched_v1_accelsched_proto_enumTypes[1].Descriptor()
 }
 
 func (AllocationState) Type() protoreflect.EnumType {
-	return &file_accelsched_v1_accelsched_proto_enumTypes[0]
+	return &file_accelsched_v1_accelsched_proto_enumTypes[1]
 }
 
 func (x AllocationState) Number() protoreflect.EnumNumber {
@@ -84,7 +136,7 @@ func (x AllocationState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AllocationState.Descriptor instead.
 func (AllocationState) EnumDescriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{0}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{1}
 }
 
 type Event_Type int32
@@ -141,11 +193,11 @@ func (x Event_Type) String() string {
 }
 
 func (Event_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_accelsched_v1_accelsched_proto_enumTypes[1].Descriptor()
+	return file_accelsched_v1_accelsched_proto_enumTypes[2].Descriptor()
 }
 
 func (Event_Type) Type() protoreflect.EnumType {
-	return &file_accelsched_v1_accelsched_proto_enumTypes[1]
+	return &file_accelsched_v1_accelsched_proto_enumTypes[2]
 }
 
 func (x Event_Type) Number() protoreflect.EnumNumber {
@@ -154,7 +206,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36, 0}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37, 0}
 }
 
 // Wire-compatible with flyteidl2.core.GPUAccelerator (and v1 flyteidl.core.GPUAccelerator):
@@ -436,6 +488,63 @@ func (x *NodeResources) GetPods() int32 {
 	return 0
 }
 
+// A share of one GPU.
+type GpuShare struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Thousandths of the GPU's compute, 1 to 1000 (as Alibaba's GPU traces
+	// write gpu_milli).
+	ComputeMilli int32 `protobuf:"varint,1,opt,name=compute_milli,json=computeMilli,proto3" json:"compute_milli,omitempty"`
+	// The GPU memory the task may use; 0: the same fraction of the device's
+	// memory.
+	MemoryBytes   int64 `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GpuShare) Reset() {
+	*x = GpuShare{}
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GpuShare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GpuShare) ProtoMessage() {}
+
+func (x *GpuShare) ProtoReflect() protoreflect.Message {
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GpuShare.ProtoReflect.Descriptor instead.
+func (*GpuShare) Descriptor() ([]byte, []int) {
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GpuShare) GetComputeMilli() int32 {
+	if x != nil {
+		return x.ComputeMilli
+	}
+	return 0
+}
+
+func (x *GpuShare) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
 type Device struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -452,14 +561,18 @@ type Device struct {
 	// Output only: the latest statistics a node agent reported for this device in
 	// a Heartbeat (unset when none has since the server started: they are kept
 	// in memory only).
-	Stats         *DeviceStats `protobuf:"bytes,12,opt,name=stats,proto3" json:"stats,omitempty"`
+	Stats *DeviceStats `protobuf:"bytes,12,opt,name=stats,proto3" json:"stats,omitempty"`
+	// Whether this GPU takes shares (AllocateRequest.share) and how the node
+	// shares it. Not NONE only for a whole NVIDIA GPU that is not in MIG mode.
+	// A whole-device request takes a sharing GPU only while no share is on it.
+	Sharing       GpuSharing `protobuf:"varint,13,opt,name=sharing,proto3,enum=accelsched.v1.GpuSharing" json:"sharing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[3]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +584,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[3]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +597,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{3}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Device) GetId() string {
@@ -571,6 +684,13 @@ func (x *Device) GetStats() *DeviceStats {
 	return nil
 }
 
+func (x *Device) GetSharing() GpuSharing {
+	if x != nil {
+		return x.Sharing
+	}
+	return GpuSharing_GPU_SHARING_NONE
+}
+
 // A device's or MIG slice's recent readings, as a node agent samples them.
 type DeviceStats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -589,7 +709,7 @@ type DeviceStats struct {
 
 func (x *DeviceStats) Reset() {
 	*x = DeviceStats{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[4]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +721,7 @@ func (x *DeviceStats) String() string {
 func (*DeviceStats) ProtoMessage() {}
 
 func (x *DeviceStats) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[4]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +734,7 @@ func (x *DeviceStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceStats.ProtoReflect.Descriptor instead.
 func (*DeviceStats) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{4}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DeviceStats) GetUtilization() float64 {
@@ -665,7 +785,7 @@ type MigSlice struct {
 
 func (x *MigSlice) Reset() {
 	*x = MigSlice{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +797,7 @@ func (x *MigSlice) String() string {
 func (*MigSlice) ProtoMessage() {}
 
 func (x *MigSlice) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +810,7 @@ func (x *MigSlice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigSlice.ProtoReflect.Descriptor instead.
 func (*MigSlice) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{5}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *MigSlice) GetId() string {
@@ -730,7 +850,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -742,7 +862,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -755,7 +875,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{6}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RegisterNodeRequest) GetNode() *Node {
@@ -774,7 +894,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +906,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +919,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{7}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -821,7 +941,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +953,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +966,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{8}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListNodesRequest) GetLabelSelector() string {
@@ -880,7 +1000,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1012,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1025,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{9}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -932,7 +1052,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +1064,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +1077,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{10}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RemoveNodeRequest) GetName() string {
@@ -982,7 +1102,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1114,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1127,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{11}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{12}
 }
 
 type SetNodeSchedulableRequest struct {
@@ -1020,7 +1140,7 @@ type SetNodeSchedulableRequest struct {
 
 func (x *SetNodeSchedulableRequest) Reset() {
 	*x = SetNodeSchedulableRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1152,7 @@ func (x *SetNodeSchedulableRequest) String() string {
 func (*SetNodeSchedulableRequest) ProtoMessage() {}
 
 func (x *SetNodeSchedulableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1165,7 @@ func (x *SetNodeSchedulableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeSchedulableRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeSchedulableRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{12}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetNodeSchedulableRequest) GetName() string {
@@ -1077,7 +1197,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1209,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1222,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{13}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -1134,7 +1254,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1266,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1279,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{14}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{15}
 }
 
 type GetCapacityRequest struct {
@@ -1170,7 +1290,7 @@ type GetCapacityRequest struct {
 
 func (x *GetCapacityRequest) Reset() {
 	*x = GetCapacityRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1302,7 @@ func (x *GetCapacityRequest) String() string {
 func (*GetCapacityRequest) ProtoMessage() {}
 
 func (x *GetCapacityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,25 +1315,30 @@ func (x *GetCapacityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCapacityRequest.ProtoReflect.Descriptor instead.
 func (*GetCapacityRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{15}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{16}
 }
 
 type CapacityEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DeviceClass   DeviceClass            `protobuf:"varint,1,opt,name=device_class,json=deviceClass,proto3,enum=accelsched.v1.DeviceClass" json:"device_class,omitempty"`
-	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	Partition     string                 `protobuf:"bytes,3,opt,name=partition,proto3" json:"partition,omitempty"` // "" whole GPU, a MIG profile, or a TPU topology
-	Total         int64                  `protobuf:"varint,4,opt,name=total,proto3" json:"total,omitempty"`
-	Allocated     int64                  `protobuf:"varint,5,opt,name=allocated,proto3" json:"allocated,omitempty"`
-	Free          int64                  `protobuf:"varint,6,opt,name=free,proto3" json:"free,omitempty"`
-	Unhealthy     int64                  `protobuf:"varint,7,opt,name=unhealthy,proto3" json:"unhealthy,omitempty"` // neither free nor allocated
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	DeviceClass DeviceClass            `protobuf:"varint,1,opt,name=device_class,json=deviceClass,proto3,enum=accelsched.v1.DeviceClass" json:"device_class,omitempty"`
+	Model       string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Partition   string                 `protobuf:"bytes,3,opt,name=partition,proto3" json:"partition,omitempty"` // "" whole GPU, a MIG profile, or a TPU topology
+	Total       int64                  `protobuf:"varint,4,opt,name=total,proto3" json:"total,omitempty"`
+	Allocated   int64                  `protobuf:"varint,5,opt,name=allocated,proto3" json:"allocated,omitempty"`
+	Free        int64                  `protobuf:"varint,6,opt,name=free,proto3" json:"free,omitempty"`
+	Unhealthy   int64                  `protobuf:"varint,7,opt,name=unhealthy,proto3" json:"unhealthy,omitempty"` // neither free nor allocated
+	// Over the pool's sharing devices (Device.sharing not NONE), partly shared
+	// ones included: the compute (thousandths of a GPU) and GPU memory no share
+	// holds, on healthy devices no whole-device allocation holds.
+	FreeComputeMilli int64 `protobuf:"varint,8,opt,name=free_compute_milli,json=freeComputeMilli,proto3" json:"free_compute_milli,omitempty"`
+	FreeMemoryBytes  int64 `protobuf:"varint,9,opt,name=free_memory_bytes,json=freeMemoryBytes,proto3" json:"free_memory_bytes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CapacityEntry) Reset() {
 	*x = CapacityEntry{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1350,7 @@ func (x *CapacityEntry) String() string {
 func (*CapacityEntry) ProtoMessage() {}
 
 func (x *CapacityEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1363,7 @@ func (x *CapacityEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityEntry.ProtoReflect.Descriptor instead.
 func (*CapacityEntry) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{16}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CapacityEntry) GetDeviceClass() DeviceClass {
@@ -1290,6 +1415,20 @@ func (x *CapacityEntry) GetUnhealthy() int64 {
 	return 0
 }
 
+func (x *CapacityEntry) GetFreeComputeMilli() int64 {
+	if x != nil {
+		return x.FreeComputeMilli
+	}
+	return 0
+}
+
+func (x *CapacityEntry) GetFreeMemoryBytes() int64 {
+	if x != nil {
+		return x.FreeMemoryBytes
+	}
+	return 0
+}
+
 type GetCapacityResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Entries       []*CapacityEntry       `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
@@ -1299,7 +1438,7 @@ type GetCapacityResponse struct {
 
 func (x *GetCapacityResponse) Reset() {
 	*x = GetCapacityResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1450,7 @@ func (x *GetCapacityResponse) String() string {
 func (*GetCapacityResponse) ProtoMessage() {}
 
 func (x *GetCapacityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1463,7 @@ func (x *GetCapacityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCapacityResponse.ProtoReflect.Descriptor instead.
 func (*GetCapacityResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{17}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetCapacityResponse) GetEntries() []*CapacityEntry {
@@ -1372,14 +1511,18 @@ type AllocateRequest struct {
 	// What the task's pod needs on its node besides accelerators (for a gang,
 	// each group's pod; for a multi-host TPU slice, each host's): only a node
 	// whose available resources hold it is a candidate. Unset: not accounted.
-	PodResources  *NodeResources `protobuf:"bytes,15,opt,name=pod_resources,json=podResources,proto3" json:"pod_resources,omitempty"`
+	PodResources *NodeResources `protobuf:"bytes,15,opt,name=pod_resources,json=podResources,proto3" json:"pod_resources,omitempty"`
+	// A share of one GPU instead of whole devices: count 0 or 1, no
+	// partition_size, an NVIDIA GPU model (or none). Only devices whose
+	// sharing is not GPU_SHARING_NONE take it.
+	Share         *GpuShare `protobuf:"bytes,12,opt,name=share,proto3" json:"share,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AllocateRequest) Reset() {
 	*x = AllocateRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1391,7 +1534,7 @@ func (x *AllocateRequest) String() string {
 func (*AllocateRequest) ProtoMessage() {}
 
 func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1404,7 +1547,7 @@ func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateRequest.ProtoReflect.Descriptor instead.
 func (*AllocateRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{18}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AllocateRequest) GetRequestId() string {
@@ -1498,6 +1641,13 @@ func (x *AllocateRequest) GetPodResources() *NodeResources {
 	return nil
 }
 
+func (x *AllocateRequest) GetShare() *GpuShare {
+	if x != nil {
+		return x.Share
+	}
+	return nil
+}
+
 type Allocation struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1538,7 +1688,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1700,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1713,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{19}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Allocation) GetId() string {
@@ -1686,18 +1836,21 @@ func (x *Allocation) GetPodResources() *NodeResources {
 }
 
 type AllocatedDevice struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	DeviceId      string                 `protobuf:"bytes,2,opt,name=device_id,json=deviceId,proto3" json:"device_id,omitempty"`
-	MigSliceId    string                 `protobuf:"bytes,3,opt,name=mig_slice_id,json=migSliceId,proto3" json:"mig_slice_id,omitempty"`
-	Profile       string                 `protobuf:"bytes,4,opt,name=profile,proto3" json:"profile,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Node       string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	DeviceId   string                 `protobuf:"bytes,2,opt,name=device_id,json=deviceId,proto3" json:"device_id,omitempty"`
+	MigSliceId string                 `protobuf:"bytes,3,opt,name=mig_slice_id,json=migSliceId,proto3" json:"mig_slice_id,omitempty"`
+	Profile    string                 `protobuf:"bytes,4,opt,name=profile,proto3" json:"profile,omitempty"`
+	// What this allocation holds of the device when it holds a share (unset:
+	// the whole device or slice).
+	Share         *GpuShare `protobuf:"bytes,5,opt,name=share,proto3" json:"share,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AllocatedDevice) Reset() {
 	*x = AllocatedDevice{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1862,7 @@ func (x *AllocatedDevice) String() string {
 func (*AllocatedDevice) ProtoMessage() {}
 
 func (x *AllocatedDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1875,7 @@ func (x *AllocatedDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocatedDevice.ProtoReflect.Descriptor instead.
 func (*AllocatedDevice) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{20}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AllocatedDevice) GetNode() string {
@@ -1753,6 +1906,13 @@ func (x *AllocatedDevice) GetProfile() string {
 	return ""
 }
 
+func (x *AllocatedDevice) GetShare() *GpuShare {
+	if x != nil {
+		return x.Share
+	}
+	return nil
+}
+
 type Toleration struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -1765,7 +1925,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1937,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1950,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{21}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Toleration) GetKey() string {
@@ -1833,7 +1993,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +2005,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +2018,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{22}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -1917,7 +2077,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +2089,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +2102,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{23}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Placement) GetNodeSelector() map[string]string {
@@ -2014,7 +2174,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2186,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2199,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{24}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReleaseRequest) GetKey() isReleaseRequest_Key {
@@ -2093,7 +2253,7 @@ type RenewLeaseRequest struct {
 
 func (x *RenewLeaseRequest) Reset() {
 	*x = RenewLeaseRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2265,7 @@ func (x *RenewLeaseRequest) String() string {
 func (*RenewLeaseRequest) ProtoMessage() {}
 
 func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2278,7 @@ func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{25}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RenewLeaseRequest) GetAllocationId() string {
@@ -2148,7 +2308,7 @@ type GetAllocationRequest struct {
 
 func (x *GetAllocationRequest) Reset() {
 	*x = GetAllocationRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2160,7 +2320,7 @@ func (x *GetAllocationRequest) String() string {
 func (*GetAllocationRequest) ProtoMessage() {}
 
 func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2173,7 +2333,7 @@ func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAllocationRequest.ProtoReflect.Descriptor instead.
 func (*GetAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{26}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetAllocationRequest) GetKey() isGetAllocationRequest_Key {
@@ -2230,7 +2390,7 @@ type ListAllocationsRequest struct {
 
 func (x *ListAllocationsRequest) Reset() {
 	*x = ListAllocationsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2402,7 @@ func (x *ListAllocationsRequest) String() string {
 func (*ListAllocationsRequest) ProtoMessage() {}
 
 func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2415,7 @@ func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListAllocationsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{27}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListAllocationsRequest) GetState() AllocationState {
@@ -2303,7 +2463,7 @@ type ListAllocationsResponse struct {
 
 func (x *ListAllocationsResponse) Reset() {
 	*x = ListAllocationsResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +2475,7 @@ func (x *ListAllocationsResponse) String() string {
 func (*ListAllocationsResponse) ProtoMessage() {}
 
 func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +2488,7 @@ func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListAllocationsResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{28}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
@@ -2355,7 +2515,7 @@ type NodeVerdict struct {
 
 func (x *NodeVerdict) Reset() {
 	*x = NodeVerdict{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +2527,7 @@ func (x *NodeVerdict) String() string {
 func (*NodeVerdict) ProtoMessage() {}
 
 func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +2540,7 @@ func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeVerdict.ProtoReflect.Descriptor instead.
 func (*NodeVerdict) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{29}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *NodeVerdict) GetNode() string {
@@ -2412,7 +2572,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2424,7 +2584,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2437,7 +2597,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{30}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExplainResponse) GetFeasible() bool {
@@ -2493,7 +2653,7 @@ type GetQueueRequest struct {
 
 func (x *GetQueueRequest) Reset() {
 	*x = GetQueueRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2505,7 +2665,7 @@ func (x *GetQueueRequest) String() string {
 func (*GetQueueRequest) ProtoMessage() {}
 
 func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2518,7 +2678,7 @@ func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetQueueRequest) GetTenant() string {
@@ -2557,7 +2717,7 @@ type PoolUsage struct {
 
 func (x *PoolUsage) Reset() {
 	*x = PoolUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2729,7 @@ func (x *PoolUsage) String() string {
 func (*PoolUsage) ProtoMessage() {}
 
 func (x *PoolUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2742,7 @@ func (x *PoolUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolUsage.ProtoReflect.Descriptor instead.
 func (*PoolUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PoolUsage) GetDeviceClass() DeviceClass {
@@ -2642,7 +2802,7 @@ type TenantUsage struct {
 
 func (x *TenantUsage) Reset() {
 	*x = TenantUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2814,7 @@ func (x *TenantUsage) String() string {
 func (*TenantUsage) ProtoMessage() {}
 
 func (x *TenantUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2827,7 @@ func (x *TenantUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsage.ProtoReflect.Descriptor instead.
 func (*TenantUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TenantUsage) GetTenant() string {
@@ -2723,7 +2883,7 @@ type GetQueueResponse struct {
 
 func (x *GetQueueResponse) Reset() {
 	*x = GetQueueResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2895,7 @@ func (x *GetQueueResponse) String() string {
 func (*GetQueueResponse) ProtoMessage() {}
 
 func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2908,7 @@ func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetQueueResponse) GetPending() []*Allocation {
@@ -2788,7 +2948,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +2960,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +2973,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -2851,7 +3011,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +3023,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +3036,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Event) GetType() Event_Type {
@@ -2930,7 +3090,7 @@ type ListAcceleratorTypesRequest struct {
 
 func (x *ListAcceleratorTypesRequest) Reset() {
 	*x = ListAcceleratorTypesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2942,7 +3102,7 @@ func (x *ListAcceleratorTypesRequest) String() string {
 func (*ListAcceleratorTypesRequest) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2955,7 +3115,7 @@ func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesRequest.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListAcceleratorTypesRequest) GetName() string {
@@ -2974,7 +3134,7 @@ type ListAcceleratorTypesResponse struct {
 
 func (x *ListAcceleratorTypesResponse) Reset() {
 	*x = ListAcceleratorTypesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3146,7 @@ func (x *ListAcceleratorTypesResponse) String() string {
 func (*ListAcceleratorTypesResponse) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3159,7 @@ func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesResponse.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListAcceleratorTypesResponse) GetTypes() []*AcceleratorType {
@@ -3035,7 +3195,10 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\rNodeResources\x12\x1b\n" +
 	"\tcpu_milli\x18\x01 \x01(\x03R\bcpuMilli\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x12\n" +
-	"\x04pods\x18\x03 \x01(\x05R\x04pods\"\xb9\x03\n" +
+	"\x04pods\x18\x03 \x01(\x05R\x04pods\"R\n" +
+	"\bGpuShare\x12#\n" +
+	"\rcompute_milli\x18\x01 \x01(\x05R\fcomputeMilli\x12!\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xee\x03\n" +
 	"\x06Device\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12=\n" +
 	"\fdevice_class\x18\x02 \x01(\x0e2\x1a.accelsched.v1.DeviceClassR\vdeviceClass\x12\x14\n" +
@@ -3052,7 +3215,8 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	" \x01(\tR\n" +
 	"tpuSliceId\x12!\n" +
 	"\ftpu_topology\x18\v \x01(\tR\vtpuTopology\x120\n" +
-	"\x05stats\x18\f \x01(\v2\x1a.accelsched.v1.DeviceStatsR\x05stats\"\xf2\x01\n" +
+	"\x05stats\x18\f \x01(\v2\x1a.accelsched.v1.DeviceStatsR\x05stats\x123\n" +
+	"\asharing\x18\r \x01(\x0e2\x19.accelsched.v1.GpuSharingR\asharing\"\xf2\x01\n" +
 	"\vDeviceStats\x12%\n" +
 	"\vutilization\x18\x01 \x01(\x01H\x00R\vutilization\x88\x01\x01\x12*\n" +
 	"\x11memory_used_bytes\x18\x02 \x01(\x03R\x0fmemoryUsedBytes\x12/\n" +
@@ -3093,7 +3257,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
 	"\x05value\x18\x02 \x01(\v2\x1a.accelsched.v1.DeviceStatsR\x05value:\x028\x01\"\x13\n" +
 	"\x11HeartbeatResponse\"\x14\n" +
-	"\x12GetCapacityRequest\"\xe8\x01\n" +
+	"\x12GetCapacityRequest\"\xc2\x02\n" +
 	"\rCapacityEntry\x12=\n" +
 	"\fdevice_class\x18\x01 \x01(\x0e2\x1a.accelsched.v1.DeviceClassR\vdeviceClass\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1c\n" +
@@ -3101,9 +3265,11 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x05total\x18\x04 \x01(\x03R\x05total\x12\x1c\n" +
 	"\tallocated\x18\x05 \x01(\x03R\tallocated\x12\x12\n" +
 	"\x04free\x18\x06 \x01(\x03R\x04free\x12\x1c\n" +
-	"\tunhealthy\x18\a \x01(\x03R\tunhealthy\"M\n" +
+	"\tunhealthy\x18\a \x01(\x03R\tunhealthy\x12,\n" +
+	"\x12free_compute_milli\x18\b \x01(\x03R\x10freeComputeMilli\x12*\n" +
+	"\x11free_memory_bytes\x18\t \x01(\x03R\x0ffreeMemoryBytes\"M\n" +
 	"\x13GetCapacityResponse\x126\n" +
-	"\aentries\x18\x01 \x03(\v2\x1c.accelsched.v1.CapacityEntryR\aentries\"\xf1\x04\n" +
+	"\aentries\x18\x01 \x03(\v2\x1c.accelsched.v1.CapacityEntryR\aentries\"\xa0\x05\n" +
 	"\x0fAllocateRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12<\n" +
@@ -3119,7 +3285,8 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	" \x01(\tR\vtopologyKey\x12/\n" +
 	"\x13alternative_devices\x18\v \x03(\tR\x12alternativeDevices\x12%\n" +
 	"\x0econtainer_name\x18\x14 \x01(\tR\rcontainerName\x12A\n" +
-	"\rpod_resources\x18\x0f \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\x1a?\n" +
+	"\rpod_resources\x18\x0f \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\x12-\n" +
+	"\x05share\x18\f \x01(\v2\x17.accelsched.v1.GpuShareR\x05share\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe2\x05\n" +
@@ -3148,13 +3315,14 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\vadmitted_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"admittedAt\x12!\n" +
 	"\fpreempted_by\x18\x10 \x01(\tR\vpreemptedBy\x12A\n" +
-	"\rpod_resources\x18\x12 \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\"~\n" +
+	"\rpod_resources\x18\x12 \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\"\xad\x01\n" +
 	"\x0fAllocatedDevice\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1b\n" +
 	"\tdevice_id\x18\x02 \x01(\tR\bdeviceId\x12 \n" +
 	"\fmig_slice_id\x18\x03 \x01(\tR\n" +
 	"migSliceId\x12\x18\n" +
-	"\aprofile\x18\x04 \x01(\tR\aprofile\"h\n" +
+	"\aprofile\x18\x04 \x01(\tR\aprofile\x12-\n" +
+	"\x05share\x18\x05 \x01(\v2\x17.accelsched.v1.GpuShareR\x05share\"h\n" +
 	"\n" +
 	"Toleration\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
@@ -3264,7 +3432,12 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x1bListAcceleratorTypesRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"T\n" +
 	"\x1cListAcceleratorTypesResponse\x124\n" +
-	"\x05types\x18\x01 \x03(\v2\x1e.accelsched.v1.AcceleratorTypeR\x05types*v\n" +
+	"\x05types\x18\x01 \x03(\v2\x1e.accelsched.v1.AcceleratorTypeR\x05types*=\n" +
+	"\n" +
+	"GpuSharing\x12\x14\n" +
+	"\x10GPU_SHARING_NONE\x10\x00\x12\x10\n" +
+	"\fTIME_SLICING\x10\x01\x12\a\n" +
+	"\x03MPS\x10\x02*v\n" +
 	"\x0fAllocationState\x12 \n" +
 	"\x1cALLOCATION_STATE_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -3306,144 +3479,149 @@ func file_accelsched_v1_accelsched_proto_rawDescGZIP() []byte {
 	return file_accelsched_v1_accelsched_proto_rawDescData
 }
 
-var file_accelsched_v1_accelsched_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_accelsched_v1_accelsched_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_accelsched_v1_accelsched_proto_goTypes = []any{
-	(AllocationState)(0),                 // 0: accelsched.v1.AllocationState
-	(Event_Type)(0),                      // 1: accelsched.v1.Event.Type
-	(*Accelerator)(nil),                  // 2: accelsched.v1.Accelerator
-	(*Node)(nil),                         // 3: accelsched.v1.Node
-	(*NodeResources)(nil),                // 4: accelsched.v1.NodeResources
-	(*Device)(nil),                       // 5: accelsched.v1.Device
-	(*DeviceStats)(nil),                  // 6: accelsched.v1.DeviceStats
-	(*MigSlice)(nil),                     // 7: accelsched.v1.MigSlice
-	(*RegisterNodeRequest)(nil),          // 8: accelsched.v1.RegisterNodeRequest
-	(*GetNodeRequest)(nil),               // 9: accelsched.v1.GetNodeRequest
-	(*ListNodesRequest)(nil),             // 10: accelsched.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),            // 11: accelsched.v1.ListNodesResponse
-	(*RemoveNodeRequest)(nil),            // 12: accelsched.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),           // 13: accelsched.v1.RemoveNodeResponse
-	(*SetNodeSchedulableRequest)(nil),    // 14: accelsched.v1.SetNodeSchedulableRequest
-	(*HeartbeatRequest)(nil),             // 15: accelsched.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),            // 16: accelsched.v1.HeartbeatResponse
-	(*GetCapacityRequest)(nil),           // 17: accelsched.v1.GetCapacityRequest
-	(*CapacityEntry)(nil),                // 18: accelsched.v1.CapacityEntry
-	(*GetCapacityResponse)(nil),          // 19: accelsched.v1.GetCapacityResponse
-	(*AllocateRequest)(nil),              // 20: accelsched.v1.AllocateRequest
-	(*Allocation)(nil),                   // 21: accelsched.v1.Allocation
-	(*AllocatedDevice)(nil),              // 22: accelsched.v1.AllocatedDevice
-	(*Toleration)(nil),                   // 23: accelsched.v1.Toleration
-	(*NodeSelectorRequirement)(nil),      // 24: accelsched.v1.NodeSelectorRequirement
-	(*Placement)(nil),                    // 25: accelsched.v1.Placement
-	(*ReleaseRequest)(nil),               // 26: accelsched.v1.ReleaseRequest
-	(*RenewLeaseRequest)(nil),            // 27: accelsched.v1.RenewLeaseRequest
-	(*GetAllocationRequest)(nil),         // 28: accelsched.v1.GetAllocationRequest
-	(*ListAllocationsRequest)(nil),       // 29: accelsched.v1.ListAllocationsRequest
-	(*ListAllocationsResponse)(nil),      // 30: accelsched.v1.ListAllocationsResponse
-	(*NodeVerdict)(nil),                  // 31: accelsched.v1.NodeVerdict
-	(*ExplainResponse)(nil),              // 32: accelsched.v1.ExplainResponse
-	(*GetQueueRequest)(nil),              // 33: accelsched.v1.GetQueueRequest
-	(*PoolUsage)(nil),                    // 34: accelsched.v1.PoolUsage
-	(*TenantUsage)(nil),                  // 35: accelsched.v1.TenantUsage
-	(*GetQueueResponse)(nil),             // 36: accelsched.v1.GetQueueResponse
-	(*WatchEventsRequest)(nil),           // 37: accelsched.v1.WatchEventsRequest
-	(*Event)(nil),                        // 38: accelsched.v1.Event
-	(*ListAcceleratorTypesRequest)(nil),  // 39: accelsched.v1.ListAcceleratorTypesRequest
-	(*ListAcceleratorTypesResponse)(nil), // 40: accelsched.v1.ListAcceleratorTypesResponse
-	nil,                                  // 41: accelsched.v1.Node.LabelsEntry
-	nil,                                  // 42: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	nil,                                  // 43: accelsched.v1.AllocateRequest.NodeSelectorEntry
-	nil,                                  // 44: accelsched.v1.Placement.NodeSelectorEntry
-	nil,                                  // 45: accelsched.v1.Placement.EnvEntry
-	(DeviceClass)(0),                     // 46: accelsched.v1.DeviceClass
-	(*timestamppb.Timestamp)(nil),        // 47: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 48: google.protobuf.Duration
-	(*AcceleratorType)(nil),              // 49: accelsched.v1.AcceleratorType
+	(GpuSharing)(0),                      // 0: accelsched.v1.GpuSharing
+	(AllocationState)(0),                 // 1: accelsched.v1.AllocationState
+	(Event_Type)(0),                      // 2: accelsched.v1.Event.Type
+	(*Accelerator)(nil),                  // 3: accelsched.v1.Accelerator
+	(*Node)(nil),                         // 4: accelsched.v1.Node
+	(*NodeResources)(nil),                // 5: accelsched.v1.NodeResources
+	(*GpuShare)(nil),                     // 6: accelsched.v1.GpuShare
+	(*Device)(nil),                       // 7: accelsched.v1.Device
+	(*DeviceStats)(nil),                  // 8: accelsched.v1.DeviceStats
+	(*MigSlice)(nil),                     // 9: accelsched.v1.MigSlice
+	(*RegisterNodeRequest)(nil),          // 10: accelsched.v1.RegisterNodeRequest
+	(*GetNodeRequest)(nil),               // 11: accelsched.v1.GetNodeRequest
+	(*ListNodesRequest)(nil),             // 12: accelsched.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),            // 13: accelsched.v1.ListNodesResponse
+	(*RemoveNodeRequest)(nil),            // 14: accelsched.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),           // 15: accelsched.v1.RemoveNodeResponse
+	(*SetNodeSchedulableRequest)(nil),    // 16: accelsched.v1.SetNodeSchedulableRequest
+	(*HeartbeatRequest)(nil),             // 17: accelsched.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),            // 18: accelsched.v1.HeartbeatResponse
+	(*GetCapacityRequest)(nil),           // 19: accelsched.v1.GetCapacityRequest
+	(*CapacityEntry)(nil),                // 20: accelsched.v1.CapacityEntry
+	(*GetCapacityResponse)(nil),          // 21: accelsched.v1.GetCapacityResponse
+	(*AllocateRequest)(nil),              // 22: accelsched.v1.AllocateRequest
+	(*Allocation)(nil),                   // 23: accelsched.v1.Allocation
+	(*AllocatedDevice)(nil),              // 24: accelsched.v1.AllocatedDevice
+	(*Toleration)(nil),                   // 25: accelsched.v1.Toleration
+	(*NodeSelectorRequirement)(nil),      // 26: accelsched.v1.NodeSelectorRequirement
+	(*Placement)(nil),                    // 27: accelsched.v1.Placement
+	(*ReleaseRequest)(nil),               // 28: accelsched.v1.ReleaseRequest
+	(*RenewLeaseRequest)(nil),            // 29: accelsched.v1.RenewLeaseRequest
+	(*GetAllocationRequest)(nil),         // 30: accelsched.v1.GetAllocationRequest
+	(*ListAllocationsRequest)(nil),       // 31: accelsched.v1.ListAllocationsRequest
+	(*ListAllocationsResponse)(nil),      // 32: accelsched.v1.ListAllocationsResponse
+	(*NodeVerdict)(nil),                  // 33: accelsched.v1.NodeVerdict
+	(*ExplainResponse)(nil),              // 34: accelsched.v1.ExplainResponse
+	(*GetQueueRequest)(nil),              // 35: accelsched.v1.GetQueueRequest
+	(*PoolUsage)(nil),                    // 36: accelsched.v1.PoolUsage
+	(*TenantUsage)(nil),                  // 37: accelsched.v1.TenantUsage
+	(*GetQueueResponse)(nil),             // 38: accelsched.v1.GetQueueResponse
+	(*WatchEventsRequest)(nil),           // 39: accelsched.v1.WatchEventsRequest
+	(*Event)(nil),                        // 40: accelsched.v1.Event
+	(*ListAcceleratorTypesRequest)(nil),  // 41: accelsched.v1.ListAcceleratorTypesRequest
+	(*ListAcceleratorTypesResponse)(nil), // 42: accelsched.v1.ListAcceleratorTypesResponse
+	nil,                                  // 43: accelsched.v1.Node.LabelsEntry
+	nil,                                  // 44: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	nil,                                  // 45: accelsched.v1.AllocateRequest.NodeSelectorEntry
+	nil,                                  // 46: accelsched.v1.Placement.NodeSelectorEntry
+	nil,                                  // 47: accelsched.v1.Placement.EnvEntry
+	(DeviceClass)(0),                     // 48: accelsched.v1.DeviceClass
+	(*timestamppb.Timestamp)(nil),        // 49: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 50: google.protobuf.Duration
+	(*AcceleratorType)(nil),              // 51: accelsched.v1.AcceleratorType
 }
 var file_accelsched_v1_accelsched_proto_depIdxs = []int32{
-	46, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
-	41, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
-	5,  // 2: accelsched.v1.Node.devices:type_name -> accelsched.v1.Device
-	47, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	4,  // 4: accelsched.v1.Node.allocatable:type_name -> accelsched.v1.NodeResources
-	4,  // 5: accelsched.v1.Node.available:type_name -> accelsched.v1.NodeResources
-	46, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
-	7,  // 7: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
-	6,  // 8: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
-	47, // 9: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
-	6,  // 10: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
-	3,  // 11: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
-	3,  // 12: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
-	42, // 13: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	46, // 14: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
-	18, // 15: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
-	2,  // 16: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
-	43, // 17: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
-	48, // 18: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
-	4,  // 19: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
-	0,  // 20: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
-	22, // 21: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
-	25, // 22: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
-	47, // 23: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
-	47, // 24: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
-	25, // 25: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
-	47, // 26: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
-	4,  // 27: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
-	44, // 28: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
-	45, // 29: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
-	23, // 30: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
-	24, // 31: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
-	48, // 32: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
-	0,  // 33: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
-	21, // 34: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
-	21, // 35: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
-	31, // 36: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
-	46, // 37: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
-	34, // 38: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
-	21, // 39: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
-	35, // 40: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
-	1,  // 41: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
-	47, // 42: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
-	21, // 43: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
-	49, // 44: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
-	6,  // 45: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
-	8,  // 46: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
-	9,  // 47: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
-	10, // 48: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
-	12, // 49: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
-	14, // 50: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
-	15, // 51: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
-	17, // 52: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
-	20, // 53: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
-	26, // 54: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
-	27, // 55: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
-	28, // 56: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
-	29, // 57: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
-	20, // 58: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
-	37, // 59: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
-	33, // 60: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
-	39, // 61: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
-	3,  // 62: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
-	3,  // 63: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
-	11, // 64: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
-	13, // 65: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
-	3,  // 66: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
-	16, // 67: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
-	19, // 68: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
-	21, // 69: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
-	21, // 70: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
-	21, // 71: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
-	21, // 72: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
-	30, // 73: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
-	32, // 74: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
-	38, // 75: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
-	36, // 76: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
-	40, // 77: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
-	62, // [62:78] is the sub-list for method output_type
-	46, // [46:62] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	48, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
+	43, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
+	7,  // 2: accelsched.v1.Node.devices:type_name -> accelsched.v1.Device
+	49, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	5,  // 4: accelsched.v1.Node.allocatable:type_name -> accelsched.v1.NodeResources
+	5,  // 5: accelsched.v1.Node.available:type_name -> accelsched.v1.NodeResources
+	48, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
+	9,  // 7: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
+	8,  // 8: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
+	0,  // 9: accelsched.v1.Device.sharing:type_name -> accelsched.v1.GpuSharing
+	49, // 10: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
+	8,  // 11: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
+	4,  // 12: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
+	4,  // 13: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
+	44, // 14: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	48, // 15: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
+	20, // 16: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
+	3,  // 17: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
+	45, // 18: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
+	50, // 19: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
+	5,  // 20: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
+	6,  // 21: accelsched.v1.AllocateRequest.share:type_name -> accelsched.v1.GpuShare
+	1,  // 22: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
+	24, // 23: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
+	27, // 24: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
+	49, // 25: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
+	49, // 26: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
+	27, // 27: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
+	49, // 28: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
+	5,  // 29: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
+	6,  // 30: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
+	46, // 31: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
+	47, // 32: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
+	25, // 33: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
+	26, // 34: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
+	50, // 35: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
+	1,  // 36: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
+	23, // 37: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
+	23, // 38: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
+	33, // 39: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
+	48, // 40: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
+	36, // 41: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
+	23, // 42: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
+	37, // 43: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
+	2,  // 44: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
+	49, // 45: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
+	23, // 46: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
+	51, // 47: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
+	8,  // 48: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
+	10, // 49: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
+	11, // 50: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
+	12, // 51: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
+	14, // 52: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
+	16, // 53: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
+	17, // 54: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
+	19, // 55: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
+	22, // 56: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
+	28, // 57: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
+	29, // 58: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
+	30, // 59: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
+	31, // 60: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
+	22, // 61: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
+	39, // 62: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
+	35, // 63: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
+	41, // 64: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
+	4,  // 65: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
+	4,  // 66: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
+	13, // 67: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
+	15, // 68: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
+	4,  // 69: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
+	18, // 70: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
+	21, // 71: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
+	23, // 72: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
+	23, // 73: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
+	23, // 74: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
+	23, // 75: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
+	32, // 76: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
+	34, // 77: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
+	40, // 78: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
+	38, // 79: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
+	42, // 80: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
+	65, // [65:81] is the sub-list for method output_type
+	49, // [49:65] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_accelsched_v1_accelsched_proto_init() }
@@ -3456,12 +3634,12 @@ func file_accelsched_v1_accelsched_proto_init() {
 		(*Accelerator_Unpartitioned)(nil),
 		(*Accelerator_PartitionSize)(nil),
 	}
-	file_accelsched_v1_accelsched_proto_msgTypes[4].OneofWrappers = []any{}
-	file_accelsched_v1_accelsched_proto_msgTypes[24].OneofWrappers = []any{
+	file_accelsched_v1_accelsched_proto_msgTypes[5].OneofWrappers = []any{}
+	file_accelsched_v1_accelsched_proto_msgTypes[25].OneofWrappers = []any{
 		(*ReleaseRequest_AllocationId)(nil),
 		(*ReleaseRequest_RequestId)(nil),
 	}
-	file_accelsched_v1_accelsched_proto_msgTypes[26].OneofWrappers = []any{
+	file_accelsched_v1_accelsched_proto_msgTypes[27].OneofWrappers = []any{
 		(*GetAllocationRequest_AllocationId)(nil),
 		(*GetAllocationRequest_RequestId)(nil),
 	}
@@ -3470,8 +3648,8 @@ func file_accelsched_v1_accelsched_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_accelsched_v1_accelsched_proto_rawDesc), len(file_accelsched_v1_accelsched_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   44,
+			NumEnums:      3,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -14,6 +14,7 @@
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/store_factories.h"
+#include "tests/support/store_scheduler_fixture.h"
 
 namespace accelsched {
 namespace {
@@ -42,39 +43,13 @@ AllocationRequest WantPod(std::string id, int count, int64_t cpu_milli,
 }
 
 template <typename Factory>
-class SchedulerNodeResourcesTest : public testing::Test {
+class SchedulerNodeResourcesTest : public StoreSchedulerTest<Factory> {
  protected:
-  void SetUp() override { ASSERT_NO_FATAL_FAILURE(Start()); }
-
-  // As kill -9 would: nothing more is written; start again on the store.
-  void Restart() {
-    scheduler_.reset();
-    store_.reset();
-    ASSERT_NO_FATAL_FAILURE(Start());
-  }
-
-  BlockingScheduler& s() { return *scheduler_; }
-
   NodeResources Available(const std::string& node) {
-    absl::StatusOr<Node> n = s().GetNode(node);
+    absl::StatusOr<Node> n = this->s().GetNode(node);
     EXPECT_OK(n);
     if (!n.ok() || !n->available.has_value()) return NodeResources{-1, -1, -1};
     return *n->available;
-  }
-
-  Scheduler::Options options_;
-  Factory factory_;
-  FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<BlockingScheduler> scheduler_;
-
- private:
-  void Start() {
-    store_ = factory_.Open();
-    ASSERT_NE(store_, nullptr);
-    scheduler_ = std::make_unique<BlockingScheduler>(
-        store_.get(), &clock_, BuiltinAcceleratorTypes(), options_);
-    ASSERT_OK(scheduler_->Load());
   }
 };
 

@@ -13,6 +13,7 @@
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/store_factories.h"
+#include "tests/support/store_scheduler_fixture.h"
 
 namespace accelsched {
 namespace {
@@ -20,23 +21,10 @@ namespace {
 using ::testing::HasSubstr;
 
 template <typename Factory>
-class SchedulerRestartTest : public testing::Test {
+class SchedulerRestartTest : public StoreSchedulerTest<Factory> {
  protected:
-  void SetUp() override { ASSERT_NO_FATAL_FAILURE(Start()); }
-
-  // Drops the scheduler and its store without another write, as kill -9
-  // would (every acknowledged change is already committed), and starts both
-  // again on what was committed.
-  void Restart() {
-    scheduler_.reset();
-    store_.reset();
-    ASSERT_NO_FATAL_FAILURE(Start());
-  }
-
-  BlockingScheduler& s() { return *scheduler_; }
-
   CapacityEntry T4() {
-    for (const CapacityEntry& e : s().GetCapacity()) {
+    for (const CapacityEntry& e : this->s().GetCapacity()) {
       if (e.model == "nvidia-tesla-t4" && e.partition.empty()) return e;
     }
     return CapacityEntry{
@@ -45,26 +33,12 @@ class SchedulerRestartTest : public testing::Test {
 
   std::vector<std::string> DeviceIds(const std::string& node) {
     std::vector<std::string> ids;
-    absl::StatusOr<Node> n = s().GetNode(node);
+    absl::StatusOr<Node> n = this->s().GetNode(node);
     EXPECT_OK(n);
     if (n.ok()) {
       for (const Device& d : n->devices) ids.push_back(d.id);
     }
     return ids;
-  }
-
-  Factory factory_;
-  FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<BlockingScheduler> scheduler_;
-
- private:
-  void Start() {
-    store_ = factory_.Open();
-    ASSERT_NE(store_, nullptr);
-    scheduler_ = std::make_unique<BlockingScheduler>(
-        store_.get(), &clock_, BuiltinAcceleratorTypes(), Scheduler::Options());
-    ASSERT_OK(scheduler_->Load());
   }
 };
 

@@ -24,6 +24,12 @@ AMAZON_NEURON: _accelerator_type_pb2.DeviceClass
 AMD_GPU: _accelerator_type_pb2.DeviceClass
 HABANA_GAUDI: _accelerator_type_pb2.DeviceClass
 
+class GpuSharing(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    GPU_SHARING_NONE: _ClassVar[GpuSharing]
+    TIME_SLICING: _ClassVar[GpuSharing]
+    MPS: _ClassVar[GpuSharing]
+
 class AllocationState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ALLOCATION_STATE_UNSPECIFIED: _ClassVar[AllocationState]
@@ -32,6 +38,9 @@ class AllocationState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EXPIRED: _ClassVar[AllocationState]
     PENDING: _ClassVar[AllocationState]
     PREEMPTED: _ClassVar[AllocationState]
+GPU_SHARING_NONE: GpuSharing
+TIME_SLICING: GpuSharing
+MPS: GpuSharing
 ALLOCATION_STATE_UNSPECIFIED: AllocationState
 ACTIVE: AllocationState
 RELEASED: AllocationState
@@ -88,8 +97,16 @@ class NodeResources(_message.Message):
     pods: int
     def __init__(self, cpu_milli: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., pods: _Optional[int] = ...) -> None: ...
 
+class GpuShare(_message.Message):
+    __slots__ = ("compute_milli", "memory_bytes")
+    COMPUTE_MILLI_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    compute_milli: int
+    memory_bytes: int
+    def __init__(self, compute_milli: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
+
 class Device(_message.Message):
-    __slots__ = ("id", "device_class", "model", "canonical_model", "memory_bytes", "index", "healthy", "mig_enabled", "mig_slices", "tpu_slice_id", "tpu_topology", "stats")
+    __slots__ = ("id", "device_class", "model", "canonical_model", "memory_bytes", "index", "healthy", "mig_enabled", "mig_slices", "tpu_slice_id", "tpu_topology", "stats", "sharing")
     ID_FIELD_NUMBER: _ClassVar[int]
     DEVICE_CLASS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +119,7 @@ class Device(_message.Message):
     TPU_SLICE_ID_FIELD_NUMBER: _ClassVar[int]
     TPU_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
+    SHARING_FIELD_NUMBER: _ClassVar[int]
     id: str
     device_class: _accelerator_type_pb2.DeviceClass
     model: str
@@ -114,7 +132,8 @@ class Device(_message.Message):
     tpu_slice_id: str
     tpu_topology: str
     stats: DeviceStats
-    def __init__(self, id: _Optional[str] = ..., device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., canonical_model: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., index: _Optional[int] = ..., healthy: _Optional[bool] = ..., mig_enabled: _Optional[bool] = ..., mig_slices: _Optional[_Iterable[_Union[MigSlice, _Mapping]]] = ..., tpu_slice_id: _Optional[str] = ..., tpu_topology: _Optional[str] = ..., stats: _Optional[_Union[DeviceStats, _Mapping]] = ...) -> None: ...
+    sharing: GpuSharing
+    def __init__(self, id: _Optional[str] = ..., device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., canonical_model: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., index: _Optional[int] = ..., healthy: _Optional[bool] = ..., mig_enabled: _Optional[bool] = ..., mig_slices: _Optional[_Iterable[_Union[MigSlice, _Mapping]]] = ..., tpu_slice_id: _Optional[str] = ..., tpu_topology: _Optional[str] = ..., stats: _Optional[_Union[DeviceStats, _Mapping]] = ..., sharing: _Optional[_Union[GpuSharing, str]] = ...) -> None: ...
 
 class DeviceStats(_message.Message):
     __slots__ = ("utilization", "memory_used_bytes", "temperature_celsius", "power_watts", "time")
@@ -218,7 +237,7 @@ class GetCapacityRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class CapacityEntry(_message.Message):
-    __slots__ = ("device_class", "model", "partition", "total", "allocated", "free", "unhealthy")
+    __slots__ = ("device_class", "model", "partition", "total", "allocated", "free", "unhealthy", "free_compute_milli", "free_memory_bytes")
     DEVICE_CLASS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
@@ -226,6 +245,8 @@ class CapacityEntry(_message.Message):
     ALLOCATED_FIELD_NUMBER: _ClassVar[int]
     FREE_FIELD_NUMBER: _ClassVar[int]
     UNHEALTHY_FIELD_NUMBER: _ClassVar[int]
+    FREE_COMPUTE_MILLI_FIELD_NUMBER: _ClassVar[int]
+    FREE_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     device_class: _accelerator_type_pb2.DeviceClass
     model: str
     partition: str
@@ -233,7 +254,9 @@ class CapacityEntry(_message.Message):
     allocated: int
     free: int
     unhealthy: int
-    def __init__(self, device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., partition: _Optional[str] = ..., total: _Optional[int] = ..., allocated: _Optional[int] = ..., free: _Optional[int] = ..., unhealthy: _Optional[int] = ...) -> None: ...
+    free_compute_milli: int
+    free_memory_bytes: int
+    def __init__(self, device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., partition: _Optional[str] = ..., total: _Optional[int] = ..., allocated: _Optional[int] = ..., free: _Optional[int] = ..., unhealthy: _Optional[int] = ..., free_compute_milli: _Optional[int] = ..., free_memory_bytes: _Optional[int] = ...) -> None: ...
 
 class GetCapacityResponse(_message.Message):
     __slots__ = ("entries",)
@@ -242,7 +265,7 @@ class GetCapacityResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[CapacityEntry, _Mapping]]] = ...) -> None: ...
 
 class AllocateRequest(_message.Message):
-    __slots__ = ("request_id", "accelerator", "count", "node_selector", "tenant", "priority", "lease", "queue", "replicas", "topology_key", "alternative_devices", "container_name", "pod_resources")
+    __slots__ = ("request_id", "accelerator", "count", "node_selector", "tenant", "priority", "lease", "queue", "replicas", "topology_key", "alternative_devices", "container_name", "pod_resources", "share")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -263,6 +286,7 @@ class AllocateRequest(_message.Message):
     ALTERNATIVE_DEVICES_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
     POD_RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    SHARE_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     accelerator: Accelerator
     count: int
@@ -276,7 +300,8 @@ class AllocateRequest(_message.Message):
     alternative_devices: _containers.RepeatedScalarFieldContainer[str]
     container_name: str
     pod_resources: NodeResources
-    def __init__(self, request_id: _Optional[str] = ..., accelerator: _Optional[_Union[Accelerator, _Mapping]] = ..., count: _Optional[int] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tenant: _Optional[str] = ..., priority: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., queue: _Optional[bool] = ..., replicas: _Optional[int] = ..., topology_key: _Optional[str] = ..., alternative_devices: _Optional[_Iterable[str]] = ..., container_name: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ...) -> None: ...
+    share: GpuShare
+    def __init__(self, request_id: _Optional[str] = ..., accelerator: _Optional[_Union[Accelerator, _Mapping]] = ..., count: _Optional[int] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tenant: _Optional[str] = ..., priority: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., queue: _Optional[bool] = ..., replicas: _Optional[int] = ..., topology_key: _Optional[str] = ..., alternative_devices: _Optional[_Iterable[str]] = ..., container_name: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ..., share: _Optional[_Union[GpuShare, _Mapping]] = ...) -> None: ...
 
 class Allocation(_message.Message):
     __slots__ = ("id", "request_id", "state", "node", "devices", "placement", "tenant", "created_at", "expires_at", "placements", "model", "queue_position", "pending_reason", "priority", "admitted_at", "preempted_by", "pod_resources")
@@ -317,16 +342,18 @@ class Allocation(_message.Message):
     def __init__(self, id: _Optional[str] = ..., request_id: _Optional[str] = ..., state: _Optional[_Union[AllocationState, str]] = ..., node: _Optional[str] = ..., devices: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., placement: _Optional[_Union[Placement, _Mapping]] = ..., tenant: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., placements: _Optional[_Iterable[_Union[Placement, _Mapping]]] = ..., model: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., priority: _Optional[int] = ..., admitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., preempted_by: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ...) -> None: ...
 
 class AllocatedDevice(_message.Message):
-    __slots__ = ("node", "device_id", "mig_slice_id", "profile")
+    __slots__ = ("node", "device_id", "mig_slice_id", "profile", "share")
     NODE_FIELD_NUMBER: _ClassVar[int]
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     MIG_SLICE_ID_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
+    SHARE_FIELD_NUMBER: _ClassVar[int]
     node: str
     device_id: str
     mig_slice_id: str
     profile: str
-    def __init__(self, node: _Optional[str] = ..., device_id: _Optional[str] = ..., mig_slice_id: _Optional[str] = ..., profile: _Optional[str] = ...) -> None: ...
+    share: GpuShare
+    def __init__(self, node: _Optional[str] = ..., device_id: _Optional[str] = ..., mig_slice_id: _Optional[str] = ..., profile: _Optional[str] = ..., share: _Optional[_Union[GpuShare, _Mapping]] = ...) -> None: ...
 
 class Toleration(_message.Message):
     __slots__ = ("key", "operator", "value", "effect")

@@ -1,0 +1,44 @@
+#include "core/model/gpu_share.h"
+
+#include "absl/numeric/int128.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/field_error.h"
+#include "core/model/node_resources.h"
+
+namespace accelsched {
+
+absl::string_view GpuSharingName(GpuSharing s) {
+  switch (s) {
+    case GpuSharing::kNone:
+      return "GPU_SHARING_NONE";
+    case GpuSharing::kTimeSlicing:
+      return "TIME_SLICING";
+    case GpuSharing::kMps:
+      return "MPS";
+  }
+  return "GPU_SHARING_UNKNOWN";
+}
+
+int64_t ShareMemory(const GpuShare& share, uint64_t device_memory) {
+  if (share.memory_bytes > 0) return share.memory_bytes;
+  // 128 bits: a device's memory times 1000 may not fit in 64.
+  const absl::uint128 scaled =
+      absl::uint128(device_memory) * static_cast<uint64_t>(share.compute_milli);
+  return static_cast<int64_t>(scaled / kGpuMilli);
+}
+
+absl::Status CheckGpuShare(const GpuShare& share, absl::string_view field) {
+  if (share.compute_milli < 1 || share.compute_milli > kGpuMilli) {
+    return InvalidField(absl::StrCat(field, ".compute_milli"),
+                        absl::StrCat(share.compute_milli, " is not 1 to ",
+                                     kGpuMilli, " (thousandths of one GPU)"));
+  }
+  if (share.memory_bytes < 0 || share.memory_bytes > kMaxMemoryBytes) {
+    return InvalidField(
+        absl::StrCat(field, ".memory_bytes"),
+        absl::StrCat(share.memory_bytes, " is not 0 to ", kMaxMemoryBytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accelsched

@@ -1,0 +1,49 @@
+// GPU sharing (API.md, "GPU sharing"): how a node lets several containers use
+// one GPU, and a share of one GPU that a request asks for or an allocation
+// holds. Plain copyable values and the arithmetic the accounting needs.
+#ifndef ACCELSCHED_CORE_MODEL_GPU_SHARE_H_
+#define ACCELSCHED_CORE_MODEL_GPU_SHARE_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace accelsched {
+
+// Numbered as accelsched.v1.GpuSharing.
+enum class GpuSharing {
+  kNone = 0,         // whole-device requests only
+  kTimeSlicing = 1,  // containers take turns on the whole GPU
+  kMps = 2,          // CUDA MPS: compute and memory limits per container
+};
+
+inline constexpr int kMaxGpuSharing = 2;
+
+// The proto enum's spelling ("GPU_SHARING_NONE", "TIME_SLICING", "MPS").
+absl::string_view GpuSharingName(GpuSharing s);
+
+// One GPU's compute, in the thousandths a share is written in.
+inline constexpr int kGpuMilli = 1000;
+
+struct GpuShare {
+  int64_t compute_milli = 0;  // 1..kGpuMilli
+  // GPU memory the share may use; 0 in a request: the same fraction of the
+  // device's memory (ShareMemory).
+  int64_t memory_bytes = 0;
+
+  bool operator==(const GpuShare&) const = default;
+};
+
+// The GPU memory `share` takes of a device with `device_memory` bytes: its
+// memory_bytes, or when that is 0 compute_milli/1000 of the device's memory,
+// rounded down (so that shares whose compute fills the GPU fit its memory).
+int64_t ShareMemory(const GpuShare& share, uint64_t device_memory);
+
+// INVALID_ARGUMENT naming `field` (".compute_milli", ".memory_bytes") unless
+// compute_milli is 1..kGpuMilli and memory_bytes is 0..kMaxMemoryBytes.
+absl::Status CheckGpuShare(const GpuShare& share, absl::string_view field);
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_MODEL_GPU_SHARE_H_

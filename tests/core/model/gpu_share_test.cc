@@ -1,0 +1,46 @@
+#include "core/model/gpu_share.h"
+
+#include <cstdint>
+
+#include "core/model/node_resources.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+
+namespace accelsched {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(GpuShareTest, MemoryIsGivenOrTheComputeFractionRoundedDown) {
+  EXPECT_EQ(ShareMemory(GpuShare{500, 7}, 1000), 7);
+  EXPECT_EQ(ShareMemory(GpuShare{500, 0}, 1000), 500);
+  EXPECT_EQ(ShareMemory(GpuShare{333, 0}, 1001), 333);  // 333.333
+  EXPECT_EQ(ShareMemory(GpuShare{999, 0}, 1001), 999);  // 999.999
+  EXPECT_EQ(ShareMemory(GpuShare{1000, 0}, 1001), 1001);
+  // 80 GiB times 1000 does not overflow.
+  const uint64_t h100 = uint64_t{80} << 30;
+  EXPECT_EQ(ShareMemory(GpuShare{250, 0}, h100), int64_t{20} << 30);
+  const uint64_t huge = uint64_t{1} << 62;
+  EXPECT_EQ(ShareMemory(GpuShare{1000, 0}, huge), int64_t{1} << 62);
+}
+
+TEST(GpuShareTest, LimitsNameTheField) {
+  EXPECT_OK(CheckGpuShare(GpuShare{1, 0}, "share"));
+  EXPECT_OK(CheckGpuShare(GpuShare{kGpuMilli, kMaxMemoryBytes}, "share"));
+  EXPECT_THAT(CheckGpuShare(GpuShare{0, 0}, "share"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("share.compute_milli")));
+  EXPECT_THAT(CheckGpuShare(GpuShare{1001, 0}, "share"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("share.compute_milli")));
+  EXPECT_THAT(CheckGpuShare(GpuShare{1, -1}, "share"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("share.memory_bytes")));
+  EXPECT_THAT(CheckGpuShare(GpuShare{1, kMaxMemoryBytes + 1}, "share"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("share.memory_bytes")));
+}
+
+}  // namespace
+}  // namespace accelsched

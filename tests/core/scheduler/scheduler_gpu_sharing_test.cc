@@ -1,0 +1,332 @@
+// GPU sharing (issue 31) through the scheduler on every store: GPUs that take
+// shares are registered, validated, stored and counted in GetCapacity; shares
+// go best fit per GPU within its compute and memory, keep whole requests off
+// their GPU, survive a restart, end with their lease and are explained; bad
+// shares are refused naming the field; what shares cannot do yet (wait in the
+// queue, count against quotas) is refused rather than done around.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/tenants_file.h"
+#include "core/scheduler/scheduler.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/blocking_scheduler.h"
+#include "tests/support/scheduler_test_util.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/store_factories.h"
+#include "tests/support/store_scheduler_fixture.h"
+
+namespace accelsched {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+Device SharedGpu(std::string id, const char* model, int index,
+                 GpuSharing sharing, uint64_t memory) {
+  Device d = Gpu(std::move(id), model, index);
+  d.sharing = sharing;
+  d.memory_bytes = memory;
+  return d;
+}
+
+AllocationRequest WantShare(std::string id, std::string device,
+                            int64_t compute_milli, int64_t memory_bytes = 0) {
+  AllocationRequest r = Want(std::move(id), std::move(device), 0);
+  r.share = GpuShare{compute_milli, memory_bytes};
+  return r;
+}
+
+template <typename Factory>
+class SchedulerGpuSharingTest : public StoreSchedulerTest<Factory> {
+ protected:
+  CapacityEntry Capacity(const std::string& model) {
+    for (const CapacityEntry& e : this->s().GetCapacity()) {
+      if (e.model == model && e.partition.empty()) return e;
+    }
+    ADD_FAILURE() << "no capacity entry for " << model;
+    return CapacityEntry{};
+  }
+
+  // Explain's reasons for the one node there is.
+  std::vector<std::string> ReasonsFor(const AllocationRequest& request) {
+    absl::StatusOr<ExplainResult> e = this->s().Explain(request);
+    EXPECT_OK(e);
+    if (!e.ok() || e->explanation.nodes.size() != 1) return {};
+    return e->explanation.nodes[0].reasons;
+  }
+};
+
+TYPED_TEST_SUITE(SchedulerGpuSharingTest, StoreFactories, StoreFactoryNames);
+
+TYPED_TEST(SchedulerGpuSharingTest, SharingIsStoredAndCounted) {
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n1", {SharedGpu("GPU-0", "T4", 0, GpuSharing::kMps, 16 * kGiB),
+             SharedGpu("GPU-1", "T4", 1, GpuSharing::kTimeSlicing, 16 * kGiB),
+             SharedGpu("GPU-2", "T4", 2, GpuSharing::kNone, 16 * kGiB)})));
+  CapacityEntry t4 = this->Capacity("nvidia-tesla-t4");
+  EXPECT_EQ(t4.free, 3);
+  EXPECT_EQ(t4.free_compute_milli, 2000);  // the two sharing GPUs
+  EXPECT_EQ(t4.free_memory_bytes, 32 * kGiB);
+
+  // A whole-device allocation of a sharing GPU leaves it no free share;
+  // best fit takes GPUs in index order here, so GPU-0 goes first.
+  absl::StatusOr<Allocation> whole = this->s().Allocate(Want("w", "T4", 1));
+  ASSERT_OK(whole);
+  ASSERT_EQ(whole->devices.size(), 1u);
+  EXPECT_EQ(whole->devices[0].device_id, "GPU-0");
+  EXPECT_FALSE(whole->devices[0].share.has_value());
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 1000);
+
+  ASSERT_NO_FATAL_FAILURE(this->Restart());
+  absl::StatusOr<Node> n = this->s().GetNode("n1");
+  ASSERT_OK(n);
+  ASSERT_EQ(n->devices.size(), 3u);
+  EXPECT_EQ(n->devices[0].sharing, GpuSharing::kMps);
+  EXPECT_EQ(n->devices[1].sharing, GpuSharing::kTimeSlicing);
+  EXPECT_EQ(n->devices[2].sharing, GpuSharing::kNone);
+  t4 = this->Capacity("nvidia-tesla-t4");
+  EXPECT_EQ(t4.free_compute_milli, 1000);
+  EXPECT_EQ(t4.free_memory_bytes, 16 * kGiB);
+
+  // An unhealthy sharing GPU has nothing free either.
+  ASSERT_OK(this->s().Heartbeat("n1", {"GPU-1"}));
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 0);
+  ASSERT_OK(this->s().Release({"", "w"}));
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 1000);
+}
+
+TYPED_TEST(SchedulerGpuSharingTest, SharingOnlyOnWholeNvidiaGpus) {
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n1", {SharedGpu("GPU-0", "T4", 0, GpuSharing::kMps, 16 * kGiB)})));
+  Device mig = MigA100("GPU-M", 0);
+  mig.sharing = GpuSharing::kTimeSlicing;
+  EXPECT_THAT(this->s().RegisterNode(MakeNode("n1", {mig})).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("devices[0].sharing")));
+  Device chip = Chip("chip-0", "slice-a", "2x2x1", 0);
+  chip.sharing = GpuSharing::kMps;
+  EXPECT_THAT(this->s().RegisterNode(MakeNode("t1", {chip})).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("devices[0].sharing")));
+  // Nothing stored changed.
+  absl::StatusOr<Node> n = this->s().GetNode("n1");
+  ASSERT_OK(n);
+  ASSERT_EQ(n->devices.size(), 1u);
+  EXPECT_EQ(n->devices[0].id, "GPU-0");
+  EXPECT_EQ(n->devices[0].sharing, GpuSharing::kMps);
+  EXPECT_THAT(this->s().GetNode("t1").status(),
+              StatusIs(absl::StatusCode::kNotFound, testing::_));
+}
+
+TYPED_TEST(SchedulerGpuSharingTest, BadSharesNameTheField) {
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n1", {SharedGpu("GPU-0", "T4", 0, GpuSharing::kMps, 16 * kGiB)})));
+  struct Case {
+    AllocationRequest request;
+    const char* field;
+  };
+  std::vector<Case> cases;
+  cases.push_back({WantShare("a", "T4", 0), "share.compute_milli"});
+  cases.push_back({WantShare("a", "T4", 1001), "share.compute_milli"});
+  cases.push_back({WantShare("a", "T4", 500, -1), "share.memory_bytes"});
+  cases.push_back(
+      {WantShare("a", "T4", 500, int64_t{1} << 53), "share.memory_bytes"});
+  // More than the A100-40GB the registry states.
+  cases.push_back({WantShare("a", "nvidia-tesla-a100", 500, 41 * kGiB),
+                   "share.memory_bytes"});
+  AllocationRequest two = WantShare("a", "T4", 500);
+  two.count = 2;
+  cases.push_back({two, "count"});
+  AllocationRequest gang = WantShare("a", "T4", 500);
+  gang.replicas = 2;
+  cases.push_back({gang, "replicas"});
+  AllocationRequest slice = WantShare("a", "nvidia-tesla-a100", 500);
+  slice.partition_kind = PartitionKind::kPartitionSize;
+  slice.partition_size = "1g.5gb";
+  cases.push_back({slice, "accelerator.partition_size"});
+  AllocationRequest tpu = WantShare("a", "tpu-v5p-slice", 500);
+  tpu.partition_kind = PartitionKind::kPartitionSize;
+  tpu.partition_size = "2x2x1";
+  cases.push_back({tpu, "share"});
+  for (const Case& c : cases) {
+    EXPECT_THAT(
+        this->s().Allocate(c.request).status(),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.field)))
+        << c.field;
+  }
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 1000);
+  EXPECT_THAT(this->s().GetAllocation({"", "a"}).status(),
+              StatusIs(absl::StatusCode::kNotFound, testing::_));
+}
+
+Node TwoMpsT4s(std::string name = "n1") {
+  return MakeNode(
+      name, {SharedGpu(name + "-GPU-0", "T4", 0, GpuSharing::kMps, 16 * kGiB),
+             SharedGpu(name + "-GPU-1", "T4", 1, GpuSharing::kMps, 16 * kGiB)});
+}
+
+// Best fit per GPU: each share goes to the GPU left with the least free
+// compute that holds it, so shares fill one GPU before the next.
+TYPED_TEST(SchedulerGpuSharingTest, SharesGoBestFitPerGpu) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  auto gpu_of = [&](const char* id, int64_t milli) -> std::string {
+    absl::StatusOr<Allocation> a =
+        this->s().Allocate(WantShare(id, "T4", milli));
+    if (!a.ok()) return std::string(a.status().message());
+    EXPECT_EQ(a->devices.size(), 1u);
+    EXPECT_TRUE(a->devices[0].share.has_value());
+    return a->devices[0].device_id;
+  };
+  EXPECT_EQ(gpu_of("a", 300), "n1-GPU-0");  // equal: the first by key
+  EXPECT_EQ(gpu_of("b", 500), "n1-GPU-0");  // 700 free there, 1000 on GPU-1
+  EXPECT_EQ(gpu_of("c", 400), "n1-GPU-1");  // GPU-0 has 200 left
+  EXPECT_EQ(gpu_of("d", 200), "n1-GPU-0");  // exactly fills GPU-0
+  CapacityEntry t4 = this->Capacity("nvidia-tesla-t4");
+  EXPECT_EQ(t4.free_compute_milli, 600);
+  EXPECT_EQ(t4.allocated, 2);  // no whole request may have either GPU
+  EXPECT_EQ(t4.free, 0);
+  // The share's memory is its fraction of the GPU's when not given.
+  absl::StatusOr<Allocation> a = this->s().GetAllocation({"", "b"});
+  ASSERT_OK(a);
+  EXPECT_EQ(a->devices[0].share, (GpuShare{500, 8 * kGiB}));
+  ASSERT_TRUE(a->share.has_value());
+  EXPECT_EQ(*a->share, (GpuShare{500, 0}));
+
+  EXPECT_THAT(this->s().Allocate(Want("whole", "T4", 1)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+  EXPECT_THAT(this->s().Allocate(WantShare("e", "T4", 700)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("1 no nvidia-tesla-t4 device with the share "
+                                 "free")));
+  EXPECT_THAT(this->ReasonsFor(WantShare("e", "T4", 700)),
+              ElementsAre("no nvidia-tesla-t4 device with the share free "
+                          "(n1-GPU-1 has 600 of 1000 milli free, the request "
+                          "needs 700)"));
+  // Once its last share goes, a GPU is whole again.
+  ASSERT_OK(this->s().Release({"", "c"}));
+  absl::StatusOr<Allocation> whole = this->s().Allocate(Want("whole", "T4", 1));
+  ASSERT_OK(whole);
+  EXPECT_EQ(whole->devices[0].device_id, "n1-GPU-1");
+  EXPECT_FALSE(whole->devices[0].share.has_value());
+  // A GPU held whole takes no share.
+  EXPECT_THAT(this->s().Allocate(WantShare("f", "T4", 1)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+}
+
+TYPED_TEST(SchedulerGpuSharingTest, GpuMemoryBoundsShares) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  absl::StatusOr<Allocation> a =
+      this->s().Allocate(WantShare("a", "T4", 100, 10 * kGiB));
+  ASSERT_OK(a);
+  EXPECT_EQ(a->devices[0].device_id, "n1-GPU-0");
+  EXPECT_EQ(a->devices[0].share, (GpuShare{100, 10 * kGiB}));
+  // Compute is left on GPU-0 but not 10 GiB of memory.
+  absl::StatusOr<Allocation> b =
+      this->s().Allocate(WantShare("b", "T4", 100, 10 * kGiB));
+  ASSERT_OK(b);
+  EXPECT_EQ(b->devices[0].device_id, "n1-GPU-1");
+  // Half the compute takes half of the 16 GiB when memory is not given:
+  // neither GPU has 8 GiB left.
+  EXPECT_THAT(this->s().Allocate(WantShare("c", "T4", 500)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+  EXPECT_THAT(this->ReasonsFor(WantShare("c", "T4", 500)),
+              ElementsAre("no nvidia-tesla-t4 device with the share free "
+                          "(n1-GPU-0 has 6442450944 bytes of GPU memory free, "
+                          "the share needs 8589934592)"));
+  ASSERT_OK(this->s().Allocate(WantShare("c", "T4", 300)));  // 4.8 GiB
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_memory_bytes,
+            32 * kGiB - 20 * kGiB - ShareMemory({300, 0}, 16 * kGiB));
+}
+
+TYPED_TEST(SchedulerGpuSharingTest, OnlySharingGpusTakeShares) {
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n1", {SharedGpu("GPU-0", "T4", 0, GpuSharing::kNone, 16 * kGiB)})));
+  absl::Status refused = this->s().Allocate(WantShare("a", "T4", 100)).status();
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted,
+                                HasSubstr("no nvidia-tesla-t4 device takes "
+                                          "shares")));
+  absl::StatusOr<ExplainResult> e =
+      this->s().Explain(WantShare("a", "T4", 100));
+  ASSERT_OK(e);
+  EXPECT_FALSE(e->feasible);
+  // Re-registered as time-sliced, the same GPU takes it.
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n1",
+      {SharedGpu("GPU-0", "T4", 0, GpuSharing::kTimeSlicing, 16 * kGiB)})));
+  e = this->s().Explain(WantShare("a", "T4", 100));
+  ASSERT_OK(e);
+  EXPECT_TRUE(e->feasible);
+  ASSERT_EQ(e->would_allocate.devices.size(), 1u);
+  EXPECT_EQ(e->would_allocate.devices[0].share,
+            (GpuShare{100, ShareMemory({100, 0}, 16 * kGiB)}));
+  ASSERT_OK(this->s().Allocate(WantShare("a", "T4", 100)));
+}
+
+TYPED_TEST(SchedulerGpuSharingTest, SharesSurviveARestartAndEndWithTheirLease) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  AllocationRequest shortLived = WantShare("a", "T4", 600);
+  shortLived.lease = absl::Minutes(5);
+  ASSERT_OK(this->s().Allocate(shortLived));
+  ASSERT_OK(this->s().Allocate(WantShare("b", "T4", 300, 2 * kGiB)));
+  ASSERT_NO_FATAL_FAILURE(this->Restart());
+  CapacityEntry t4 = this->Capacity("nvidia-tesla-t4");
+  EXPECT_EQ(t4.free_compute_milli, 1100);
+  EXPECT_EQ(t4.free_memory_bytes,
+            32 * kGiB - ShareMemory({600, 0}, 16 * kGiB) - 2 * kGiB);
+  // Both went to GPU-0, which still has 100 milli: best fit continues there.
+  absl::StatusOr<Allocation> c = this->s().Allocate(WantShare("c", "T4", 100));
+  ASSERT_OK(c);
+  EXPECT_EQ(c->devices[0].device_id, "n1-GPU-0");
+  // A retry is the same allocation; another share under its id is not.
+  absl::StatusOr<Allocation> retry =
+      this->s().Allocate(WantShare("c", "T4", 100));
+  ASSERT_OK(retry);
+  EXPECT_EQ(retry->id, c->id);
+  EXPECT_THAT(this->s().Allocate(WantShare("c", "T4", 200)).status(),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("share")));
+  // The node cannot drop a GPU that holds shares: it is kept, removed.
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n1", {SharedGpu("n1-GPU-1", "T4", 1, GpuSharing::kMps, 16 * kGiB)})));
+  absl::StatusOr<Node> n = this->s().GetNode("n1");
+  ASSERT_OK(n);
+  ASSERT_EQ(n->devices.size(), 2u);
+  this->clock_.Advance(absl::Minutes(6));
+  ASSERT_OK(this->s().Sweep());
+  absl::StatusOr<Allocation> a = this->s().GetAllocation({"", "a"});
+  ASSERT_OK(a);
+  EXPECT_EQ(a->state, AllocationState::kExpired);
+  ASSERT_OK(this->s().Release({"", "b"}));
+  ASSERT_OK(this->s().Release({"", "c"}));  // the last: GPU-0 goes
+  n = this->s().GetNode("n1");
+  ASSERT_OK(n);
+  ASSERT_EQ(n->devices.size(), 1u);
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 1000);
+}
+
+TYPED_TEST(SchedulerGpuSharingTest, WhatSharesCannotDoYetIsRefused) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  AllocationRequest queued = WantShare("a", "T4", 100);
+  queued.queue = true;
+  EXPECT_THAT(this->s().Allocate(queued).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("queue")));
+  absl::StatusOr<TenantPolicies> p =
+      ParseTenantPolicies(R"pb(tenants {
+                                 name: "t"
+                                 quotas { model: "T4" nominal: 1 }
+                               })pb",
+                          "tenants.textproto", *this->s().accelerator_types());
+  ASSERT_OK(p);
+  ASSERT_OK(this->s().SetTenantPolicies(
+      std::make_shared<const TenantPolicies>(*std::move(p))));
+  EXPECT_THAT(this->s().Allocate(WantShare("a", "T4", 100)).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("quota")));
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 2000);
+}
+
+}  // namespace
+}  // namespace accelsched
