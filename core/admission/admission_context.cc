@@ -14,6 +14,7 @@ MatchSpec SpecOf(const Allocation& a) {
   spec.replicas = a.replicas;
   spec.topology_key = a.topology_key;
   spec.pod_resources = a.pod_resources;
+  spec.share = a.share;
   return spec;
 }
 

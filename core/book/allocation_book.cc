@@ -128,10 +128,15 @@ void AllocationBook::HoldShare(const Allocation& a, int sign, bool mark_index) {
   if (share == nullptr) return;
   // A sharing GPU's unit key is its device id (a whole device's unit).
   const std::string& key = a.devices.front().device_id;
-  GpuShare& sum = unit_shares_[key];
-  sum.compute_milli += sign * share->compute_milli;
-  sum.memory_bytes += sign * share->memory_bytes;
-  if (sum.compute_milli == 0) unit_shares_.erase(key);
+  UnitShares& on = unit_shares_[key];
+  on.sum.compute_milli += sign * share->compute_milli;
+  on.sum.memory_bytes += sign * share->memory_bytes;
+  if (sign > 0) {
+    on.holders.insert(a.id);
+  } else {
+    on.holders.erase(a.id);
+  }
+  if (on.holders.empty()) unit_shares_.erase(key);
   if (mark_index) index_->AddShare(key, *share, sign);
 }
 
@@ -306,7 +311,14 @@ absl::string_view AllocationBook::OwnerOf(absl::string_view key) const {
 
 GpuShare AllocationBook::SharedOf(absl::string_view key) const {
   auto it = unit_shares_.find(key);
-  return it == unit_shares_.end() ? GpuShare{} : it->second;
+  return it == unit_shares_.end() ? GpuShare{} : it->second.sum;
+}
+
+std::vector<std::string> AllocationBook::ShareHoldersOf(
+    absl::string_view key) const {
+  auto it = unit_shares_.find(key);
+  if (it == unit_shares_.end()) return {};
+  return {it->second.holders.begin(), it->second.holders.end()};
 }
 
 AllocationPage AllocationBook::List(const AllocationFilter& filter,

@@ -132,6 +132,7 @@ class AllocationBook : public UnitOwners {
 
   absl::string_view OwnerOf(absl::string_view key) const override;
   GpuShare SharedOf(absl::string_view key) const override;
+  std::vector<std::string> ShareHoldersOf(absl::string_view key) const override;
   // `page_size` and `after` as ParsePageRequest gives them; id order.
   AllocationPage List(const AllocationFilter& filter, int page_size,
                       absl::string_view after) const;
@@ -155,9 +156,13 @@ class AllocationBook : public UnitOwners {
   std::map<std::string, Record, std::less<>> allocations_;
   // Unit key -> the live allocation holding it.
   absl::flat_hash_map<std::string, std::string> unit_owner_;
-  // Unit key -> what the live shares on it hold together (units with shares
-  // only).
-  absl::flat_hash_map<std::string, GpuShare> unit_shares_;
+  // The live shares on one unit: what they hold together, and whose.
+  struct UnitShares {
+    GpuShare sum;
+    std::set<std::string> holders;  // allocation ids
+  };
+  // Unit key -> its live shares (units with shares only).
+  absl::flat_hash_map<std::string, UnitShares> unit_shares_;
   // request id -> its newest allocation.
   absl::flat_hash_map<std::string, std::string> by_request_;
   // Live and pending allocations by lease end; ended ones by end.

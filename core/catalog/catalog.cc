@@ -215,6 +215,16 @@ absl::Status Catalog::KeepAllocatedDevices(const Node& old_node,
                                     s.profile == held.profile;
                            });
       }
+      // Its shares were placed by its sharing mode and memory.
+      if (same && unit->shared_milli > 0 &&
+          (now->sharing != was->sharing ||
+           static_cast<int64_t>(now->memory_bytes) < unit->shared_memory)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "node.devices: device \"", held.device_id, "\" holds shares (",
+            unit->shared_milli, " milli, ", unit->shared_memory,
+            " bytes of GPU memory) and cannot change its sharing or report "
+            "less memory than they hold until they are released"));
+      }
       if (!same) {
         return absl::FailedPreconditionError(absl::StrCat(
             "node.devices: device \"", held.device_id, "\" is in live ",
@@ -393,6 +403,11 @@ std::set<std::string> Catalog::HoldersOn(absl::string_view name) const {
   for (const std::string& key : index_.UnitsOnNode(name)) {
     const Unit* u = index_.Find(key);
     if (!u->allocation.empty()) live.insert(u->allocation);
+    if (u->shared_milli > 0) {
+      for (std::string& id : owners_->ShareHoldersOf(key)) {
+        live.insert(std::move(id));
+      }
+    }
   }
   return live;
 }

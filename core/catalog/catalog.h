@@ -38,6 +38,10 @@ class UnitOwners {
   virtual absl::string_view OwnerOf(absl::string_view key) const = 0;
   // What the live shares on unit `key` hold together (zeros when none).
   virtual GpuShare SharedOf(absl::string_view key) const { return {}; }
+  // The live allocations holding shares of unit `key`, by id.
+  virtual std::vector<std::string> ShareHoldersOf(absl::string_view key) const {
+    return {};
+  }
 };
 
 struct NodePage {

@@ -54,12 +54,14 @@ absl::Status ValidateSharing(const AcceleratorType& model, const Device& device,
         absl::StrCat(GpuSharingName(device.sharing),
                      " is for whole GPUs: a MIG-enabled GPU is not shared"));
   }
-  // Shares divide the memory: sums of it must not overflow.
-  if (device.memory_bytes > static_cast<uint64_t>(kMaxMemoryBytes)) {
-    return InvalidField(absl::StrCat(field, ".memory_bytes"),
-                        absl::StrCat(device.memory_bytes,
-                                     " is more than a shared GPU may have (",
-                                     kMaxMemoryBytes, ")"));
+  // Shares divide the memory: it must be known, and sums of it must not
+  // overflow.
+  if (device.memory_bytes == 0 ||
+      device.memory_bytes > static_cast<uint64_t>(kMaxMemoryBytes)) {
+    return InvalidField(
+        absl::StrCat(field, ".memory_bytes"),
+        absl::StrCat(device.memory_bytes, " is not 1 to ", kMaxMemoryBytes,
+                     ": a GPU that takes shares must report its memory"));
   }
   return absl::OkStatus();
 }

@@ -132,15 +132,18 @@ bool ShareFits(const Unit& u, const GpuShare& share) {
 }
 
 // Why the closest of `units` to holding `share` does not: "GPU-3 has 300 of
-// 1000 milli free, the request needs 470"; "" when none takes shares.
+// 1000 milli free, the request needs 470"; when none may take a share now,
+// why ("held whole or unhealthy"), or "" when none takes shares at all.
 std::string ShareShortfall(const std::vector<const Unit*>& units,
                            const GpuShare& share) {
   const Unit* most = nullptr;
+  bool sharing = false;
   for (const Unit* u : units) {
+    sharing = sharing || u->sharing != GpuSharing::kNone;
     if (!u->shareable()) continue;
     if (most == nullptr || u->free_milli() > most->free_milli()) most = u;
   }
-  if (most == nullptr) return "";
+  if (most == nullptr) return sharing ? "held whole or unhealthy" : "";
   if (most->free_milli() < share.compute_milli) {
     return absl::StrCat(most->key, " has ", most->free_milli(), " of ",
                         kGpuMilli, " milli free, the request needs ",

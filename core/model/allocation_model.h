@@ -82,7 +82,7 @@ struct AllocatedDevice {
   std::string profile;       // MIG profile of that slice
   // What the allocation holds of the device when it holds a share; nullopt:
   // the whole device or slice.
-  std::optional<GpuShare> share;
+  std::optional<GpuShare> share = std::nullopt;
 
   bool operator==(const AllocatedDevice&) const = default;
 };

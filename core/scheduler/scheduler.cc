@@ -516,6 +516,9 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
                                              options_.max_lease));
   ExplainResult result;
   absl::ReaderMutexLock lock(&mu_);
+  // What Allocate would refuse is refused here too.
+  RETURN_IF_ERROR(
+      RefuseUnsupportedShare(request, spec, tenants_->has_quotas()));
   const absl::Time now = clock_->Now();
   if (const Record* r = book_.Find({"", request.request_id});
       r != nullptr && r->allocation.pending()) {

@@ -166,6 +166,12 @@ TEST_F(E2eTest, SharingGpusAreStoredAndCountedAndSharesAreNotYetServed) {
   grpc::Status s = Allocate(share, &allocation);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_THAT(s.error_message(), HasSubstr("share"));
+  // Bad input is named first, as for any request.
+  v1::AllocateRequest bad_share = share;
+  bad_share.mutable_share()->set_compute_milli(1001);
+  s = Allocate(bad_share, &allocation);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("share.compute_milli"));
   v1::ExplainResponse explained;
   EXPECT_EQ(Call(&v1::AcceleratorScheduler::Stub::Explain, share, &explained)
                 .error_code(),

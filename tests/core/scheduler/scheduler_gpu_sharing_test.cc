@@ -108,6 +108,12 @@ TYPED_TEST(SchedulerGpuSharingTest, SharingOnlyOnWholeNvidiaGpus) {
   EXPECT_THAT(this->s().RegisterNode(MakeNode("n1", {mig})).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("devices[0].sharing")));
+  EXPECT_THAT(this->s()
+                  .RegisterNode(MakeNode(
+                      "n1", {SharedGpu("GPU-0", "T4", 0, GpuSharing::kMps, 0)}))
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("devices[0].memory_bytes")));
   Device chip = Chip("chip-0", "slice-a", "2x2x1", 0);
   chip.sharing = GpuSharing::kMps;
   EXPECT_THAT(this->s().RegisterNode(MakeNode("t1", {chip})).status(),
@@ -214,8 +220,15 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesGoBestFitPerGpu) {
   EXPECT_EQ(whole->devices[0].device_id, "n1-GPU-1");
   EXPECT_FALSE(whole->devices[0].share.has_value());
   // A GPU held whole takes no share.
+  ASSERT_OK(this->s().Release({"", "a"}));
+  ASSERT_OK(this->s().Release({"", "b"}));
+  ASSERT_OK(this->s().Release({"", "d"}));
+  ASSERT_OK(this->s().Allocate(Want("whole-2", "T4", 1)));
   EXPECT_THAT(this->s().Allocate(WantShare("f", "T4", 1)).status(),
               StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+  EXPECT_THAT(this->ReasonsFor(WantShare("f", "T4", 1)),
+              ElementsAre("no nvidia-tesla-t4 device with the share free "
+                          "(held whole or unhealthy)"));
 }
 
 TYPED_TEST(SchedulerGpuSharingTest, GpuMemoryBoundsShares) {
@@ -308,11 +321,49 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesSurviveARestartAndEndWithTheirLease) {
   EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 1000);
 }
 
+// A GPU's shares hold it as a whole allocation does: its node cannot be
+// removed without force (force ends them), nor re-registered with another
+// sharing mode or less memory than they hold.
+TYPED_TEST(SchedulerGpuSharingTest, SharesHoldTheirGpuAndNode) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  ASSERT_OK(this->s().Allocate(WantShare("a", "T4", 500, 12 * kGiB)));
+  Node less = TwoMpsT4s();
+  less.devices[0].memory_bytes = 4 * kGiB;
+  EXPECT_THAT(this->s().RegisterNode(less).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("holds shares")));
+  Node unshared = TwoMpsT4s();
+  unshared.devices[0].sharing = GpuSharing::kTimeSlicing;
+  EXPECT_THAT(this->s().RegisterNode(unshared).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("holds shares")));
+  // More memory is fine; GPU-1 holds nothing and may change.
+  Node more = TwoMpsT4s();
+  more.devices[0].memory_bytes = 24 * kGiB;
+  more.devices[1].sharing = GpuSharing::kNone;
+  ASSERT_OK(this->s().RegisterNode(more));
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_memory_bytes, 12 * kGiB);
+
+  EXPECT_THAT(this->s().RemoveNode("n1", /*force=*/false),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("a-")));
+  ASSERT_OK(this->s().RemoveNode("n1", /*force=*/true));
+  absl::StatusOr<Allocation> a = this->s().GetAllocation({"", "a"});
+  ASSERT_OK(a);
+  EXPECT_EQ(a->state, AllocationState::kReleased);
+  EXPECT_EQ(a->end_reason, kReasonNodeRemoved);
+  // Back, the GPU is whole again.
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 2000);
+  ASSERT_OK(this->s().Allocate(Want("whole", "T4", 2)));
+}
+
 TYPED_TEST(SchedulerGpuSharingTest, WhatSharesCannotDoYetIsRefused) {
   ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
   AllocationRequest queued = WantShare("a", "T4", 100);
   queued.queue = true;
   EXPECT_THAT(this->s().Allocate(queued).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("queue")));
+  EXPECT_THAT(this->s().Explain(queued).status(),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("queue")));
   absl::StatusOr<TenantPolicies> p =
       ParseTenantPolicies(R"pb(tenants {
