@@ -12,7 +12,7 @@ void CapacityIndex::Count(const Unit& u, int sign) {
   pool.total += sign;
   // A unit with shares on it counts as allocated: no whole request may have
   // it (GetCapacity's free_compute_milli tells what is left of it).
-  if (!u.allocation.empty() || u.shared_milli > 0) {
+  if (u.held()) {
     pool.allocated += sign;
   } else if (!u.healthy) {
     pool.unhealthy += sign;

@@ -18,8 +18,6 @@ enum class GpuSharing {
   kMps = 2,          // CUDA MPS: compute and memory limits per container
 };
 
-inline constexpr int kMaxGpuSharing = 2;
-
 // The proto enum's spelling ("GPU_SHARING_NONE", "TIME_SLICING", "MPS").
 absl::string_view GpuSharingName(GpuSharing s);
 
