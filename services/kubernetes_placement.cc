@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/labels.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
@@ -122,11 +124,23 @@ std::string PodSpecPatch(const Placement& p, absl::string_view container_name) {
   return w.Done();
 }
 
+std::string ShareClaimName(absl::string_view device_id) {
+  std::string name =
+      absl::StrCat("accelsched-share-", absl::AsciiStrToLower(device_id));
+  return IsDnsSubdomain(name) ? name : "";
+}
+
 std::string ResourceClaim(const Allocation& a, const Placement& p) {
   if (a.device_class != DeviceClass::kNvidiaGpu || p.devices.empty() ||
       p.devices.size() > kMaxClaimDevices) {
     return "";
   }
+  const AllocatedDevice* shared =
+      p.devices.size() == 1 && p.devices[0].share.has_value() ? &p.devices[0]
+                                                              : nullptr;
+  const std::string share_claim =
+      shared != nullptr ? ShareClaimName(shared->device_id) : "";
+  if (shared != nullptr && share_claim.empty()) return "";
   // k8s.io/api v0.34 resource/v1 types.go: ResourceClaim, DeviceRequest,
   // ExactDeviceRequest, DeviceSelector, CELDeviceSelector.
   const std::string attributes =
@@ -135,11 +149,14 @@ std::string ResourceClaim(const Allocation& a, const Placement& p) {
   w.StartObject()
       .Field("apiVersion", "resource.k8s.io/v1")
       .Field("kind", "ResourceClaim");
-  w.Key("metadata")
-      .StartObject()
-      .Field(a.id.empty() ? "generateName" : "name",
-             absl::StrCat("accelsched-", a.id))
-      .EndObject();
+  w.Key("metadata").StartObject();
+  if (shared != nullptr) {
+    w.Field("name", share_claim);
+  } else {
+    w.Field(a.id.empty() ? "generateName" : "name",
+            absl::StrCat("accelsched-", a.id));
+  }
+  w.EndObject();
   w.Key("spec").StartObject().Key("devices").StartObject();
   w.Key("requests").StartArray();
   for (size_t i = 0; i < p.devices.size(); ++i) {
@@ -161,7 +178,34 @@ std::string ResourceClaim(const Allocation& a, const Placement& p) {
     w.Field("allocationMode", "ExactCount").Key("count").Int(1);
     w.EndObject().EndObject();  // exactly, the request
   }
-  w.EndArray().EndObject().EndObject();  // requests, devices, spec
+  w.EndArray();  // requests
+  if (shared != nullptr && shared->sharing != GpuSharing::kNone) {
+    // NVIDIA's DRA driver's opaque config (22407113,
+    // api/nvidia.com/resource/v1beta1/: api.go:27-30 the group, version and
+    // kind GpuConfig; gpuconfig.go:31 sharing; sharing.go:29-30 and 63-66
+    // the strategies and their configs, 35 and 77 interval "Default"). An
+    // MPS config without limits: the driver fills an empty one
+    // (gpuconfig.go:74-78) and its daemon then limits nothing.
+    w.Key("config").StartArray().StartObject();
+    w.Key("requests").StartArray().String("gpu-0").EndArray();
+    w.Key("opaque").StartObject().Field("driver", kNvidiaDraDriver);
+    w.Key("parameters").StartObject();
+    w.Field("apiVersion", "resource.nvidia.com/v1beta1")
+        .Field("kind", "GpuConfig");
+    w.Key("sharing").StartObject();
+    if (shared->sharing == GpuSharing::kMps) {
+      w.Field("strategy", "MPS");
+    } else {
+      w.Field("strategy", "TimeSlicing");
+      w.Key("timeSlicingConfig")
+          .StartObject()
+          .Field("interval", "Default")
+          .EndObject();
+    }
+    w.EndObject().EndObject().EndObject();  // sharing, parameters, opaque
+    w.EndObject().EndArray();               // the config, config
+  }
+  w.EndObject().EndObject();  // devices, spec
   w.EndObject();
   return w.Done();
 }

@@ -39,8 +39,21 @@ std::string PodSpecPatch(const Placement& placement,
 // device of `placement`, each selecting it by UUID (a MIG device by its MIG
 // UUID) through NVIDIA's DRA driver. Empty for other device classes, which
 // have no DRA driver here, and for more than kMaxClaimDevices devices.
+//
+// A share's claim is the GPU's, not the allocation's: the driver gives a
+// device to one claim at a time, so the pods sharing a GPU share its claim
+// (as the driver's demo/specs/quickstart/v1/gpu-test3.yaml shares one by
+// resourceClaimName). It is named ShareClaimName(GPU) and carries the
+// driver's GpuConfig with the GPU's sharing strategy and no default limits
+// (the daemon's limits are the whole GPU; each pod's MPS limits are in its
+// environment, placement.h), so every share of that GPU gets the same bytes.
+// Empty when the GPU's id lowercased is no DNS subdomain name.
 std::string ResourceClaim(const Allocation& allocation,
                           const Placement& placement);
+
+// "accelsched-share-" and `device_id` lowercased; empty when that is no DNS
+// subdomain name (a name Kubernetes takes for an object).
+std::string ShareClaimName(absl::string_view device_id);
 
 // `placement` of `allocation` with both of the above.
 void PlacementToProto(const Allocation& allocation, const Placement& placement,

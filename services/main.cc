@@ -92,6 +92,10 @@ ABSL_FLAG(bool, nvidia_visible_devices, false,
           "placement; off by default: with the device plugin the kubelet "
           "picks a container's GPUs, and the variable can expose GPUs it "
           "gave to another pod (README, \"Placement\")");
+ABSL_FLAG(std::string, shared_gpu_resource_name, "nvidia.com/gpu",
+          "the extended resource a GPU share's pod asks one of: what NVIDIA's "
+          "device plugin advertises for the GPUs it shares (nvidia.com/gpu, "
+          "or nvidia.com/gpu.shared with its renameByDefault)");
 
 ABSL_FLAG(int64_t, max_db_pages, 0,
           "cap the database at this many pages (SQLite's max_page_count); "
@@ -145,6 +149,8 @@ int main(int argc, char** argv) {
   options.metrics_per_device = absl::GetFlag(FLAGS_metrics_per_device);
   options.placement.nvidia_visible_devices =
       absl::GetFlag(FLAGS_nvidia_visible_devices);
+  options.placement.shared_gpu_resource_name =
+      absl::GetFlag(FLAGS_shared_gpu_resource_name);
 
   auto server = accelsched::Server::BuildAndStart(options);
   if (!server.ok()) {

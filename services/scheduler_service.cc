@@ -18,27 +18,6 @@
 #include "services/proto_convert.h"
 
 namespace accelsched {
-namespace {
-
-// The scheduler places GPU shares (core/matching MatchShare), but no
-// placement a pod could apply to one exists yet (a DRA claim shared per GPU
-// with the driver's sharing configuration, the MPS limits): until it does, a
-// share is refused here rather than answered with a whole GPU's placement,
-// once it is valid (bad input is INVALID_ARGUMENT naming the field, as for
-// any request).
-absl::Status RefuseShareWithoutPlacement(const AcceleratorTypeSet& types,
-                                         const AllocationRequest& request) {
-  if (!request.share.has_value()) return absl::OkStatus();
-  // The lease's bound is the scheduler's to check; any lease passes here.
-  RETURN_IF_ERROR(
-      ValidateAllocationRequest(types, request, absl::InfiniteDuration())
-          .status());
-  return absl::UnimplementedError(
-      "share: the placement of GPU shares is not implemented yet; request "
-      "whole devices or a MIG partition_size");
-}
-
-}  // namespace
 
 SchedulerService::Done::Done(Done&& other) noexcept
     : service_(other.service_),
@@ -284,8 +263,6 @@ grpc::ServerUnaryReactor* SchedulerService::Allocate(
   return Begin(ctx, "Allocate", [&](Done& done) -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
-    RETURN_IF_ERROR(
-        RefuseShareWithoutPlacement(*scheduler_->accelerator_types(), request));
     scheduler_->Allocate(request, Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
@@ -353,8 +330,6 @@ grpc::ServerUnaryReactor* SchedulerService::Explain(
   return Answer(ctx, "Explain", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
-    RETURN_IF_ERROR(
-        RefuseShareWithoutPlacement(*scheduler_->accelerator_types(), request));
     ASSIGN_OR_RETURN(ExplainResult result, scheduler_->Explain(request));
     ExplainToProto(result, placement_, resp);
     return absl::OkStatus();

@@ -21,6 +21,7 @@
 #include "config/accelerator_types_file.h"
 #include "config/tenants_file.h"
 #include "core/base/clock.h"
+#include "core/base/labels.h"
 #include "core/base/status_macros.h"
 #include "core/catalog/device_stats.h"
 #include "core/scheduler/scheduler.h"
@@ -105,6 +106,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
         absl::FormatDuration(RenewDeadline(options)),
         ") must be longer than --leader_retry_period and shorter than "
         "--leader_lease"));
+  }
+  if (!IsLabelKey(options.placement.shared_gpu_resource_name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shared_gpu_resource_name \"",
+        options.placement.shared_gpu_resource_name,
+        "\" is not a resource name ([prefix/]name, e.g. nvidia.com/gpu)"));
   }
   std::unique_ptr<Server> server(new Server);
   RETURN_IF_ERROR(server->OpenScheduler(options));

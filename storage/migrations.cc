@@ -237,6 +237,17 @@ ALTER TABLE allocations ADD COLUMN share_memory_bytes INTEGER;
 ALTER TABLE allocation_devices ADD COLUMN share_compute_milli INTEGER;
 ALTER TABLE allocation_devices ADD COLUMN share_memory_bytes INTEGER;
 )sql"},
+    // How a device was shared when an allocation took its share
+    // (AllocatedDevice::sharing, 0 for a whole device): its placement's
+    // sharing configuration. A share stored before gets its device's mode,
+    // which cannot have changed while the share held it.
+    {10, R"sql(
+ALTER TABLE allocation_devices ADD COLUMN sharing INTEGER NOT NULL DEFAULT 0;
+UPDATE allocation_devices SET sharing = COALESCE(
+  (SELECT d.sharing FROM devices d WHERE d.id = allocation_devices.device_id),
+  0)
+WHERE share_compute_milli IS NOT NULL;
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

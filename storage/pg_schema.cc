@@ -188,6 +188,15 @@ ALTER TABLE allocation_devices
   ADD COLUMN share_compute_milli BIGINT,
   ADD COLUMN share_memory_bytes BIGINT;
 )sql"},
+    // SQLite's schema 10: how a device was shared when an allocation took
+    // its share (AllocatedDevice::sharing, 0 for a whole device); a share
+    // stored before gets its device's mode.
+    {6, R"sql(
+ALTER TABLE allocation_devices ADD COLUMN sharing INTEGER NOT NULL DEFAULT 0;
+UPDATE allocation_devices a SET sharing = COALESCE(
+  (SELECT d.sharing FROM devices d WHERE d.id = a.device_id), 0)
+WHERE a.share_compute_milli IS NOT NULL;
+)sql"},
 };
 
 // Any constant: the key of the advisory lock migrations run under.

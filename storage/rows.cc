@@ -390,7 +390,8 @@ const Table<AllocatedDevice>& AllocationDevicesTable() {
           {Text("node", &AllocatedDevice::node),
            Text("device_id", &AllocatedDevice::device_id),
            Text("mig_slice_id", &AllocatedDevice::mig_slice_id),
-           Text("profile", &AllocatedDevice::profile)},
+           Text("profile", &AllocatedDevice::profile),
+           Integer("sharing", &AllocatedDevice::sharing)},
           OptionalShare(&AllocatedDevice::share, "share_compute_milli",
                         "share_memory_bytes")),
       /*positioned=*/true};

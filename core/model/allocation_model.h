@@ -83,6 +83,10 @@ struct AllocatedDevice {
   // What the allocation holds of the device when it holds a share; nullopt:
   // the whole device or slice.
   std::optional<GpuShare> share = std::nullopt;
+  // With a share: how the device was shared when the share was taken (its
+  // placement's DRA configuration and MPS limits follow it; a device cannot
+  // change it while it holds shares). kNone for a whole device or slice.
+  GpuSharing sharing = GpuSharing::kNone;
 
   bool operator==(const AllocatedDevice&) const = default;
 };

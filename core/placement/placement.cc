@@ -1,5 +1,6 @@
 #include "core/placement/placement.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -64,7 +65,12 @@ Placement Place(const Allocation& a,
   }
   if (hostname != nullptr) require(kHostnameLabel, {*hostname});
 
-  if (mixed) {
+  const AllocatedDevice* shared =
+      devices.size() == 1 && devices[0].share.has_value() ? &devices[0]
+                                                          : nullptr;
+  if (shared != nullptr) {
+    p.resource_name = options.shared_gpu_resource_name;
+  } else if (mixed) {
     p.resource_name = absl::StrCat("nvidia.com/mig-", a.partition);
   } else if (!a.resource_name.empty()) {
     p.resource_name = a.resource_name;
@@ -79,6 +85,12 @@ Placement Place(const Allocation& a,
       ids.push_back(d.mig_slice_id.empty() ? d.device_id : d.mig_slice_id);
     }
     p.env["NVIDIA_VISIBLE_DEVICES"] = absl::StrJoin(ids, ",");
+  }
+  if (shared != nullptr && shared->sharing == GpuSharing::kMps) {
+    p.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
+        absl::StrCat(MpsActiveThreadPercentage(*shared->share));
+    p.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] =
+        MpsPinnedDeviceMemLimit(shared->device_id, *shared->share);
   }
   p.devices = std::move(devices);
   return p;
@@ -101,6 +113,17 @@ PlacementTarget TargetOf(const Allocation& a, absl::string_view node) {
 }
 
 }  // namespace
+
+int MpsActiveThreadPercentage(const GpuShare& share) {
+  const int64_t percent = (share.compute_milli + 9) / 10;
+  return static_cast<int>(std::clamp<int64_t>(percent, 1, 100));
+}
+
+std::string MpsPinnedDeviceMemLimit(absl::string_view device_id,
+                                    const GpuShare& share) {
+  const int64_t mib = std::max<int64_t>(share.memory_bytes >> 20, 1);
+  return absl::StrCat(device_id, "=", mib, "M");
+}
 
 PlacementLabels PlacementLabelsOf(DeviceClass device_class) {
   if (device_class == DeviceClass::kGoogleTpu) {

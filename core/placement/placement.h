@@ -90,7 +90,24 @@ struct PlacementOptions {
   // default: with the device plugin the kubelet chooses a container's GPUs,
   // and the variable could expose GPUs it gave to another pod (README).
   bool nvidia_visible_devices = false;
+  // The extended resource a share's pod asks one of: what NVIDIA's device
+  // plugin advertises for a GPU it shares (time-slicing or MPS replicas):
+  // nvidia.com/gpu by default, nvidia.com/gpu.shared with its
+  // renameByDefault (NVIDIA/k8s-device-plugin v0.20.0,
+  // api/config/v1/consts.go:26 DefaultSharedResourceNameSuffix).
+  std::string shared_gpu_resource_name = "nvidia.com/gpu";
 };
+
+// CUDA MPS's client limits for `share` held of GPU `device_id` (NVIDIA's MPS
+// documentation, "Environment Variables": CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "<device UUID>=<value>"; a client's value
+// only lowers the daemon's): the percentage is compute_milli/10 rounded up
+// (1 at least), the memory is in MiB rounded down (1 at least) and written
+// "<n>M", as NVIDIA's DRA driver writes it (k8s-dra-driver-gpu 22407113,
+// api/nvidia.com/resource/v1beta1/sharing.go:234-236).
+int MpsActiveThreadPercentage(const GpuShare& share);
+std::string MpsPinnedDeviceMemLimit(absl::string_view device_id,
+                                    const GpuShare& share);
 
 // The device label value propeller writes for a request that spelled its
 // models `spellings` (Allocation::device_spellings) and got devices of `type`
@@ -125,6 +142,11 @@ PlacementTarget PlacementTargetOf(const Node& node, const AcceleratorType& type,
 Placement BuildPlacement(const Allocation& allocation,
                          const PlacementOptions& options);
 
+// A share's placement (the allocation holds a share of one GPU) asks for one
+// options.shared_gpu_resource_name on its GPU's node and, on an MPS GPU,
+// carries the MPS limits above in `env`; the DRA claim
+// (services/kubernetes_placement.h) is what pins the GPU itself.
+//
 // One placement per node of the allocation, in node-name order
 // (Allocation.placements), each pinned to its node and asking for its
 // devices.

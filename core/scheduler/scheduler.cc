@@ -275,6 +275,7 @@ std::vector<std::string> Scheduler::Assign(
     // A share holds no unit whole: its GPU keeps taking shares.
     a.devices.front().share = GpuShare{
         a.share->compute_milli, ShareMemory(*a.share, first.memory_bytes)};
+    a.devices.front().sharing = first.sharing;
     return held;
   }
   for (const auto& group : groups) {

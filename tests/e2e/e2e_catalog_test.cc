@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "accelsched/v1/accelsched.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -143,7 +144,10 @@ TEST_F(E2eTest, CatalogSurvivesRestartAndKill) {
 // GPU sharing through the real server: a GPU's sharing mode is refused where
 // it cannot apply, kept across kill -9, and counted in GetCapacity; a share
 // request is refused while shares have no placement a pod could apply.
-TEST_F(E2eTest, SharingGpusAreStoredAndCountedAndSharesAreNotYetServed) {
+// Shares through the real server: best fit per GPU, never past a GPU's
+// compute, whole requests kept off shared GPUs, each share placed on its
+// GPU's claim with its MPS limits, and all of it as before after a kill -9.
+TEST_F(E2eTest, SharesArePlacedOnTheirGpusClaimAndSurviveAKill) {
   ASSERT_TRUE(StartServer());
   v1::Node node;
   node.set_name("share-node");
@@ -160,23 +164,57 @@ TEST_F(E2eTest, SharingGpusAreStoredAndCountedAndSharesAreNotYetServed) {
   EXPECT_EQ(Register(unknown).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   ASSERT_TRUE(Register(node).ok());
 
-  v1::AllocateRequest share = AllocateReq("share-1", "T4");
-  share.mutable_share()->set_compute_milli(470);
-  v1::Allocation allocation;
-  grpc::Status s = Allocate(share, &allocation);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(s.error_message(), HasSubstr("share"));
-  // Bad input is named first, as for any request.
-  v1::AllocateRequest bad_share = share;
-  bad_share.mutable_share()->set_compute_milli(1001);
-  s = Allocate(bad_share, &allocation);
+  auto share = [](const std::string& id, int milli) {
+    v1::AllocateRequest r = AllocateReq(id, "T4");
+    r.mutable_share()->set_compute_milli(milli);
+    return r;
+  };
+  v1::Allocation bad_share;
+  grpc::Status s = Allocate(share("bad", 1001), &bad_share);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("share.compute_milli"));
+
+  // Equal GPUs: the first by key. 530 milli are left on GPU-S0.
+  v1::Allocation a1;
+  ASSERT_TRUE(Allocate(share("share-1", 470), &a1).ok());
+  ASSERT_EQ(a1.devices_size(), 1);
+  EXPECT_EQ(a1.devices(0).device_id(), "GPU-S0");
+  EXPECT_EQ(a1.devices(0).share().compute_milli(), 470);
+  const int64_t memory = (int64_t{40} << 30) * 470 / 1000;
+  EXPECT_EQ(a1.devices(0).share().memory_bytes(), memory);
+  EXPECT_EQ(a1.placement().resource_name(), "nvidia.com/gpu");
+  EXPECT_EQ(a1.placement().resource_count(), 1);
+  EXPECT_THAT(a1.placement().env(),
+              testing::UnorderedElementsAre(
+                  testing::Pair("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "47"),
+                  testing::Pair("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
+                                absl::StrCat("GPU-S0=", memory >> 20, "M"))));
+  EXPECT_THAT(a1.placement().resource_claim(),
+              HasSubstr(R"("metadata":{"name":"accelsched-share-gpu-s0"})"));
+  EXPECT_THAT(a1.placement().resource_claim(),
+              HasSubstr(R"("sharing":{"strategy":"MPS"})"));
+  // 600 does not fit in GPU-S0's 530: GPU-S1, time-sliced, no MPS limits.
+  v1::Allocation a2;
+  ASSERT_TRUE(Allocate(share("share-2", 600), &a2).ok());
+  EXPECT_EQ(a2.devices(0).device_id(), "GPU-S1");
+  EXPECT_THAT(a2.placement().env(), testing::IsEmpty());
+  EXPECT_THAT(a2.placement().resource_claim(),
+              HasSubstr(R"("strategy":"TimeSlicing")"));
+  // Best fit: 500 goes where 530 are free, not 400; the same claim.
+  v1::Allocation a3;
+  ASSERT_TRUE(Allocate(share("share-3", 500), &a3).ok());
+  EXPECT_EQ(a3.devices(0).device_id(), "GPU-S0");
+  EXPECT_EQ(a3.placement().resource_claim(), a1.placement().resource_claim());
+  // A whole GPU goes where no share is.
+  v1::Allocation whole;
+  ASSERT_TRUE(Allocate(AllocateReq("whole-1", "T4"), &whole).ok());
+  EXPECT_EQ(whole.devices(0).device_id(), "GPU-S2");
+  EXPECT_FALSE(whole.devices(0).has_share());
   v1::ExplainResponse explained;
-  EXPECT_EQ(Call(&v1::AcceleratorScheduler::Stub::Explain, share, &explained)
-                .error_code(),
-            grpc::StatusCode::UNIMPLEMENTED);
-  ASSERT_TRUE(Allocate(AllocateReq("whole-1", "T4"), &allocation).ok());
+  ASSERT_TRUE(Call(&v1::AcceleratorScheduler::Stub::Explain,
+                   share("preview", 400), &explained)
+                  .ok());
+  EXPECT_EQ(explained.would_allocate().devices(0).device_id(), "GPU-S1");
 
   server_->Stop(SIGKILL);
   ASSERT_TRUE(StartServer());
@@ -189,16 +227,27 @@ TEST_F(E2eTest, SharingGpusAreStoredAndCountedAndSharesAreNotYetServed) {
   EXPECT_EQ(stored.devices(0).sharing(), v1::MPS);
   EXPECT_EQ(stored.devices(1).sharing(), v1::TIME_SLICING);
   EXPECT_EQ(stored.devices(2).sharing(), v1::GPU_SHARING_NONE);
+  v1::GetAllocationRequest get_a1;
+  get_a1.set_allocation_id(a1.id());
+  v1::Allocation reloaded;
+  ASSERT_TRUE(
+      Call(&v1::AcceleratorScheduler::Stub::GetAllocation, get_a1, &reloaded)
+          .ok());
+  EXPECT_EQ(reloaded.devices(0).share().compute_milli(), 470);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+      reloaded.placement(), a1.placement()))
+      << reloaded.placement().DebugString();
   const v1::GetCapacityResponse capacity = Capacity();
   ASSERT_EQ(capacity.entries_size(), 1) << capacity.DebugString();
   const v1::CapacityEntry& t4 = capacity.entries(0);
-  EXPECT_EQ(t4.free(), 2);
-  // Best fit took GPU-S0 (first by index); GPU-S1 is the sharing GPU left.
-  ASSERT_EQ(allocation.devices_size(), 1);
-  EXPECT_EQ(allocation.devices(0).device_id(), "GPU-S0");
-  EXPECT_FALSE(allocation.devices(0).has_share());
-  EXPECT_EQ(t4.free_compute_milli(), 1000);
-  EXPECT_EQ(t4.free_memory_bytes(), int64_t{40} << 30);
+  EXPECT_EQ(t4.free(), 0);
+  EXPECT_EQ(t4.free_compute_milli(), 30 + 400);
+  // The shares came back: 450 fits no GPU, 400 fits GPU-S1 exactly.
+  v1::Allocation more;
+  s = Allocate(share("share-4", 450), &more);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(Allocate(share("share-5", 400), &more).ok());
+  EXPECT_EQ(more.devices(0).device_id(), "GPU-S1");
 }
 
 TEST_F(E2eTest, BadInputIsRejectedNamingTheFieldAndChangesNothing) {

@@ -107,5 +107,61 @@ TEST(KubernetesPlacementTest, NoClaimWithoutADraDriverOrPastTheLimit) {
               testing::HasSubstr(R"("name":"gpu-31")"));
 }
 
+Allocation ShareAllocation(std::string id, GpuSharing sharing) {
+  Allocation a = MigAllocation();
+  a.id = std::move(id);
+  a.partition.clear();
+  a.unpartitioned = true;
+  a.share = GpuShare{250, 0};
+  a.devices = {
+      {"n1", "GPU-0a1B", "", "", GpuShare{250, int64_t{4} << 30}, sharing}};
+  return a;
+}
+
+// The pods on one shared GPU share one claim (the driver gives a device to
+// one claim): named after the GPU, the same bytes from every share of it,
+// with the driver's sharing configuration and no limits of one share.
+TEST(KubernetesPlacementTest, SharesOfOneGpuShareItsClaim) {
+  const Allocation a = ShareAllocation("a-1", GpuSharing::kMps);
+  Allocation b = ShareAllocation("a-2", GpuSharing::kMps);
+  b.share = GpuShare{700, 0};
+  b.devices[0].share = GpuShare{700, int64_t{11} << 30};
+  const std::string claim = ResourceClaim(a, BuildPlacement(a, {}));
+  EXPECT_EQ(
+      claim,
+      R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",)"
+      R"("metadata":{"name":"accelsched-share-gpu-0a1b"},"spec":{"devices":{"requests":[)"
+      R"({"name":"gpu-0","exactly":{"deviceClassName":"gpu.nvidia.com","selectors":[)"
+      R"({"cel":{"expression":"device.attributes[\"gpu.nvidia.com\"].uuid == \"GPU-0a1B\""}}],)"
+      R"("allocationMode":"ExactCount","count":1}}],)"
+      R"("config":[{"requests":["gpu-0"],"opaque":{"driver":"gpu.nvidia.com",)"
+      R"("parameters":{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig",)"
+      R"("sharing":{"strategy":"MPS"}}}}]}}})");
+  EXPECT_EQ(ResourceClaim(b, BuildPlacement(b, {})), claim);
+  Allocation preview = b;
+  preview.id.clear();
+  EXPECT_EQ(ResourceClaim(preview, BuildPlacement(preview, {})), claim);
+
+  const Allocation t = ShareAllocation("a-3", GpuSharing::kTimeSlicing);
+  EXPECT_THAT(
+      ResourceClaim(t, BuildPlacement(t, {})),
+      testing::HasSubstr(R"("sharing":{"strategy":"TimeSlicing",)"
+                         R"("timeSlicingConfig":{"interval":"Default"}})"));
+  EXPECT_THAT(
+      PodSpecPatch(BuildPlacement(a, {}), "main"),
+      testing::HasSubstr(
+          R"("env":[{"name":"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE","value":"25"},)"
+          R"({"name":"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT","value":"GPU-0a1B=4096M"}])"));
+}
+
+TEST(KubernetesPlacementTest, NoShareClaimForAGpuIdThatNamesNoObject) {
+  EXPECT_EQ(ShareClaimName("GPU-0a1B"), "accelsched-share-gpu-0a1b");
+  EXPECT_EQ(ShareClaimName("gpu_0"), "");
+  EXPECT_EQ(ShareClaimName("gpu-"), "");
+  Allocation a = ShareAllocation("a-1", GpuSharing::kMps);
+  a.devices[0].device_id = "GPU 0";
+  EXPECT_EQ(ResourceClaim(a, BuildPlacement(a, {})), "");
+}
+
 }  // namespace
 }  // namespace accelsched

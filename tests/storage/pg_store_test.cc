@@ -679,6 +679,7 @@ TEST_F(PgLeaderTest, VersionFourRowsAreNotShared) {
   next.request_id = "r2";
   next.share = GpuShare{250, 0};
   next.devices[0].share = GpuShare{250, int64_t{4} << 30};
+  next.devices[0].sharing = GpuSharing::kTimeSlicing;
   const Mutation batch[] = {PutNodeMutation{node},
                             PutAllocationMutation{ended, {"GPU-0"}},
                             PutAllocationMutation{next, {"GPU-0"}, true}};
@@ -690,6 +691,51 @@ TEST_F(PgLeaderTest, VersionFourRowsAreNotShared) {
   ASSERT_EQ(allocations.size(), 2u);
   EXPECT_EQ(allocations[0].allocation, ended);
   EXPECT_EQ(allocations[1].allocation, next);
+}
+
+// Before schema 6 a held share did not record how its device was shared: a
+// share an older database holds gets its device's mode, and a whole device
+// stays unshared.
+TEST_F(PgLeaderTest, VersionFiveSharesTakeTheirDevicesSharing) {
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgConnection> db,
+                         PgConnection::Open(uri_, PgConnection::Options()));
+    ASSERT_OK(PgMigrateTo(*db, 5));
+    ASSERT_OK(db->Exec(
+        "INSERT INTO nodes (name, schedulable, last_heartbeat_unix_ns) VALUES "
+        "('n1', true, 5);"
+        "INSERT INTO devices (id, node, position, device_index, device_class, "
+        "model, memory_bytes, healthy, mig_enabled, removed, sharing) VALUES "
+        "('GPU-0', 'n1', 0, 0, 0, 'Tesla T4', 1000, true, false, false, 2),"
+        "('GPU-1', 'n1', 1, 1, 0, 'Tesla T4', 1000, true, false, false, 0);"
+        "INSERT INTO allocations (id, request_id, state, node, tenant, "
+        "priority, created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+        "end_reason, device_class, model, partition, count, requested_models, "
+        "unpartitioned, resource_name, container_name, admitted_at_unix_ns, "
+        "replicas, topology_key, lease_ns, preempted_by, share_compute_milli, "
+        "share_memory_bytes) VALUES "
+        "('a-1', 'r1', 1, 'n1', 't', 0, 1, 2, 0, '', 0, 'nvidia-tesla-t4', "
+        "'', 1, 'nvidia-tesla-t4', false, '', '', 1, 1, '', 0, '', 300, 0),"
+        "('a-2', 'r2', 1, 'n1', 't', 0, 1, 2, 0, '', 0, 'nvidia-tesla-t4', "
+        "'', 1, 'nvidia-tesla-t4', false, '', '', 1, 1, '', 0, '', NULL, "
+        "NULL);"
+        "INSERT INTO allocation_devices VALUES "
+        "('a-1', 0, 'n1', 'GPU-0', '', '', 300, 300),"
+        "('a-2', 0, 'n1', 'GPU-1', '', '', NULL, NULL);"
+        "INSERT INTO allocation_units (allocation_id, unit, live, position) "
+        "VALUES ('a-2', 'GPU-1', true, 0);"));
+  }
+  std::unique_ptr<PgStore> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::vector<StoredAllocation> allocations,
+                       store->LoadAllocations());
+  ASSERT_EQ(allocations.size(), 2u);
+  EXPECT_EQ(
+      allocations[0].allocation.devices,
+      (std::vector<AllocatedDevice>{
+          {"n1", "GPU-0", "", "", GpuShare{300, 300}, GpuSharing::kMps}}));
+  EXPECT_EQ(allocations[1].allocation.devices,
+            (std::vector<AllocatedDevice>{{"n1", "GPU-1", "", ""}}));
 }
 
 TEST_F(PgLeaderTest, WrongPasswordOrNoServerIsUnavailableWithoutThePassword) {

@@ -518,6 +518,7 @@ TEST(SqliteStoreTest, VersionEightRowsAreNotShared) {
   next.request_id = "r2";
   next.share = GpuShare{250, 0};
   next.devices[0].share = GpuShare{250, int64_t{4} << 30};
+  next.devices[0].sharing = GpuSharing::kTimeSlicing;
   ASSERT_OK(store->Apply({PutNodeMutation{node},
                           PutAllocationMutation{ended, {"GPU-0"}},
                           PutAllocationMutation{next, {"GPU-0"}, true}}));
@@ -529,6 +530,49 @@ TEST(SqliteStoreTest, VersionEightRowsAreNotShared) {
   ASSERT_EQ(allocations->size(), 2u);
   EXPECT_EQ((*allocations)[0].allocation, ended);
   EXPECT_EQ((*allocations)[1].allocation, next);
+}
+
+// Before schema 10 a held share did not record how its device was shared:
+// a share an older file holds gets its device's mode (which cannot change
+// while the share holds it), and a whole device stays unshared.
+TEST(SqliteStoreTest, VersionNineSharesTakeTheirDevicesSharing) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(
+      path, 9,
+      "INSERT INTO nodes (name, schedulable, last_heartbeat_unix_ns) VALUES "
+      "('n1', 1, 5);"
+      "INSERT INTO devices (id, node, position, device_index, device_class, "
+      "model, memory_bytes, healthy, mig_enabled, removed, sharing) VALUES "
+      "('GPU-0', 'n1', 0, 0, 0, 'Tesla T4', 1000, 1, 0, 0, 2),"
+      "('GPU-1', 'n1', 1, 1, 0, 'Tesla T4', 1000, 1, 0, 0, 0);"
+      "INSERT INTO allocations (id, request_id, state, node, tenant, "
+      "priority, created_at_unix_ns, expires_at_unix_ns, ended_at_unix_ns, "
+      "end_reason, device_class, model, partition, count, requested_models, "
+      "unpartitioned, resource_name, container_name, admitted_at_unix_ns, "
+      "replicas, topology_key, lease_ns, preempted_by, share_compute_milli, "
+      "share_memory_bytes) VALUES "
+      "('a-1', 'r1', 1, 'n1', 't', 0, 1, 2, 0, '', 0, 'nvidia-tesla-t4', '', "
+      "1, 'nvidia-tesla-t4', 0, '', '', 1, 1, '', 0, '', 300, 0),"
+      "('a-2', 'r2', 1, 'n1', 't', 0, 1, 2, 0, '', 0, 'nvidia-tesla-t4', '', "
+      "1, 'nvidia-tesla-t4', 0, '', '', 1, 1, '', 0, '', NULL, NULL);"
+      "INSERT INTO allocation_devices VALUES "
+      "('a-1', 0, 'n1', 'GPU-0', '', '', 300, 300),"
+      "('a-2', 0, 'n1', 'GPU-1', '', '', NULL, NULL);"
+      "INSERT INTO allocation_units (allocation_id, unit, live, position) "
+      "VALUES ('a-2', 'GPU-1', 1, 0);"));
+  std::unique_ptr<SqliteStore> store;
+  std::vector<Node> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(path, &store, &nodes));
+  auto allocations = store->LoadAllocations();
+  ASSERT_OK(allocations);
+  ASSERT_EQ(allocations->size(), 2u);
+  EXPECT_EQ(
+      (*allocations)[0].allocation.devices,
+      (std::vector<AllocatedDevice>{
+          {"n1", "GPU-0", "", "", GpuShare{300, 300}, GpuSharing::kMps}}));
+  EXPECT_EQ((*allocations)[1].allocation.devices,
+            (std::vector<AllocatedDevice>{{"n1", "GPU-1", "", ""}}));
 }
 
 // A capped file refuses the write that does not fit, whole, and keeps every

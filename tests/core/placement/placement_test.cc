@@ -205,6 +205,45 @@ TEST(PlacementTest, ATypesOwnResourceNameIsKept) {
             "acme.example/x1");
 }
 
+// A share of an MPS GPU asks one of the device plugin's shared resource on
+// its node and carries its own MPS limits: the percentage rounded up, the
+// memory in MiB rounded down, on the GPU's UUID. Time-slicing has no limits
+// to carry.
+TEST(PlacementTest, ShareAsksTheSharedResourceWithItsMpsLimits) {
+  Allocation a = Alloc(DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", "", 0,
+                       "nvidia-tesla-t4");
+  a.share = GpuShare{333, 0};
+  a.devices = {{"n1", "GPU-a", "", "",
+                GpuShare{333, (int64_t{5} << 30) + (int64_t{1} << 20) - 1},
+                GpuSharing::kMps}};
+  const Placement p = BuildPlacement(a, PlacementOptions());
+  EXPECT_EQ(p.resource_name, "nvidia.com/gpu");
+  EXPECT_EQ(p.resource_count, 1);
+  EXPECT_THAT(
+      p.env,
+      ElementsAre(Pair("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "34"),
+                  Pair("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "GPU-a=5120M")));
+  EXPECT_EQ(p.node_affinity.back(), (Req{kHostnameLabel, "In", {"host-1"}}));
+  PlacementOptions renamed;
+  renamed.shared_gpu_resource_name = "nvidia.com/gpu.shared";
+  EXPECT_EQ(BuildPlacement(a, renamed).resource_name, "nvidia.com/gpu.shared");
+
+  a.devices[0].sharing = GpuSharing::kTimeSlicing;
+  EXPECT_THAT(BuildPlacement(a, PlacementOptions()).env, IsEmpty());
+  EXPECT_EQ(BuildPlacement(a, PlacementOptions()).resource_name,
+            "nvidia.com/gpu");
+}
+
+TEST(PlacementTest, MpsLimitsNeverRoundToNothing) {
+  EXPECT_EQ(MpsActiveThreadPercentage(GpuShare{1, 0}), 1);
+  EXPECT_EQ(MpsActiveThreadPercentage(GpuShare{10, 0}), 1);
+  EXPECT_EQ(MpsActiveThreadPercentage(GpuShare{11, 0}), 2);
+  EXPECT_EQ(MpsActiveThreadPercentage(GpuShare{1000, 0}), 100);
+  EXPECT_EQ(MpsPinnedDeviceMemLimit("GPU-a", GpuShare{1, 1}), "GPU-a=1M");
+  EXPECT_EQ(MpsPinnedDeviceMemLimit("GPU-a", GpuShare{1, int64_t{3} << 20}),
+            "GPU-a=3M");
+}
+
 // A multi-host TPU slice: one pod per host, each pinned and asking for its
 // own chips; the allocation's own placement pins no host.
 TEST(PlacementTest, MultiHostTpuSliceHasOnePlacementPerHost) {
