@@ -24,6 +24,7 @@
 #include "agent/backoff.h"
 #include "agent/discovery.h"
 #include "agent/files.h"
+#include "agent/gpu_sharing.h"
 #include "agent/inventory_file.h"
 #include "agent/node_allocatable.h"
 #include "agent/node_reporter.h"
@@ -49,6 +50,11 @@ ABSL_FLAG(std::string, labels_file, "",
           "downward API writes them)");
 ABSL_FLAG(std::vector<std::string>, labels, {},
           "more node labels, k=v,k2=v2 (over those of --labels_file)");
+ABSL_FLAG(std::string, gpu_sharing, "auto",
+          "how the node shares its whole GPUs (Device.sharing): none, "
+          "time-slicing or mps, as NVIDIA's device plugin names its "
+          "strategies; auto: the node's nvidia.com/gpu.sharing-strategy label "
+          "(GPU Feature Discovery's), none without it");
 ABSL_FLAG(bool, once, false,
           "discover, print the node as JSON on stdout and exit");
 ABSL_FLAG(std::string, sys_dir, "/sys", "where sysfs is (TPU discovery)");
@@ -157,7 +163,11 @@ absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
   if (!nvml_paths.empty()) {
     absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml = LoadNvml(nvml_paths);
     if (nvml.ok()) {
-      sources.push_back(std::make_unique<NvidiaGpus>(*std::move(nvml)));
+      absl::StatusOr<v1::GpuSharing> sharing =
+          GpuSharingOf(absl::GetFlag(FLAGS_gpu_sharing), labels);
+      if (!sharing.ok()) return sharing.status();
+      sources.push_back(
+          std::make_unique<NvidiaGpus>(*std::move(nvml), *sharing));
     } else {
       const std::filesystem::path ctl =
           std::filesystem::path(absl::GetFlag(FLAGS_dev_dir)) / "nvidiactl";

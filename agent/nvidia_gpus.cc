@@ -86,8 +86,9 @@ std::string MigProfileName(unsigned int profile_index, uint64_t memory_mb,
   return absl::StrCat(shape->slices, "g.", gb, "gb", shape->suffix);
 }
 
-NvidiaGpus::NvidiaGpus(std::unique_ptr<NvmlLibrary> nvml)
-    : nvml_(std::move(nvml)) {
+NvidiaGpus::NvidiaGpus(std::unique_ptr<NvmlLibrary> nvml,
+                       v1::GpuSharing sharing)
+    : nvml_(std::move(nvml)), sharing_(sharing) {
   // Without an event set, XIDs go unseen; the other health checks remain.
   if (nvml_->nvmlEventSetCreate == nullptr ||
       nvml_->nvmlEventSetCreate(&events_) != NVML_SUCCESS) {
@@ -323,6 +324,9 @@ absl::Status NvidiaGpus::Observe(Observation& out) {
     if (whole && d.mig_enabled()) {
       whole = ReadMigSlices(gpu, memory.total, d, out);
     }
+    // A sharing GPU must report its memory (shares divide it): one whose
+    // memory did not read is registered unshared until it does.
+    if (!d.mig_enabled() && d.memory_bytes() > 0) d.set_sharing(sharing_);
     const bool healthy = whole && Healthy(gpu, uuid);
     if (whole) {
       last_good_[uuid] = d;

@@ -49,7 +49,10 @@ std::string MigProfileName(unsigned int profile_index, uint64_t memory_mb,
 
 class NvidiaGpus final : public DeviceSource {
  public:
-  explicit NvidiaGpus(std::unique_ptr<NvmlLibrary> nvml);
+  // Every whole GPU not in MIG mode is reported with `sharing` (a MIG slice
+  // is not shared).
+  explicit NvidiaGpus(std::unique_ptr<NvmlLibrary> nvml,
+                      v1::GpuSharing sharing = v1::GPU_SHARING_NONE);
   ~NvidiaGpus() override;
 
   // Errors only when NVML cannot count the GPUs; a single GPU's failure
@@ -76,6 +79,7 @@ class NvidiaGpus final : public DeviceSource {
   bool Healthy(nvmlDevice_t gpu, const std::string& uuid) const;
 
   const std::unique_ptr<NvmlLibrary> nvml_;
+  const v1::GpuSharing sharing_;
   nvmlEventSet_t events_ = nullptr;
   std::set<std::string> watched_;  // UUIDs registered for events
   std::set<std::string> xid_unhealthy_;

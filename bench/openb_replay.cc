@@ -4,16 +4,19 @@
 // USENIX ATC '23) and its simulator (hkust-adsl/kubernetes-scheduler-
 // simulator): Alibaba's openb cluster (1,213 GPU nodes, 6,212 GPUs, each node's
 // CPU and memory) and its gpushare pod lists (each pod's CPU, memory and
-// GPUs), the pods shuffled and sampled until the GPUs they ask reach 130% of
-// the cluster's, no departures. Reports the unallocated share of the GPUs as
-// arrivals reach 50% ... 130% of capacity for accelsched's rule (the real
-// CapacityIndex and Match, pod_resources from each pod's CPU and memory,
-// allocatable from each node's) and for first fit in node order, each with
-// and without CPU and memory accounting.
+// GPUs), the pods shuffled and sampled until the GPU they ask reaches 130% of
+// the cluster's, no departures. Reports the unallocated share of the GPUs'
+// compute as arrivals reach 50% ... 130% of capacity for accelsched's rule
+// (the real CapacityIndex, Match for whole GPUs and MatchShare for a share,
+// pod_resources from each pod's CPU and memory, allocatable from each
+// node's) and for first fit in node order (the first node, and on it the
+// first GPU, that fits), each with and without CPU and memory accounting.
 //
-// accelsched has no GPU sharing yet: a pod that asks part of a GPU
-// (gpu_milli < 1000) is given one whole GPU here, and counts as one GPU in
-// the arrivals. The subset of pods that ask whole GPUs is replayed as well.
+// A pod that asks part of one GPU (gpu_milli < 1000) asks a share of
+// gpu_milli thousandths, on GPUs that all take shares (Device.sharing MPS);
+// the arrivals and the unallocated capacity are counted in thousandths of a
+// GPU, as the paper counts them. The subset of pods that ask whole GPUs is
+// replayed as well.
 // Pods that ask no GPU are not accelsched's: they are placed as
 // kube-scheduler would (--cpu_only_pods), the same way for every policy, and
 // accelsched's accounting counts what they hold. Without accounting, a pod
@@ -53,7 +56,7 @@ ABSL_FLAG(std::vector<std::string>, traces,
           "pod lists to replay (pods_<trace>.csv)");
 ABSL_FLAG(int, seeds, 10, "shuffles and samplings of each pod list");
 ABSL_FLAG(double, tune, 1.3,
-          "arrivals stop when the GPUs asked reach this share of the "
+          "arrivals stop when the GPU asked reaches this share of the "
           "cluster's");
 ABSL_FLAG(std::string, cpu_only_pods, "spread",
           "the pods that ask no GPU, placed as kube-scheduler would, for "
@@ -85,11 +88,15 @@ struct NodeSpec {
 struct Pod {
   int64_t cpu_milli = 0;
   int64_t memory_bytes = 0;
-  int gpus = 0;             // whole GPUs accelsched is asked for
+  int gpus = 0;             // whole GPUs, or 1 for a share
   int64_t trace_milli = 0;  // the GPU the trace asks: num_gpu x gpu_milli
-  bool shares = false;      // asks part of a GPU
+  bool shares = false;      // asks part of a GPU: a share of trace_milli
   std::vector<std::string> models;  // sorted; empty: any
 };
+
+// Every GPU's memory here: shares take the same fraction of it as of its
+// compute (the trace has no GPU memory per pod), so it never binds.
+constexpr uint64_t kGpuMemory = uint64_t{16} << 30;
 
 // Rows of a CSV file without quoting, checked against `header`.
 std::optional<std::vector<std::vector<std::string>>> ReadCsv(
@@ -163,8 +170,11 @@ std::optional<std::vector<Pod>> LoadPods(const std::string& dir,
     }
     p.memory_bytes = mib * kMiB;
     p.gpus = static_cast<int>(gpus);
-    p.trace_milli = gpus * milli;
-    p.shares = gpus > 0 && milli < 1000;
+    // gpu_milli is "for GPU-sharing workloads (i.e., num_gpu==1)"
+    // (alibaba/clusterdata cluster-trace-gpu-v2023/README.md:50); a pod of
+    // several GPUs takes them whole.
+    p.shares = gpus == 1 && milli > 0 && milli < kGpuMilli;
+    p.trace_milli = p.shares ? milli : gpus * kGpuMilli;
     // "V100M16|V100M32": any of these models; "" any model.
     if (!r[4].empty()) {
       p.models = absl::StrSplit(r[4], '|');
@@ -187,20 +197,20 @@ std::vector<const Pod*> MakeStream(const std::vector<Pod>& workload,
   int64_t asked = 0;
   for (const Pod& p : workload) {
     stream.push_back(&p);
-    asked += p.gpus;
+    asked += p.trace_milli;
   }
   std::shuffle(stream.begin(), stream.end(), rng);
   while (asked > target) {
     const size_t i =
         std::uniform_int_distribution<size_t>(0, stream.size() - 1)(rng);
-    asked -= stream[i]->gpus;
+    asked -= stream[i]->trace_milli;
     stream.erase(stream.begin() + static_cast<std::ptrdiff_t>(i));
   }
   while (true) {
     const Pod& p = workload[std::uniform_int_distribution<size_t>(
         0, workload.size() - 1)(rng)];
-    if (asked + p.gpus > target) break;
-    asked += p.gpus;
+    if (asked + p.trace_milli > target) break;
+    asked += p.trace_milli;
     stream.push_back(&p);
   }
   return stream;
@@ -221,34 +231,43 @@ const Variant kVariants[] = {
     {Policy::kFirstFit, false, "first fit, no CPU accounting"},
 };
 
-// The cluster's state at one point of the arrivals, as shares of its GPUs.
+// The cluster's state at one point of the arrivals, as shares of its GPUs'
+// compute.
 struct Snapshot {
   double unallocated = 0;
   // Held by pods placed on a node without room for their CPU or memory: they
   // cannot start (only without accounting).
   double stranded = 0;
-  // The GPU the trace's running pods ask (gpu_milli), what sharing would use.
+  // The GPU the running pods ask (gpu_milli).
   double trace_used = 0;
 };
 
 struct Run {
-  std::vector<Snapshot> points;              // one per kPoints, then the end
-  int64_t failed = 0;                        // GPU pods not placed
-  int64_t cpu_only_failed = 0;               // pods without GPUs not placed
-  std::map<std::string, int> free_by_model;  // at the end
+  std::vector<Snapshot> points;  // one per kPoints, then the end
+  int64_t failed = 0;            // GPU pods not placed
+  int64_t cpu_only_failed = 0;   // pods without GPUs not placed
+  std::map<std::string, int64_t> free_by_model;  // milli, at the end
   std::vector<std::string> errors;
 };
 
 // What is on each node, whatever the policy's view of it.
 struct Truth {
   const std::vector<NodeSpec>* nodes;
-  std::vector<int> free;
+  // Each GPU's free thousandths, per node; and per node its GPUs with all
+  // of them free (what a whole-GPU pod may take).
+  std::vector<std::vector<int64_t>> free;
+  std::vector<int> whole;
   std::vector<int64_t> cpu, memory;  // held by running pods
 
   bool Room(size_t i, const Pod& p) const {
     const NodeSpec& n = (*nodes)[i];
     return cpu[i] + p.cpu_milli <= n.cpu_milli &&
            memory[i] + p.memory_bytes <= n.memory_bytes;
+  }
+  // Takes `milli` of GPU `g` of node `i` (kGpuMilli: the whole GPU).
+  void Take(size_t i, size_t g, int64_t milli) {
+    if (free[i][g] == kGpuMilli) --whole[i];
+    free[i][g] -= milli;
   }
 };
 
@@ -282,14 +301,27 @@ int KubePlace(const Truth& t, const Pod& p, CpuOnly how) {
   return best;
 }
 
-int FirstFit(const Truth& t, const Pod& p, bool accounting) {
+// Where a pod goes: a node and the GPUs it takes there.
+struct Spot {
+  int node = -1;
+  std::vector<size_t> gpus;
+};
+
+// The first node that fits, and on it the first GPUs that do.
+Spot FirstFit(const Truth& t, const Pod& p, bool accounting) {
   for (size_t i = 0; i < t.nodes->size(); ++i) {
-    if (t.free[i] >= p.gpus && Accepts(p, (*t.nodes)[i]) &&
-        (!accounting || t.Room(i, p))) {
-      return static_cast<int>(i);
+    if (!Accepts(p, (*t.nodes)[i]) || (accounting && !t.Room(i, p))) continue;
+    if (!p.shares && t.whole[i] < p.gpus) continue;
+    Spot spot{static_cast<int>(i), {}};
+    const int64_t need = p.shares ? p.trace_milli : kGpuMilli;
+    for (size_t g = 0;
+         g < t.free[i].size() && spot.gpus.size() < static_cast<size_t>(p.gpus);
+         ++g) {
+      if (t.free[i][g] >= need) spot.gpus.push_back(g);
     }
+    if (spot.gpus.size() == static_cast<size_t>(p.gpus)) return spot;
   }
-  return -1;
+  return {};
 }
 
 NodeResources Need(const Pod& p) {
@@ -300,33 +332,39 @@ NodeResources Need(const Pod& p) {
 Run Replay(const std::vector<NodeSpec>& specs,
            const std::vector<const Pod*>& stream, const Variant& v,
            CpuOnly cpu_only, bool counted) {
-  int64_t capacity = 0;
+  int64_t capacity = 0;  // thousandths of a GPU
   Truth truth{&specs,
+              {},
               {},
               std::vector<int64_t>(specs.size()),
               std::vector<int64_t>(specs.size())};
   CapacityIndex index;
   NodeMap nodes;
-  std::map<std::string, int, std::less<>> position;
+  // Each unit's node and GPU.
+  std::map<std::string, std::pair<size_t, size_t>, std::less<>> gpu_of;
   for (size_t i = 0; i < specs.size(); ++i) {
     const NodeSpec& n = specs[i];
-    capacity += n.gpus;
-    truth.free.push_back(n.gpus);
+    capacity += int64_t{n.gpus} * kGpuMilli;
+    truth.free.emplace_back(n.gpus, kGpuMilli);
+    truth.whole.push_back(n.gpus);
     Node node;
     node.name = n.name;
     nodes.emplace(n.name, node);
-    position[n.name] = static_cast<int>(i);
     for (int g = 0; g < n.gpus; ++g) {
       const std::string key = absl::StrCat(n.name, "-", g);
-      index.Put(Unit{key,
-                     {DeviceClass::kNvidiaGpu, n.model, ""},
-                     n.name,
-                     {n.name},
-                     {{n.name, key, "", ""}},
-                     "",
-                     g,
-                     true,
-                     ""});
+      Unit u{key,
+             {DeviceClass::kNvidiaGpu, n.model, ""},
+             n.name,
+             {n.name},
+             {{n.name, key, "", ""}},
+             "",
+             g,
+             true,
+             ""};
+      u.sharing = GpuSharing::kMps;
+      u.memory_bytes = kGpuMemory;
+      index.Put(std::move(u));
+      gpu_of[key] = {i, static_cast<size_t>(g)};
     }
     if (v.accounting) {
       index.SetAllocatable(n.name,
@@ -343,7 +381,7 @@ Run Replay(const std::vector<NodeSpec>& specs,
     const double cap = static_cast<double>(capacity);
     return Snapshot{static_cast<double>(capacity - allocated) / cap,
                     static_cast<double>(stranded) / cap,
-                    static_cast<double>(trace_used) / (1000 * cap)};
+                    static_cast<double>(trace_used) / cap};
   };
   for (size_t k = 0; k < stream.size(); ++k) {
     const Pod& pod = *stream[k];
@@ -363,41 +401,61 @@ Run Replay(const std::vector<NodeSpec>& specs,
       }
       continue;
     }
-    int i = -1;
+    // What the pod takes of each of its GPUs.
+    const int64_t milli = pod.shares ? pod.trace_milli : kGpuMilli;
+    Spot spot;
     if (v.policy == Policy::kFirstFit) {
-      i = FirstFit(truth, pod, v.accounting);
+      spot = FirstFit(truth, pod, v.accounting);
     } else {
       MatchSpec spec;
       spec.models = pod.models;
       spec.count = pod.gpus;
       if (v.accounting) spec.pod_resources = Need(pod);
-      if (auto units = Match(index, nodes, spec, rules)) {
-        const std::string home = units->front()->home;
+      std::vector<const Unit*> units;
+      if (pod.shares) {
+        spec.share = GpuShare{milli, 0};
+        if (const Unit* u = MatchShare(index, nodes, spec, rules)) {
+          units.push_back(u);
+        }
+      } else if (auto matched = Match(index, nodes, spec, rules)) {
+        units = *std::move(matched);
+      }
+      if (!units.empty()) {
+        const std::string home = units.front()->home;
         std::vector<std::string> keys;
-        for (const Unit* u : *units) keys.push_back(u->key);
+        for (const Unit* u : units) keys.push_back(u->key);
         for (const std::string& key : keys) {
-          index.SetAllocation(key, absl::StrCat("pod-", k));
+          if (pod.shares) {
+            index.AddShare(
+                key, GpuShare{milli, ShareMemory(*spec.share, kGpuMemory)}, +1);
+          } else {
+            index.SetAllocation(key, absl::StrCat("pod-", k));
+          }
+          const auto [i, g] = gpu_of.find(key)->second;
+          spot.node = static_cast<int>(i);
+          spot.gpus.push_back(g);
+          if (truth.free[i][g] < milli || !Accepts(pod, specs[i])) {
+            run.errors.push_back(absl::StrCat(
+                "Match placed pod ", k, " on ", key, ", which has ",
+                truth.free[i][g], " thousandths free, of ", specs[i].model));
+          }
         }
         if (v.accounting) index.AddHeld(home, Need(pod), +1);
-        i = position.find(home)->second;
-        if (truth.free[i] < pod.gpus || !Accepts(pod, specs[i])) {
-          run.errors.push_back(absl::StrCat("Match placed pod ", k, " on ",
-                                            home, ", which has ", truth.free[i],
-                                            " free GPUs of ", specs[i].model));
-        }
       }
     }
-    asked += pod.gpus;
-    if (i >= 0) {
-      truth.free[i] -= pod.gpus;
-      allocated += pod.gpus;
+    asked += pod.trace_milli;
+    if (spot.node >= 0) {
+      const size_t i = static_cast<size_t>(spot.node);
+      for (size_t g : spot.gpus) truth.Take(i, g, milli);
+      const int64_t took = milli * pod.gpus;
+      allocated += took;
       if (truth.Room(i, pod)) {
         truth.cpu[i] += pod.cpu_milli;
         truth.memory[i] += pod.memory_bytes;
         trace_used += pod.trace_milli;
       } else {
         // Its GPUs are held; the pod stays pending for CPU or memory.
-        stranded += pod.gpus;
+        stranded += took;
         const bool sees_all = v.policy == Policy::kFirstFit ||
                               cpu_only == CpuOnly::kNone || counted;
         if (v.accounting && sees_all && run.errors.size() < 5) {
@@ -418,18 +476,27 @@ Run Replay(const std::vector<NodeSpec>& specs,
   while (run.points.size() <= std::size(kPoints)) {
     run.points.push_back(snapshot());
   }
+  int64_t truth_free = 0, truth_taken_gpus = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
-    run.free_by_model[specs[i].model] += truth.free[i];
+    for (int64_t f : truth.free[i]) {
+      run.free_by_model[specs[i].model] += f;
+      truth_free += f;
+    }
+    truth_taken_gpus += specs[i].gpus - truth.whole[i];
   }
   if (v.policy == Policy::kAccelsched) {
-    int64_t index_allocated = 0;
+    // A GPU with a share or held whole counts as allocated; what shares
+    // leave is free for shares (a GPU held whole leaves nothing).
+    int64_t index_allocated = 0, index_free = 0;
     for (const CapacityEntry& e : index.Capacity()) {
       index_allocated += e.allocated;
+      index_free += e.free_compute_milli;
     }
-    if (index_allocated != allocated) {
+    if (index_allocated != truth_taken_gpus || index_free != truth_free) {
       run.errors.push_back(absl::StrCat("the index counts ", index_allocated,
-                                        " GPUs allocated, the replay ",
-                                        allocated));
+                                        " GPUs taken and ", index_free,
+                                        " thousandths free, the replay ",
+                                        truth_taken_gpus, " and ", truth_free));
     }
   }
   return run;
@@ -466,7 +533,8 @@ size_t PointIndex(int percent) {
 bool ReplayWorkload(const std::vector<NodeSpec>& nodes,
                     const std::vector<Pod>& workload, int64_t capacity,
                     int seeds, double tune, CpuOnly cpu_only, bool counted) {
-  const int64_t target = static_cast<int64_t>(std::floor(tune * capacity));
+  const int64_t target =
+      static_cast<int64_t>(std::floor(tune * capacity * kGpuMilli));
   std::vector<Summary> summaries(std::size(kVariants));
   bool ok = true;
   size_t stream_pods = 0;
@@ -489,15 +557,15 @@ bool ReplayWorkload(const std::vector<NodeSpec>& nodes,
       s.failed.Add(static_cast<double>(run.failed));
       s.cpu_only_failed.Add(static_cast<double>(run.cpu_only_failed));
       for (const auto& [model, free] : run.free_by_model) {
-        s.free_by_model[model].Add(free);
+        s.free_by_model[model].Add(static_cast<double>(free) / kGpuMilli);
       }
     }
   }
   std::printf("  %zu pods a stream (mean of %d seeds)\n\n",
               stream_pods / static_cast<size_t>(seeds), seeds);
   std::printf(
-      "  unallocated GPUs, %% of the cluster's, as arrivals reach "
-      "(%% of GPU capacity):\n");
+      "  unallocated GPU compute, %% of the cluster's, as arrivals reach "
+      "(%% of GPU capacity, in thousandths of a GPU):\n");
   const int end = static_cast<int>(std::lround(100 * tune));
   std::printf("  %-36s", "policy");
   for (int p : kPoints) std::printf(" %6d", p);
@@ -514,10 +582,9 @@ bool ReplayWorkload(const std::vector<NodeSpec>& nodes,
                 absl::StrFormat("%.2f-%.2f", b.min, b.max).c_str());
   }
   std::printf(
-      "\n  at 100%% / %d%% arrivals: GPUs held by pods that cannot start "
-      "(no room for their CPU or memory), GPU the running pods' trace asks "
-      "(what sharing would use), %% of the cluster's; pods not placed at "
-      "the end (with GPUs / without)\n",
+      "\n  at 100%% / %d%% arrivals: GPU held by pods that cannot start "
+      "(no room for their CPU or memory), GPU the running pods ask, %% of "
+      "the cluster's; pods not placed at the end (with GPUs / without)\n",
       end);
   std::printf("  %-36s %15s %15s %15s\n", "policy", "cannot start",
               "trace's GPU", "not placed");
@@ -535,7 +602,8 @@ bool ReplayWorkload(const std::vector<NodeSpec>& nodes,
                                 s.cpu_only_failed.mean())
                     .c_str());
   }
-  std::printf("\n  unallocated GPUs at the end by model (mean):\n");
+  std::printf(
+      "\n  unallocated GPU compute at the end by model (GPUs, mean):\n");
   std::printf("  %-36s", "policy");
   for (const auto& [model, stat] : summaries[0].free_by_model) {
     std::printf(" %7s", model.c_str());
@@ -591,15 +659,15 @@ int Main() {
     models.push_back(absl::StrCat(m, " ", g));
   std::printf(
       "openb cluster: %zu nodes, %lld GPUs (%s), %lld cores; arrivals until "
-      "the GPUs asked reach %.0f%% of capacity, no departures; %d seeds\n",
+      "the GPU asked reaches %.0f%% of capacity, no departures; %d seeds\n",
       nodes->size(), static_cast<long long>(capacity),
       absl::StrJoin(models, ", ").c_str(), static_cast<long long>(cpu / 1000),
       100 * tune, seeds);
   std::printf(
-      "accelsched has no GPU sharing yet: a pod asking part of a GPU "
-      "(gpu_milli < 1000) is given ONE WHOLE GPU here and counts as one GPU "
-      "in the arrivals; the paper's policies share GPUs. The pods asking "
-      "whole GPUs are replayed alone as well.\n");
+      "a pod asking part of a GPU (gpu_milli < 1000) asks a share of it "
+      "(every GPU takes shares, MPS); arrivals and unallocated capacity in "
+      "thousandths of a GPU. The pods asking whole GPUs are replayed alone "
+      "as well.\n");
   std::printf(
       "pods without GPUs (--cpu_only_pods=%s): %s, for every policy%s\n\n",
       cpu_only_flag.c_str(), how->second.second,
@@ -638,15 +706,15 @@ int Main() {
       if (p.gpus == 0 ? kept++ < keep : !p.shares) whole.push_back(p);
     }
     std::printf(
-        "== %s: %zu pods: %lld ask no GPU, %lld part of one (given a whole "
-        "GPU here), %lld whole GPUs\n",
+        "== %s: %zu pods: %lld ask no GPU, %lld part of one (a share), %lld "
+        "whole GPUs\n",
         trace.c_str(), pods->size(), static_cast<long long>(cpu_only_pods),
         static_cast<long long>(sharing), static_cast<long long>(whole_pods));
     if (sharing + whole_pods == 0) {
       std::printf("  no pod asks a GPU\n\n");
       continue;
     }
-    std::printf("-- all pods, each sharing pod given a whole GPU:\n");
+    std::printf("-- all pods, shares on shared GPUs:\n");
     ok =
         ReplayWorkload(*nodes, all, capacity, seeds, tune, cpu_only, counted) &&
         ok;

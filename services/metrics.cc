@@ -100,6 +100,25 @@ class CatalogCollector final : public prometheus::Collectable {
     }
     out.push_back(std::move(devices));
 
+    // Every whole-GPU NVIDIA pool, zeros included, so that a model's series
+    // do not come and go with its sharing GPUs.
+    auto shares = GaugeFamily(
+        "accelsched_gpu_share_milli",
+        "GPU compute (thousandths of one GPU) on GPUs that take shares: held "
+        "by shares (state=allocated) or free for them (state=free).");
+    for (const CapacityEntry& e : stats.capacity) {
+      if (e.device_class != DeviceClass::kNvidiaGpu || !e.partition.empty()) {
+        continue;
+      }
+      for (const auto& [state, value] :
+           {std::pair<const char*, int64_t>{"free", e.free_compute_milli},
+            {"allocated", e.allocated_compute_milli}}) {
+        shares.metric.push_back(Sample(static_cast<double>(value),
+                                       {{"model", e.model}, {"state", state}}));
+      }
+    }
+    out.push_back(std::move(shares));
+
     auto active = GaugeFamily("accelsched_allocations_active",
                               "Live (ACTIVE) allocations by tenant.");
     for (const auto& [tenant, n] : stats.active_by_tenant) {

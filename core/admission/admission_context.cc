@@ -75,15 +75,26 @@ std::optional<std::vector<std::vector<const Unit*>>> MatchRequest(
 }
 
 std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec) {
-  int64_t free = 0, total = 0;
+  int64_t free = 0, total = 0, free_milli = 0;
   for (const PoolKey& key : PoolsFor(ctx.catalog->index(), spec)) {
     if (const auto* pool = ctx.catalog->index().FindPool(key)) {
       free += pool->free();
       total += pool->total;
+      free_milli += pool->free_share_milli;
     }
   }
   const std::string unit =
       RequestUnitName(spec.device_class, spec.models, spec.partition);
+  if (spec.share.has_value()) {
+    return absl::StrCat("no ", unit, " has ", spec.share->compute_milli,
+                        " compute milli",
+                        spec.share->memory_bytes > 0
+                            ? absl::StrCat(" and ", spec.share->memory_bytes,
+                                           " bytes of GPU memory")
+                            : "",
+                        " free for the share (", free_milli,
+                        " milli free over the sharing devices, in all)");
+  }
   // Free units may be where the pod does not fit: say what it needs too.
   std::string pod;
   if (spec.pod_resources.has_value()) {

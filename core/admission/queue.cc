@@ -29,10 +29,16 @@ std::string ShapeOf(const Allocation& p) {
                        p.pod_resources->memory_bytes, "b",
                        p.pod_resources->pods, "p");
   }
+  // Exact shares likewise: a smaller share may fit where a larger did not.
+  std::string share;
+  if (p.share.has_value()) {
+    share =
+        absl::StrCat(p.share->compute_milli, "m", p.share->memory_bytes, "b");
+  }
   return absl::StrCat(static_cast<int>(p.device_class), "|",
                       absl::StrJoin(p.requested_models, ","), "|", p.partition,
                       "|", p.count, "x", p.replicas, "|", p.topology_key, "|",
-                      lease_bucket, "|", selector, "|", pod);
+                      lease_bucket, "|", selector, "|", pod, "|", share);
 }
 
 void Queue::Add(const Allocation& pending) {

@@ -200,6 +200,9 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     });
     if (!start.has_value()) {
       size_t walked = 0;
+      // Shares the walk has yet to see end, per shared GPU: it frees whole
+      // when the last one has.
+      absl::flat_hash_map<std::string, size_t> shares_left;
       ctx_.book->ForEachLiveByExpiry(key, [&](const AllocationBook::Record& r) {
         const Allocation& a = r.allocation;
         if (a.expires_at >= best.start) return false;
@@ -213,15 +216,26 @@ std::string ReservationPlanner::Reserve(const std::string& id,
             freed[node] += *a.pod_resources;
           }
         }
-        for (const std::string& unit : r.units) {
+        // Whether `unit` coming free completes the reservation.
+        auto frees = [&](absl::string_view unit) {
           const Unit* u = index_.Find(unit);
-          if (u == nullptr || !u->healthy) continue;
-          if (add(u->home, 1)) {
-            start = a.expires_at;
-            return false;
+          return u != nullptr && u->healthy && add(u->home, 1);
+        };
+        bool done = false;
+        for (const std::string& unit : r.units) {
+          if (frees(unit)) {
+            done = true;
+            break;
           }
         }
-        return true;
+        if (!done && a.held_share() != nullptr) {
+          const std::string& gpu = a.devices.front().device_id;
+          auto [left, fresh] = shares_left.try_emplace(gpu, 0);
+          if (fresh) left->second = ctx_.book->ShareHolderCount(gpu);
+          done = left->second > 0 && --left->second == 0 && frees(gpu);
+        }
+        if (done) start = a.expires_at;
+        return !done;
       });
     }
     if (start.has_value() && *start < best.start) {

@@ -8,9 +8,10 @@
 //   that free first for it (known from leases): its lease-end order walk
 //   stops at the first point where spec.replicas eligible nodes (in one
 //   topology domain) have spec.count units each and room for
-//   spec.pod_resources (counting what the walked leases free; CPU held by
-//   allocations of other pools counts as held: such a reservation may start
-//   later than it could, never earlier). A request after it takes a
+//   spec.pod_resources (counting what the walked leases free, a GPU holding
+//   shares when the last of them ends; CPU held by allocations of other
+//   pools counts as held: such a reservation may start later than it could,
+//   never earlier). A request after it takes a
 //   reserved node only if its own lease ends by the reservation's start
 //   (EligibilityRules, in the matcher).
 // - Between refreshes (ctx.refresh_reservations false) a holder takes over

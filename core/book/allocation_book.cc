@@ -321,6 +321,11 @@ std::vector<std::string> AllocationBook::ShareHoldersOf(
   return {it->second.holders.begin(), it->second.holders.end()};
 }
 
+size_t AllocationBook::ShareHolderCount(absl::string_view key) const {
+  auto it = unit_shares_.find(key);
+  return it == unit_shares_.end() ? 0 : it->second.holders.size();
+}
+
 AllocationPage AllocationBook::List(const AllocationFilter& filter,
                                     int page_size,
                                     absl::string_view after) const {

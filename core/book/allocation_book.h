@@ -133,6 +133,9 @@ class AllocationBook : public UnitOwners {
   absl::string_view OwnerOf(absl::string_view key) const override;
   GpuShare SharedOf(absl::string_view key) const override;
   std::vector<std::string> ShareHoldersOf(absl::string_view key) const override;
+  // How many live allocations hold a share of the GPU whose unit key is
+  // `key` (ShareHoldersOf's size, without the copy).
+  size_t ShareHolderCount(absl::string_view key) const;
   // `page_size` and `after` as ParsePageRequest gives them; id order.
   AllocationPage List(const AllocationFilter& filter, int page_size,
                       absl::string_view after) const;

@@ -10,6 +10,7 @@ void CapacityIndex::Count(const Unit& u, int sign) {
   Pool& pool = pools_[u.pool];
   Home& home = pool.homes[u.home];
   pool.total += sign;
+  pool.shared_milli += sign * u.shared_milli;
   // A unit with shares on it counts as allocated: no whole request may have
   // it (GetCapacity's free_compute_milli tells what is left of it).
   if (u.held()) {
@@ -244,7 +245,7 @@ std::vector<CapacityEntry> CapacityIndex::Capacity() const {
     out.push_back(CapacityEntry{key.device_class, key.model, key.partition,
                                 pool.total, pool.allocated, pool.free(),
                                 pool.unhealthy, pool.free_share_milli,
-                                pool.free_share_memory});
+                                pool.free_share_memory, pool.shared_milli});
   }
   return out;
 }

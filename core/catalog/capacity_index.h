@@ -85,6 +85,8 @@ class CapacityIndex {
     // share holds.
     int64_t free_share_milli = 0;
     int64_t free_share_memory = 0;
+    // The compute shares hold, on any unit of the pool.
+    int64_t shared_milli = 0;
 
     int64_t free() const { return total - allocated - unhealthy; }
     int HomesWithFree(int f) const {

@@ -25,6 +25,8 @@ struct CapacityEntry {
   // healthy devices.
   int64_t free_compute_milli = 0;
   int64_t free_memory_bytes = 0;
+  // The compute the pool's shares hold, on any of its devices.
+  int64_t allocated_compute_milli = 0;
 
   bool operator==(const CapacityEntry&) const = default;
 };

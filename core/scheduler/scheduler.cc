@@ -17,17 +17,11 @@
 namespace accelsched {
 namespace {
 
-// GPU sharing lands in steps (README, "GPU sharing"): a share waits in no
-// queue and counts against no quota yet, so where either would apply it is
-// refused rather than admitted outside them.
-absl::Status RefuseUnsupportedShare(const AllocationRequest& request,
-                                    const MatchSpec& spec, bool has_quotas) {
+// GPU sharing lands in steps (README, "GPU sharing"): a share counts against
+// no quota yet, so where quotas apply it is refused rather than admitted
+// outside them.
+absl::Status RefuseUnsupportedShare(const MatchSpec& spec, bool has_quotas) {
   if (!spec.share.has_value()) return absl::OkStatus();
-  if (request.queue) {
-    return absl::UnimplementedError(
-        "queue: a share request cannot wait in the queue yet; retry without "
-        "queue");
-  }
   if (has_quotas) {
     return absl::UnimplementedError(
         "share: quotas do not count GPU shares yet, so shares are not "
@@ -329,8 +323,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       a = WithQueueFields(existing->allocation, /*may_compute=*/false);
       ticket = existing->ticket;
     } else {
-      RETURN_IF_ERROR(
-          RefuseUnsupportedShare(request, spec, tenants_->has_quotas()));
+      RETURN_IF_ERROR(RefuseUnsupportedShare(spec, tenants_->has_quotas()));
       const CapacityIndex& index = catalog_.index();
       RETURN_IF_ERROR(CheckSatisfiable(index, spec));
       const AdmissionContext ctx = ContextAt(now);
@@ -518,8 +511,7 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   ExplainResult result;
   absl::ReaderMutexLock lock(&mu_);
   // What Allocate would refuse is refused here too.
-  RETURN_IF_ERROR(
-      RefuseUnsupportedShare(request, spec, tenants_->has_quotas()));
+  RETURN_IF_ERROR(RefuseUnsupportedShare(spec, tenants_->has_quotas()));
   const absl::Time now = clock_->Now();
   if (const Record* r = book_.Find({"", request.request_id});
       r != nullptr && r->allocation.pending()) {

@@ -10,6 +10,7 @@
 #include "agent/backoff.h"
 #include "agent/discovery.h"
 #include "agent/files.h"
+#include "agent/gpu_sharing.h"
 #include "agent/inventory_file.h"
 #include "agent/nvidia_gpus.h"
 #include "agent/tpu_chips.h"
@@ -74,11 +75,13 @@ class NvidiaGpusTest : public testing::Test {
     ::setenv("FAKE_NVML_SCENARIO", scenario_.c_str(), 1);
     ::unsetenv("FAKE_NVML_INIT_ERROR");
   }
-  std::unique_ptr<NvidiaGpus> Open() {
+  std::unique_ptr<NvidiaGpus> Open(
+      v1::GpuSharing sharing = v1::GPU_SHARING_NONE) {
     absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml =
         NvmlLibrary::Load(FAKE_NVML_PATH);
     EXPECT_OK(nvml);
-    return nvml.ok() ? std::make_unique<NvidiaGpus>(*std::move(nvml)) : nullptr;
+    return nvml.ok() ? std::make_unique<NvidiaGpus>(*std::move(nvml), sharing)
+                     : nullptr;
   }
 
   TempDir dir_;
@@ -137,6 +140,41 @@ TEST_F(NvidiaGpusTest, ReadsWholeGpusMigInstancesAndReadings) {
   EXPECT_EQ(seen.stats.at("MIG-b").memory_used_bytes(),
             static_cast<int64_t>(30 * kMiB));
   EXPECT_FALSE(seen.stats.contains("MIG-no-ci"));
+}
+
+// The node's sharing goes on its whole GPUs, never on a GPU in MIG mode.
+TEST_F(NvidiaGpusTest, SharingGoesOnWholeGpusOnly) {
+  WriteFile(scenario_,
+            "gpu uuid=GPU-t4 name=\"Tesla T4\" memory_mib=15360\n"
+            "gpu uuid=GPU-a100 name=\"NVIDIA A100-SXM4-40GB\" memory_mib=40960 "
+            "mig=1\n"
+            "mig gpu=1 uuid=MIG-a profile=0 mem_mib=4864 start=0 gi=7\n");
+  std::unique_ptr<NvidiaGpus> gpus = Open(v1::MPS);
+  ASSERT_NE(gpus, nullptr);
+  Observation seen;
+  ASSERT_OK(gpus->Observe(seen));
+  ASSERT_EQ(seen.devices.size(), 2u);
+  EXPECT_EQ(seen.devices[0].sharing(), v1::MPS);
+  EXPECT_EQ(seen.devices[1].sharing(), v1::GPU_SHARING_NONE);
+}
+
+TEST(GpuSharingOfTest, FlagElseTheDevicePluginsLabel) {
+  const std::map<std::string, std::string> mps = {
+      {"nvidia.com/gpu.sharing-strategy", "mps"}};
+  EXPECT_THAT(GpuSharingOf("auto", {}), IsOkAndHolds(v1::GPU_SHARING_NONE));
+  EXPECT_THAT(GpuSharingOf("auto", mps), IsOkAndHolds(v1::MPS));
+  EXPECT_THAT(GpuSharingOf("auto", {{"nvidia.com/gpu.sharing-strategy",
+                                     "time-slicing"}}),
+              IsOkAndHolds(v1::TIME_SLICING));
+  EXPECT_THAT(GpuSharingOf("none", mps), IsOkAndHolds(v1::GPU_SHARING_NONE));
+  EXPECT_THAT(GpuSharingOf("time-slicing", {}), IsOkAndHolds(v1::TIME_SLICING));
+  EXPECT_THAT(GpuSharingOf("MPS", {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--gpu_sharing \"MPS\"")));
+  EXPECT_THAT(
+      GpuSharingOf("auto", {{"nvidia.com/gpu.sharing-strategy", "shared"}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("nvidia.com/gpu.sharing-strategy=\"shared\"")));
 }
 
 TEST_F(NvidiaGpusTest, HealthFromPagesRemappingAndCriticalXidsOnly) {

@@ -206,6 +206,7 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
       {"accelsched_device_memory_used_bytes", "gauge"},
       {"accelsched_device_temperature_celsius", "gauge"},
       {"accelsched_device_power_watts", "gauge"},
+      {"accelsched_gpu_share_milli", "gauge"},
   };
   for (const auto& [family, type] : kTypes) {
     EXPECT_EQ(s.types[family], type) << family;
@@ -286,6 +287,35 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
 // Issue 30 end to end: the real server on a real SQLite file places pods so
 // that their CPU and memory fit the node, shows it in GetNode and /metrics,
 // and keeps it across kill -9.
+// The share gauges follow shares, and stand at zero for a model without.
+TEST_F(E2eTest, ShareMetricsFollowShares) {
+  ASSERT_TRUE(StartServer());
+  v1::Node node;
+  node.set_name("share-node");
+  AddGpu(&node, "GPU-S0", "T4", 0)->set_sharing(v1::MPS);
+  AddGpu(&node, "GPU-S1", "T4", 1)->set_sharing(v1::TIME_SLICING);
+  AddGpu(&node, "GPU-A", "A100", 2);
+  ASSERT_TRUE(Register(node).ok());
+  v1::AllocateRequest share = AllocateReq("share-1", "T4");
+  share.mutable_share()->set_compute_milli(300);
+  v1::Allocation a;
+  ASSERT_TRUE(Allocate(share, &a).ok());
+  const std::string t4 = "accelsched_gpu_share_milli{model=\"nvidia-tesla-t4\"";
+  const std::string a100 =
+      "accelsched_gpu_share_milli{model=\"nvidia-tesla-a100\"";
+  Scrape s = ScrapeMetrics(*server_);
+  EXPECT_EQ(s.at(t4 + ",state=\"allocated\"}"), 300);
+  EXPECT_EQ(s.at(t4 + ",state=\"free\"}"), 1700);
+  EXPECT_EQ(s.at(a100 + ",state=\"allocated\"}"), 0);
+  EXPECT_EQ(s.at(a100 + ",state=\"free\"}"), 0);
+  v1::ReleaseRequest release;
+  release.set_allocation_id(a.id());
+  ASSERT_TRUE(Call(&Stub::Release, release, &a).ok());
+  s = ScrapeMetrics(*server_);
+  EXPECT_EQ(s.at(t4 + ",state=\"allocated\"}"), 0);
+  EXPECT_EQ(s.at(t4 + ",state=\"free\"}"), 2000);
+}
+
 TEST_F(E2eTest, PodResourcesFitTheNodeAcrossKillNine) {
   ASSERT_TRUE(StartServer());
   auto node = [](const std::string& name, int gpus, int64_t cpu_milli) {

@@ -38,6 +38,10 @@ type Task struct {
 	Count int32
 	// The pod container that gets the devices; "" means the first.
 	Container string
+	// A share of one GPU (compute_milli 1..1000, memory_bytes 0: the same
+	// fraction of the GPU's memory) instead of whole devices; Count is then
+	// 0 or 1. nil: whole devices.
+	Share *pb.GpuShare
 	// How long the devices are held unless renewed; 0: the server default.
 	Lease time.Duration
 	// Wait in accelsched's queue when nothing fits now: Allocate returns a
@@ -101,6 +105,9 @@ func NewAllocateRequest(t Task) (*pb.AllocateRequest, error) {
 	}
 	if t.Accelerator != nil {
 		req.Accelerator = proto.Clone(t.Accelerator).(*pb.Accelerator)
+	}
+	if t.Share != nil {
+		req.Share = proto.Clone(t.Share).(*pb.GpuShare)
 	}
 	if t.Lease > 0 {
 		req.Lease = durationpb.New(t.Lease)

@@ -68,8 +68,14 @@ func TestNewAllocateRequest(t *testing.T) {
 	if req.Accelerator == acc {
 		t.Error("the request shares the caller's accelerator")
 	}
+	share := &pb.GpuShare{ComputeMilli: 250, MemoryBytes: 4 << 30}
+	shared, err := NewAllocateRequest(Task{ExecutionID: "e", Share: share})
+	if err != nil || !proto.Equal(shared.GetShare(), share) || shared.Share == share {
+		t.Errorf("share: %v, %v; want a copy of %v", shared.GetShare(), err, share)
+	}
 	plain, err := NewAllocateRequest(Task{ExecutionID: "e"})
-	if err != nil || plain.Accelerator != nil || plain.Tenant != "" || plain.Lease != nil || plain.PodResources != nil {
+	if err != nil || plain.Accelerator != nil || plain.Tenant != "" || plain.Lease != nil || plain.PodResources != nil ||
+		plain.Share != nil {
 		t.Errorf("plain gpu: %v, %v", plain, err)
 	}
 	// CPU alone or memory alone is sent, the other 0.

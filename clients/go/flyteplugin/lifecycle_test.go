@@ -397,7 +397,81 @@ func TestResourceClaimCarriesTheDevices(t *testing.T) {
 		t.Errorf("the pod still asks the device plugin: %v", container.Resources.Limits)
 	}
 	// A claim an earlier round created is taken as it is.
-	if err := createClaim(context.Background(), kube, a, alloc.GetPlacement()); err != nil {
+	if err := createClaim(context.Background(), kube, a, alloc); err != nil {
 		t.Errorf("creating it again: %v", err)
+	}
+}
+
+// Tasks of two workflows that ask, with KAI's gpu-fraction annotation, for
+// shares of one MPS GPU: each pod carries its own MPS limits and takes the
+// GPU through the GPU's one claim, which both workflows own (neither as its
+// controller, so the claim outlives the first to go).
+func TestSharesOfOneGpuShareItsClaim(t *testing.T) {
+	propellerDefaults(t)
+	s := startServer(t)
+	shared := gpu("GPU-S0", "nvidia-tesla-t4", 0)
+	shared.Sharing = pb.GpuSharing_MPS
+	shared.MemoryBytes = 16 << 30
+	s.Register(node("n1", nil, shared))
+	kube := fake.NewClientBuilder().WithStatusSubresource(&v1.Pod{}).Build()
+	p, _ := loaded(t, s, kube, true)
+	shareTask := func(name, workflow, fraction string) task {
+		return task{name: name, workflow: workflow, accelerator: &core.GPUAccelerator{Device: "nvidia-tesla-t4"},
+			annotations: map[string]string{GPUFractionAnnotation: fraction}}
+	}
+	const claimName = "accelsched-share-gpu-s0"
+	for _, c := range []struct {
+		task    task
+		percent string
+	}{
+		{shareTask("wf1-n0-0", "wf1", "0.25"), "25"},
+		{shareTask("wf2-n0-0", "wf2", "0.5"), "50"},
+	} {
+		if info := round(t, p, taskContext(c.task)); info.Phase() != pluginsCore.PhaseQueued {
+			t.Fatalf("%s: %v %q", c.task.name, info.Phase(), info.Reason())
+		}
+		alloc := allocationOf(t, s.client(), c.task.name)
+		if alloc.GetDevices()[0].GetShare().GetComputeMilli() == 0 {
+			t.Fatalf("%s: not a share: %v", c.task.name, alloc)
+		}
+		created, err := podOf(t, kube, c.task.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		container := containerOf(t, created, c.task.name)
+		env := map[string]string{}
+		for _, e := range container.Env {
+			env[e.Name] = e.Value
+		}
+		if env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] != c.percent ||
+			!strings.HasPrefix(env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "GPU-S0=") {
+			t.Errorf("%s: MPS limits %v", c.task.name, env)
+		}
+		if len(created.Spec.ResourceClaims) != 1 || *created.Spec.ResourceClaims[0].ResourceClaimName != claimName {
+			t.Errorf("%s: the pod does not take the GPU's claim: %v", c.task.name, created.Spec.ResourceClaims)
+		}
+	}
+	claim := &resourcev1.ResourceClaim{}
+	if err := kube.Get(context.Background(), k8stypes.NamespacedName{Namespace: "flytesnacks-development", Name: claimName}, claim); err != nil {
+		t.Fatal(err)
+	}
+	var owners []string
+	for _, o := range claim.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			t.Errorf("owner %s is the shared claim's controller", o.Name)
+		}
+		owners = append(owners, o.Name)
+	}
+	if strings.Join(owners, ",") != "wf1,wf2" {
+		t.Errorf("the shared claim's owners are %v, want wf1 and wf2", owners)
+	}
+	if len(claim.Spec.Devices.Config) != 1 || !strings.Contains(string(claim.Spec.Devices.Config[0].Opaque.Parameters.Raw), `"strategy":"MPS"`) {
+		t.Errorf("the claim carries no MPS sharing: %+v", claim.Spec.Devices.Config)
+	}
+	// A fraction KAI would refuse fails the task, naming the annotation.
+	bad := shareTask("wf3-n0-0", "wf3", "1.5")
+	if info := round(t, p, taskContext(bad)); info.Phase() != pluginsCore.PhasePermanentFailure ||
+		!strings.Contains(info.Err().GetMessage(), GPUFractionAnnotation) {
+		t.Errorf("gpu-fraction 1.5: %v %v", info.Phase(), info.Err())
 	}
 }

@@ -66,18 +66,50 @@ func claimOf(placement *pb.Placement) (*resourcev1.ResourceClaim, error) {
 	return claim, nil
 }
 
-// createClaim creates the placement's ResourceClaim in the task's namespace,
-// owned by the workflow (so it goes with it), unless an earlier round did.
-func createClaim(ctx context.Context, kube client.Client, tCtx pluginsCore.TaskExecutionContext, placement *pb.Placement) error {
-	claim, err := claimOf(placement)
+// createClaim creates the allocation's ResourceClaim in the task's
+// namespace, owned by the workflow (so it goes with it), unless an earlier
+// round did.
+//
+// A share's claim is its GPU's, named by the GPU and used by every pod that
+// shares it (NVIDIA's DRA driver gives a device to one claim): each
+// workflow that uses it is added as one of its owners, none of them its
+// controller, so that the garbage collector deletes it only after the last.
+// One being deleted is waited for (the next round creates it afresh).
+func createClaim(ctx context.Context, kube client.Client, tCtx pluginsCore.TaskExecutionContext, alloc *pb.Allocation) error {
+	claim, err := claimOf(alloc.GetPlacement())
 	if err != nil {
 		return err
 	}
 	metadata := tCtx.TaskExecutionMetadata()
+	owner := metadata.GetOwnerReference()
+	shared := len(alloc.GetDevices()) == 1 && alloc.GetDevices()[0].GetShare() != nil
+	if shared {
+		owner.Controller = nil
+	}
 	claim.Namespace = metadata.GetNamespace()
-	claim.OwnerReferences = []metav1.OwnerReference{metadata.GetOwnerReference()}
-	if err := kube.Create(ctx, claim); err != nil && !k8serrors.IsAlreadyExists(err) {
+	claim.OwnerReferences = []metav1.OwnerReference{owner}
+	err = kube.Create(ctx, claim)
+	if err == nil || (!shared && k8serrors.IsAlreadyExists(err)) {
+		return nil
+	}
+	if !k8serrors.IsAlreadyExists(err) {
 		return fmt.Errorf("accelsched: creating ResourceClaim %s: %w", claim.Name, err)
+	}
+	existing := &resourcev1.ResourceClaim{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(claim), existing); err != nil {
+		return fmt.Errorf("accelsched: reading the shared ResourceClaim %s: %w", claim.Name, err)
+	}
+	if existing.DeletionTimestamp != nil {
+		return fmt.Errorf("accelsched: the shared ResourceClaim %s is being deleted; waiting to create it again", claim.Name)
+	}
+	for _, o := range existing.OwnerReferences {
+		if o.UID == owner.UID && o.Kind == owner.Kind && o.Name == owner.Name {
+			return nil
+		}
+	}
+	existing.OwnerReferences = append(existing.OwnerReferences, owner)
+	if err := kube.Update(ctx, existing); err != nil {
+		return fmt.Errorf("accelsched: adding an owner to the shared ResourceClaim %s: %w", claim.Name, err)
 	}
 	return nil
 }

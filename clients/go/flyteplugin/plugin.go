@@ -142,7 +142,7 @@ func (p *Plugin) Handle(ctx context.Context, tCtx pluginsCore.TaskExecutionConte
 					alloc.GetModel(), req.GetAccelerator().GetPartitionSize(), hosts, ID), nil)), nil
 		}
 		if p.opts.ResourceClaims && alloc.GetPlacement().GetResourceClaim() != "" {
-			if err := createClaim(ctx, p.opts.Kube, tCtx, alloc.GetPlacement()); err != nil {
+			if err := createClaim(ctx, p.opts.Kube, tCtx, alloc); err != nil {
 				if permanentClaimError(err) {
 					p.release(ctx, tCtx)
 					return pluginsCore.DoTransition(pluginsCore.PhaseInfoFailure("AccelschedResourceClaim", err.Error(), nil)), nil
@@ -353,17 +353,30 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 	if container == nil {
 		return nil, badTask{fmt.Errorf("the task's pod has no container %q", primary)}
 	}
-	limit := container.Resources.Limits[v1.ResourceName(config.GetK8sPluginConfig().GpuResourceName)]
-	if limit.Value() <= 0 {
+	gpuResource := config.GetK8sPluginConfig().GpuResourceName
+	limit := container.Resources.Limits[v1.ResourceName(gpuResource)]
+	share, err := shareOf(podAnnotationsOf(built, tCtx))
+	if err != nil {
+		return nil, badTask{err}
+	}
+	if share == nil && limit.Value() <= 0 {
 		return nil, nil
+	}
+	if share != nil && limit.Value() > 1 {
+		return nil, badTask{fmt.Errorf("the pod's annotation %s asks for a share of one GPU, but its %s limit is %d",
+			GPUFractionAnnotation, gpuResource, limit.Value())}
 	}
 	task := accelsched.Task{
 		ExecutionID:  requestIDOf(tCtx),
 		Count:        int32(limit.Value()),
+		Share:        share,
 		Container:    primary,
 		Lease:        p.opts.Lease,
 		Queue:        true,
 		PodResources: podResourcesOf(&built.Spec),
+	}
+	if share != nil {
+		task.Count = 1 // the one GPU it shares
 	}
 	id := tCtx.TaskExecutionMetadata().GetTaskExecutionID().GetID()
 	execution := id.GetNodeExecutionId().GetExecutionId()
@@ -392,6 +405,23 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 	}
 	req.NodeSelector = nodeLabelsOf(&built.Spec)
 	return req, nil
+}
+
+// podAnnotationsOf is what the task's pod will be annotated with: the
+// annotations of its pod template (the task's, an override's), then the
+// execution's over them, as propeller's plugin manager adds those after
+// BuildResource (flyteorg/flyte 6fadb90d,
+// flyteplugins/go/tasks/pluginmachinery/flytek8s/pod_helper.go:552-556 and
+// 749-752; executor/pkg/plugin/k8s/plugin_manager.go:92).
+func podAnnotationsOf(built *v1.Pod, tCtx pluginsCore.TaskExecutionContext) map[string]string {
+	annotations := map[string]string{}
+	for k, v := range built.GetAnnotations() {
+		annotations[k] = v
+	}
+	for k, v := range tCtx.TaskExecutionMetadata().GetAnnotations() {
+		annotations[k] = v
+	}
+	return annotations
 }
 
 // nodeLabelsOf is what the pod requires of its node as labels accelsched can

@@ -54,6 +54,10 @@ type task struct {
 	accelerator *core.GPUAccelerator
 	name        string
 	requests    []*core.Resources_ResourceEntry
+	// The pod's annotations (the execution's); none when nil.
+	annotations map[string]string
+	// The workflow that owns the task's objects; "f7c2a9" when empty.
+	workflow string
 }
 
 func (tk task) template() *core.TaskTemplate {
@@ -139,9 +143,19 @@ func taskContext(tk task) attempt {
 	store := &stateStore{}
 	metadata := &pluginsCoreMock.TaskExecutionMetadata{}
 	metadata.On("GetNamespace").Return("flytesnacks-development")
-	metadata.On("GetAnnotations").Return(map[string]string{})
+	annotations := tk.annotations
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	workflow := tk.workflow
+	if workflow == "" {
+		workflow = "f7c2a9"
+	}
+	metadata.On("GetAnnotations").Return(annotations)
 	metadata.On("GetLabels").Return(map[string]string{"execution-id": "f7c2a9"})
-	metadata.On("GetOwnerReference").Return(metav1.OwnerReference{Kind: "FlyteWorkflow", Name: "f7c2a9"})
+	controller := true
+	metadata.On("GetOwnerReference").Return(metav1.OwnerReference{Kind: "FlyteWorkflow", Name: workflow,
+		UID: types.UID("uid-" + workflow), Controller: &controller})
 	metadata.On("GetK8sServiceAccount").Return("default")
 	metadata.On("GetSecurityContext").Return(core.SecurityContext{RunAs: &core.Identity{}})
 	metadata.On("GetOwnerID").Return(types.NamespacedName{Namespace: "flytesnacks-development", Name: "f7c2a9"})

@@ -10,7 +10,7 @@ from flytekit import Resources, task
 from flytekit.extras.accelerators import A100, T4
 
 from accelsched import AlreadyExistsError, Client, ResourceExhaustedError, pb
-from cluster import MIG_SLICES, capacity
+from cluster import MIG_SLICES, capacity, register
 
 pytestmark = pytest.mark.usefixtures("nodes")
 
@@ -177,3 +177,24 @@ def test_pod_spec_patch_leaves_cpu_and_memory_to_the_task(client):
     container = json.loads(a.placement.pod_spec_patch)["containers"][0]
     for quantities in container["resources"].values():
         assert set(quantities) == {"nvidia.com/gpu"}
+
+
+def test_shares_of_one_gpu(client):
+    register(client, pb.Node(name="share-node", labels={"kubernetes.io/hostname": "share-node"},
+                             devices=[pb.Device(id="GPU-S0", model="Tesla T4", index=0, healthy=True,
+                                                memory_bytes=16 * 2**30, sharing=pb.MPS)]))
+    a = client.allocate("quarter", T4, share=0.25)
+    b = client.allocate("half", T4, share=pb.GpuShare(compute_milli=500, memory_bytes=2**30))
+
+    assert [d.device_id for d in (*a.devices, *b.devices)] == ["GPU-S0", "GPU-S0"]
+    assert a.devices[0].share == pb.GpuShare(compute_milli=250, memory_bytes=4 * 2**30)
+    assert b.placement.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "GPU-S0=1024M"
+    assert a.placement.resource_claim == b.placement.resource_claim
+    assert json.loads(a.placement.resource_claim)["metadata"]["name"] == "accelsched-share-gpu-s0"
+    assert capacity(client, "nvidia-tesla-t4").free_compute_milli == 250
+    with pytest.raises(ResourceExhaustedError):
+        client.allocate("too-big", T4, share=0.3)
+    for bad, error in ((0, ValueError), (1.5, ValueError), (0.0001, ValueError), (True, TypeError),
+                       ("0.5", TypeError)):
+        with pytest.raises(error):
+            client.allocate("bad", T4, share=bad)

@@ -2,8 +2,9 @@
 // shares are registered, validated, stored and counted in GetCapacity; shares
 // go best fit per GPU within its compute and memory, keep whole requests off
 // their GPU, survive a restart, end with their lease and are explained; bad
-// shares are refused naming the field; what shares cannot do yet (wait in the
-// queue, count against quotas) is refused rather than done around.
+// shares are refused naming the field; shares wait in the queue, and whole
+// requests waiting behind them reserve their GPUs; what shares cannot do yet
+// (count against quotas) is refused rather than done around.
 #include <memory>
 #include <string>
 #include <vector>
@@ -194,6 +195,7 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesGoBestFitPerGpu) {
   EXPECT_EQ(gpu_of("d", 200), "n1-GPU-0");  // exactly fills GPU-0
   CapacityEntry t4 = this->Capacity("nvidia-tesla-t4");
   EXPECT_EQ(t4.free_compute_milli, 600);
+  EXPECT_EQ(t4.allocated_compute_milli, 1400);
   EXPECT_EQ(t4.allocated, 2);  // no whole request may have either GPU
   EXPECT_EQ(t4.free, 0);
   // The share's memory is its fraction of the GPU's when not given.
@@ -357,14 +359,91 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesHoldTheirGpuAndNode) {
   ASSERT_OK(this->s().Allocate(Want("whole", "T4", 2)));
 }
 
-TYPED_TEST(SchedulerGpuSharingTest, WhatSharesCannotDoYetIsRefused) {
+AllocationRequest Queued(AllocationRequest r,
+                         absl::Duration lease = absl::ZeroDuration()) {
+  r.queue = true;
+  r.lease = lease;
+  return r;
+}
+
+// A share that does not fit waits in the queue and is admitted when room
+// frees; a larger share that still does not fit holds back no smaller one.
+TYPED_TEST(SchedulerGpuSharingTest, SharesWaitAndASmallerOneIsNotHeldBack) {
   ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
-  AllocationRequest queued = WantShare("a", "T4", 100);
-  queued.queue = true;
-  EXPECT_THAT(this->s().Allocate(queued).status(),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("queue")));
-  EXPECT_THAT(this->s().Explain(queued).status(),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("queue")));
+  // GPU-0: 400 milli and 2 GiB left; GPU-1: 400 milli and 4 GiB left.
+  ASSERT_OK(this->s().Allocate(WantShare("a", "T4", 600, 14 * kGiB)));
+  ASSERT_OK(this->s().Allocate(WantShare("b", "T4", 500)));  // 8 GiB
+  ASSERT_OK(this->s().Allocate(WantShare("f", "T4", 100, 4 * kGiB)));
+  absl::StatusOr<Allocation> c =
+      this->s().Allocate(Queued(WantShare("c", "T4", 700)));
+  ASSERT_OK(c);
+  EXPECT_EQ(c->state, AllocationState::kPending);
+  EXPECT_THAT(c->pending_reason,
+              HasSubstr("no nvidia-tesla-t4 device has 700 compute milli "
+                        "free for the share (800 milli free"));
+  absl::StatusOr<Allocation> d =
+      this->s().Allocate(Queued(WantShare("d", "T4", 500)));
+  ASSERT_OK(d);
+  EXPECT_EQ(d->state, AllocationState::kPending);
+  // GPU-1 has 500 milli and 8 GiB free: not enough for c, ahead in the
+  // queue, but for d.
+  ASSERT_OK(this->s().Release({"", "f"}));
+  absl::StatusOr<Allocation> got = this->s().GetAllocation({"", "d"});
+  ASSERT_OK(got);
+  EXPECT_EQ(got->state, AllocationState::kActive);
+  ASSERT_EQ(got->devices.size(), 1u);
+  EXPECT_EQ(got->devices[0].device_id, "n1-GPU-1");
+  EXPECT_EQ(got->devices[0].share, (GpuShare{500, 8 * kGiB}));
+  EXPECT_EQ(this->s().GetAllocation({"", "c"})->state,
+            AllocationState::kPending);
+  // GPU-0 empties: c goes there.
+  ASSERT_OK(this->s().Release({"", "a"}));
+  got = this->s().GetAllocation({"", "c"});
+  ASSERT_OK(got);
+  EXPECT_EQ(got->state, AllocationState::kActive);
+  EXPECT_EQ(got->devices[0].device_id, "n1-GPU-0");
+  ASSERT_NO_FATAL_FAILURE(this->Restart());
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 300);
+}
+
+// A whole request waiting for a GPU that holds shares reserves it from when
+// its last share ends, so that shares arriving after it do not keep it
+// whole-less for ever; a share that ends before then still backfills.
+TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestReservesAGpuItsSharesFree) {
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n1", {SharedGpu("GPU-0", "T4", 0, GpuSharing::kMps, 16 * kGiB)})));
+  AllocationRequest first = WantShare("s1", "T4", 300);
+  first.lease = absl::Minutes(10);
+  ASSERT_OK(this->s().Allocate(first));
+  absl::StatusOr<Allocation> whole =
+      this->s().Allocate(Queued(Want("w", "T4", 1), absl::Hours(1)));
+  ASSERT_OK(whole);
+  EXPECT_EQ(whole->state, AllocationState::kPending);
+  EXPECT_THAT(whole->pending_reason, HasSubstr("holds n1 from"));
+  AllocationRequest late = WantShare("s2", "T4", 300);
+  late.lease = absl::Hours(1);
+  EXPECT_THAT(this->s().Allocate(late).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+  AllocationRequest backfill = WantShare("s3", "T4", 300);
+  backfill.lease = absl::Minutes(5);
+  ASSERT_OK(this->s().Allocate(backfill));
+  // Polled (a retry renews a pending request's own lease) while it waits.
+  // The node's heartbeats keep it eligible.
+  this->clock_.Advance(absl::Minutes(5));
+  ASSERT_OK(this->s().Heartbeat("n1", {}));
+  ASSERT_OK(this->s().Allocate(Queued(Want("w", "T4", 1), absl::Hours(1))));
+  this->clock_.Advance(absl::Minutes(6));
+  ASSERT_OK(this->s().Heartbeat("n1", {}));
+  ASSERT_OK(this->s().Sweep());
+  absl::StatusOr<Allocation> got = this->s().GetAllocation({"", "w"});
+  ASSERT_OK(got);
+  EXPECT_EQ(got->state, AllocationState::kActive) << got->pending_reason;
+  EXPECT_EQ(got->devices[0].device_id, "GPU-0");
+  EXPECT_FALSE(got->devices[0].share.has_value());
+}
+
+TYPED_TEST(SchedulerGpuSharingTest, SharesAreRefusedWhereQuotasApply) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
   absl::StatusOr<TenantPolicies> p =
       ParseTenantPolicies(R"pb(tenants {
                                  name: "t"
@@ -375,6 +454,8 @@ TYPED_TEST(SchedulerGpuSharingTest, WhatSharesCannotDoYetIsRefused) {
   ASSERT_OK(this->s().SetTenantPolicies(
       std::make_shared<const TenantPolicies>(*std::move(p))));
   EXPECT_THAT(this->s().Allocate(WantShare("a", "T4", 100)).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("quota")));
+  EXPECT_THAT(this->s().Explain(WantShare("a", "T4", 100)).status(),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("quota")));
   EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 2000);
 }

@@ -11,7 +11,7 @@
 The protobuf messages are in accelsched.v1.accelsched_pb2 (also as accelsched.pb).
 """
 
-from accelsched.client import Client, EventStream, to_accelerator
+from accelsched.client import Client, EventStream, to_accelerator, to_share
 from accelsched.errors import (
     AccelschedError,
     AllocationEndedError,
@@ -42,4 +42,5 @@ __all__ = [
     "pb",
     "to_accelerator",
     "to_pod_resources",
+    "to_share",
 ]

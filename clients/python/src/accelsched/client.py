@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from queue import Empty, SimpleQueue
-from typing import Any
+from typing import Any, Union
 
 import grpc
 from google.protobuf import duration_pb2
@@ -93,6 +93,7 @@ def _allocate_request(
     replicas: int = 0,
     topology_key: str = "",
     pod_resources: PodResourcesLike = None,
+    share: ShareLike = None,
 ) -> pb.AllocateRequest:
     return pb.AllocateRequest(
         request_id=request_id,
@@ -108,7 +109,31 @@ def _allocate_request(
         replicas=replicas,
         topology_key=topology_key,
         pod_resources=to_pod_resources(pod_resources),
+        share=to_share(share),
     )
+
+
+ShareLike = Union[float, pb.GpuShare, None]
+
+
+def to_share(share: ShareLike) -> pb.GpuShare | None:
+    """A share of one GPU: a fraction of its compute (0 < x <= 1, as KAI-Scheduler's
+    ``gpu-fraction`` annotation writes it; booked in thousandths, rounded to the nearest), or a
+    ``GpuShare`` as it is (``compute_milli``, and ``memory_bytes`` 0 for the same fraction of
+    the GPU's memory). None: whole devices.
+
+    Raises ValueError for a fraction outside (0, 1] or under a thousandth, TypeError for
+    anything else (a bool too)."""
+    if share is None or isinstance(share, pb.GpuShare):
+        return share
+    if isinstance(share, bool) or not isinstance(share, (int, float)):
+        raise TypeError(f"share: a fraction of one GPU or a GpuShare, not {type(share).__name__}")
+    if not 0 < share <= 1:
+        raise ValueError(f"share: {share} is not a fraction of one GPU (0 < share <= 1)")
+    milli = round(share * 1000)
+    if milli < 1:
+        raise ValueError(f"share: {share} is less than a thousandth of a GPU")
+    return pb.GpuShare(compute_milli=milli)
 
 
 def _key(allocation_id: str | None, request_id: str | None) -> dict[str, str]:
@@ -252,6 +277,7 @@ class Client:
         replicas: int = 0,
         topology_key: str = "",
         pod_resources: PodResourcesLike = None,
+        share: ShareLike = None,
     ) -> pb.Allocation:
         """Allocates ``count`` devices (or MIG slices) of ``accelerator`` on one node.
 
@@ -266,6 +292,9 @@ class Client:
         (anything :func:`~accelsched.resources.to_pod_resources` takes: the flytekit task's
         ``my_task.resources``, ``Resources(cpu="2", mem="8Gi")``, ``{"cpu": "500m", "memory":
         "4Gi"}``); only a node with that much free is chosen. None: not accounted.
+        ``share`` asks for a share of one GPU instead of whole devices (anything
+        :func:`to_share` takes: ``0.25``, ``GpuShare(compute_milli=250, memory_bytes=4 << 30)``)
+        on a GPU registered with ``sharing`` TIME_SLICING or MPS; ``count`` stays 1.
 
         Returns the Allocation: ACTIVE with its devices and Kubernetes placement, or PENDING.
         Raises InvalidArgumentError for a malformed request, its message naming the field
@@ -275,7 +304,8 @@ class Client:
         it; AlreadyExistsError when ``request_id`` is live for a different accelerator or
         count; UnavailableError or DeadlineExceededError once the retries are spent; TypeError
         for an ``accelerator`` or ``pod_resources`` of no known kind, ValueError for a
-        ``pod_resources`` quantity that is malformed or negative (raised before any call).
+        ``pod_resources`` quantity that is malformed or negative or a ``share`` out of range
+        (raised before any call).
         """
         return self._call(
             "Allocate",
@@ -284,6 +314,7 @@ class Client:
                 container_name=container_name, node_selector=node_selector,
                 alternative_devices=alternative_devices, priority=priority,
                 replicas=replicas, topology_key=topology_key, pod_resources=pod_resources,
+                share=share,
             ),
         )
 
