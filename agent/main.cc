@@ -158,14 +158,15 @@ absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
     const std::string& node_name,
     const std::map<std::string, std::string>& labels) {
   std::vector<std::unique_ptr<DeviceSource>> sources;
+  // Checked on every host, GPUs or not, so that a bad value is never silent.
+  absl::StatusOr<v1::GpuSharing> sharing =
+      GpuSharingOf(absl::GetFlag(FLAGS_gpu_sharing), labels);
+  if (!sharing.ok()) return sharing.status();
   const std::vector<std::string> nvml_paths =
       absl::StrSplit(absl::GetFlag(FLAGS_nvml_library), ',', absl::SkipEmpty());
   if (!nvml_paths.empty()) {
     absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml = LoadNvml(nvml_paths);
     if (nvml.ok()) {
-      absl::StatusOr<v1::GpuSharing> sharing =
-          GpuSharingOf(absl::GetFlag(FLAGS_gpu_sharing), labels);
-      if (!sharing.ok()) return sharing.status();
       sources.push_back(
           std::make_unique<NvidiaGpus>(*std::move(nvml), *sharing));
     } else {

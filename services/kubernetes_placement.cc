@@ -124,9 +124,13 @@ std::string PodSpecPatch(const Placement& p, absl::string_view container_name) {
   return w.Done();
 }
 
-std::string ShareClaimName(absl::string_view device_id) {
+std::string ShareClaimName(absl::string_view device_id, GpuSharing sharing) {
+  const absl::string_view mode = sharing == GpuSharing::kMps ? "mps-"
+                                 : sharing == GpuSharing::kTimeSlicing
+                                     ? "time-slicing-"
+                                     : "";
   std::string name =
-      absl::StrCat("accelsched-share-", absl::AsciiStrToLower(device_id));
+      absl::StrCat("accelsched-share-", mode, absl::AsciiStrToLower(device_id));
   return IsDnsSubdomain(name) ? name : "";
 }
 
@@ -139,7 +143,8 @@ std::string ResourceClaim(const Allocation& a, const Placement& p) {
       p.devices.size() == 1 && p.devices[0].share.has_value() ? &p.devices[0]
                                                               : nullptr;
   const std::string share_claim =
-      shared != nullptr ? ShareClaimName(shared->device_id) : "";
+      shared != nullptr ? ShareClaimName(shared->device_id, shared->sharing)
+                        : "";
   if (shared != nullptr && share_claim.empty()) return "";
   // k8s.io/api v0.34 resource/v1 types.go: ResourceClaim, DeviceRequest,
   // ExactDeviceRequest, DeviceSelector, CELDeviceSelector.

@@ -43,7 +43,8 @@ std::string PodSpecPatch(const Placement& placement,
 // A share's claim is the GPU's, not the allocation's: the driver gives a
 // device to one claim at a time, so the pods sharing a GPU share its claim
 // (as the driver's demo/specs/quickstart/v1/gpu-test3.yaml shares one by
-// resourceClaimName). It is named ShareClaimName(GPU) and carries the
+// resourceClaimName). It is named ShareClaimName(GPU, its sharing) and
+// carries the
 // driver's GpuConfig with the GPU's sharing strategy and no default limits
 // (the daemon's limits are the whole GPU; each pod's MPS limits are in its
 // environment, placement.h), so every share of that GPU gets the same bytes.
@@ -51,9 +52,12 @@ std::string PodSpecPatch(const Placement& placement,
 std::string ResourceClaim(const Allocation& allocation,
                           const Placement& placement);
 
-// "accelsched-share-" and `device_id` lowercased; empty when that is no DNS
-// subdomain name (a name Kubernetes takes for an object).
-std::string ShareClaimName(absl::string_view device_id);
+// "accelsched-share-", the mode ("mps-", "time-slicing-") and `device_id`
+// lowercased; empty when that is no DNS subdomain name (a name Kubernetes
+// takes for an object). The mode is in the name so that a GPU registered
+// again with another mode (possible only once no share holds it) gets a new
+// claim: a claim left from the old mode would still carry its config.
+std::string ShareClaimName(absl::string_view device_id, GpuSharing sharing);
 
 // `placement` of `allocation` with both of the above.
 void PlacementToProto(const Allocation& allocation, const Placement& placement,

@@ -54,6 +54,14 @@ class AdmissionRound {
       }
     }
     const Allocation& p = ctx_.book->Find({id, ""})->allocation;
+    if (quotas && p.share.has_value()) {
+      // Queued before the quotas came (a reload): it neither counts against
+      // them nor goes around them (README, "GPU sharing").
+      actions_.wait(id,
+                    "quotas do not count GPU shares yet: a share is not "
+                    "admitted while tenants have quotas");
+      return Queue::Verdict::kSkipGroup;
+    }
     std::string why;
     Reclaim reclaim;
     const std::optional<MatchSpec> spec =

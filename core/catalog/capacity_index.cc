@@ -73,6 +73,9 @@ void CapacityIndex::Put(Unit unit) {
   }
   home.units.push_back(unit.key);
   pool.home_sizes.insert(home.units.size());
+  if (unit.sharing != GpuSharing::kNone) {
+    pool.sharing_memory.insert(unit.memory_bytes);
+  }
   for (const std::string& host : unit.hosts)
     units_by_node_[host].insert(unit.key);
   Count(unit, +1);
@@ -90,6 +93,9 @@ void CapacityIndex::Remove(absl::string_view key) {
   auto home_it = pool.homes.find(u.home);
   Home& home = home_it->second;
   pool.home_sizes.erase(pool.home_sizes.find(home.units.size()));
+  if (u.sharing != GpuSharing::kNone) {
+    pool.sharing_memory.erase(pool.sharing_memory.find(u.memory_bytes));
+  }
   std::erase(home.units, u.key);
   if (home.units.empty()) {
     CountHome(pool, u.home, -1);

@@ -68,6 +68,9 @@ class CapacityIndex {
     std::vector<int> homes_with_free;
     std::multiset<int>
         home_sizes;  // units per home: the most one node could ever hold
+    // The memory of each unit that takes shares, whatever its state: the
+    // largest share memory one GPU could ever hold.
+    std::multiset<uint64_t> sharing_memory;
     // The homes that are accounted, by what they offer (count 0, allocatable
     // CPU and memory), and how many are not: what one node of the pool could
     // ever give a pod.

@@ -223,6 +223,26 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
     return absl::FailedPreconditionError(
         absl::StrCat("no node has any ", SpecUnitName(spec)));
   }
+  if (spec.share.has_value()) {
+    // A share without memory takes its fraction of whatever GPU it lands on.
+    bool sharing = false;
+    uint64_t most_memory = 0;
+    for (const Candidate& c : candidates) {
+      if (c.pool->sharing_memory.empty()) continue;
+      sharing = true;
+      most_memory = std::max(most_memory, *c.pool->sharing_memory.rbegin());
+    }
+    if (!sharing) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("share: no ", SpecUnitName(spec), " takes shares"));
+    }
+    if (static_cast<uint64_t>(spec.share->memory_bytes) > most_memory) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "share.memory_bytes ", spec.share->memory_bytes, " is more than any ",
+          SpecUnitName(spec), " that takes shares has: at most ", most_memory,
+          " bytes"));
+    }
+  }
   int most = 0;
   for (const Candidate& c : candidates) {
     most = std::max(most, *c.pool->home_sizes.rbegin());

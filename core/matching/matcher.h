@@ -94,7 +94,9 @@ const char* Ineligible(const Node* node, const MatchSpec& spec,
 
 // FAILED_PRECONDITION when no node could ever hold `spec.count` units of one
 // of the request's pools, or fewer than `spec.replicas` nodes of one pool
-// could (it is not a matter of waiting for releases), or, with
+// could (it is not a matter of waiting for releases), or, for a share, when
+// no unit of its pools takes shares (naming `share`) or none has the memory
+// it asks (naming `share.memory_bytes`), or, with
 // `spec.pod_resources`, when every node of the request's pools is accounted
 // and none offers both its CPU and its memory in allocatable: the message
 // names the field and the most a node offers. O(pools x log nodes). A

@@ -90,7 +90,7 @@ Placement Place(const Allocation& a,
     p.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
         absl::StrCat(MpsActiveThreadPercentage(*shared->share));
     p.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] =
-        MpsPinnedDeviceMemLimit(shared->device_id, *shared->share);
+        MpsPinnedDeviceMemLimit(*shared->share);
   }
   p.devices = std::move(devices);
   return p;
@@ -119,10 +119,9 @@ int MpsActiveThreadPercentage(const GpuShare& share) {
   return static_cast<int>(std::clamp<int64_t>(percent, 1, 100));
 }
 
-std::string MpsPinnedDeviceMemLimit(absl::string_view device_id,
-                                    const GpuShare& share) {
+std::string MpsPinnedDeviceMemLimit(const GpuShare& share) {
   const int64_t mib = std::max<int64_t>(share.memory_bytes >> 20, 1);
-  return absl::StrCat(device_id, "=", mib, "M");
+  return absl::StrCat("0=", mib, "M");
 }
 
 PlacementLabels PlacementLabelsOf(DeviceClass device_class) {

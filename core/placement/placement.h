@@ -98,16 +98,19 @@ struct PlacementOptions {
   std::string shared_gpu_resource_name = "nvidia.com/gpu";
 };
 
-// CUDA MPS's client limits for `share` held of GPU `device_id` (NVIDIA's MPS
-// documentation, "Environment Variables": CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
-// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "<device UUID>=<value>"; a client's value
-// only lowers the daemon's): the percentage is compute_milli/10 rounded up
-// (1 at least), the memory is in MiB rounded down (1 at least) and written
-// "<n>M", as NVIDIA's DRA driver writes it (k8s-dra-driver-gpu 22407113,
+// CUDA MPS's client limits for `share` (NVIDIA's MPS documentation,
+// "Environment Variables": CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, and
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "<device>=<value>", its example
+// "0=1G,1=512MB"; a client's value only lowers the daemon's): the percentage
+// is compute_milli/10 rounded up (1 at least); the memory is for device
+// ordinal 0, the one GPU the pod sees (NVIDIA's device plugin moved its own
+// MPS limits from UUIDs to ordinals because limits set by UUID were not
+// applied: k8s-device-plugin v0.20.0 CHANGELOG.md:183-184), in MiB rounded
+// down (1 at least) and written "0=<n>M", as NVIDIA's DRA driver writes a
+// limit (k8s-dra-driver-gpu 22407113,
 // api/nvidia.com/resource/v1beta1/sharing.go:234-236).
 int MpsActiveThreadPercentage(const GpuShare& share);
-std::string MpsPinnedDeviceMemLimit(absl::string_view device_id,
-                                    const GpuShare& share);
+std::string MpsPinnedDeviceMemLimit(const GpuShare& share);
 
 // The device label value propeller writes for a request that spelled its
 // models `spellings` (Allocation::device_spellings) and got devices of `type`

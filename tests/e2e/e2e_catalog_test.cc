@@ -142,11 +142,9 @@ TEST_F(E2eTest, CatalogSurvivesRestartAndKill) {
 }
 
 // GPU sharing through the real server: a GPU's sharing mode is refused where
-// it cannot apply, kept across kill -9, and counted in GetCapacity; a share
-// request is refused while shares have no placement a pod could apply.
-// Shares through the real server: best fit per GPU, never past a GPU's
-// compute, whole requests kept off shared GPUs, each share placed on its
-// GPU's claim with its MPS limits, and all of it as before after a kill -9.
+// it cannot apply; shares go best fit per GPU, never past a GPU's compute,
+// whole requests are kept off shared GPUs, each share is placed on its GPU's
+// claim with its MPS limits, and all of it is as before after a kill -9.
 TEST_F(E2eTest, SharesArePlacedOnTheirGpusClaimAndSurviveAKill) {
   ASSERT_TRUE(StartServer());
   v1::Node node;
@@ -188,9 +186,10 @@ TEST_F(E2eTest, SharesArePlacedOnTheirGpusClaimAndSurviveAKill) {
               testing::UnorderedElementsAre(
                   testing::Pair("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "47"),
                   testing::Pair("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
-                                absl::StrCat("GPU-S0=", memory >> 20, "M"))));
-  EXPECT_THAT(a1.placement().resource_claim(),
-              HasSubstr(R"("metadata":{"name":"accelsched-share-gpu-s0"})"));
+                                absl::StrCat("0=", memory >> 20, "M"))));
+  EXPECT_THAT(
+      a1.placement().resource_claim(),
+      HasSubstr(R"("metadata":{"name":"accelsched-share-mps-gpu-s0"})"));
   EXPECT_THAT(a1.placement().resource_claim(),
               HasSubstr(R"("sharing":{"strategy":"MPS"})"));
   // 600 does not fit in GPU-S0's 530: GPU-S1, time-sliced, no MPS limits.

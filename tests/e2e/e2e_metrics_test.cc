@@ -284,9 +284,6 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
   }
 }
 
-// Issue 30 end to end: the real server on a real SQLite file places pods so
-// that their CPU and memory fit the node, shows it in GetNode and /metrics,
-// and keeps it across kill -9.
 // The share gauges follow shares, and stand at zero for a model without.
 TEST_F(E2eTest, ShareMetricsFollowShares) {
   ASSERT_TRUE(StartServer());
@@ -316,6 +313,9 @@ TEST_F(E2eTest, ShareMetricsFollowShares) {
   EXPECT_EQ(s.at(t4 + ",state=\"free\"}"), 2000);
 }
 
+// Issue 30 end to end: the real server on a real SQLite file places pods so
+// that their CPU and memory fit the node, shows it in GetNode and /metrics,
+// and keeps it across kill -9.
 TEST_F(E2eTest, PodResourcesFitTheNodeAcrossKillNine) {
   ASSERT_TRUE(StartServer());
   auto node = [](const std::string& name, int gpus, int64_t cpu_milli) {

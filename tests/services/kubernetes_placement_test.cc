@@ -130,7 +130,7 @@ TEST(KubernetesPlacementTest, SharesOfOneGpuShareItsClaim) {
   EXPECT_EQ(
       claim,
       R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",)"
-      R"("metadata":{"name":"accelsched-share-gpu-0a1b"},"spec":{"devices":{"requests":[)"
+      R"("metadata":{"name":"accelsched-share-mps-gpu-0a1b"},"spec":{"devices":{"requests":[)"
       R"({"name":"gpu-0","exactly":{"deviceClassName":"gpu.nvidia.com","selectors":[)"
       R"({"cel":{"expression":"device.attributes[\"gpu.nvidia.com\"].uuid == \"GPU-0a1B\""}}],)"
       R"("allocationMode":"ExactCount","count":1}}],)"
@@ -151,13 +151,16 @@ TEST(KubernetesPlacementTest, SharesOfOneGpuShareItsClaim) {
       PodSpecPatch(BuildPlacement(a, {}), "main"),
       testing::HasSubstr(
           R"("env":[{"name":"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE","value":"25"},)"
-          R"({"name":"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT","value":"GPU-0a1B=4096M"}])"));
+          R"({"name":"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT","value":"0=4096M"}])"));
 }
 
 TEST(KubernetesPlacementTest, NoShareClaimForAGpuIdThatNamesNoObject) {
-  EXPECT_EQ(ShareClaimName("GPU-0a1B"), "accelsched-share-gpu-0a1b");
-  EXPECT_EQ(ShareClaimName("gpu_0"), "");
-  EXPECT_EQ(ShareClaimName("gpu-"), "");
+  EXPECT_EQ(ShareClaimName("GPU-0a1B", GpuSharing::kMps),
+            "accelsched-share-mps-gpu-0a1b");
+  EXPECT_EQ(ShareClaimName("GPU-0a1B", GpuSharing::kTimeSlicing),
+            "accelsched-share-time-slicing-gpu-0a1b");
+  EXPECT_EQ(ShareClaimName("gpu_0", GpuSharing::kMps), "");
+  EXPECT_EQ(ShareClaimName("gpu-", GpuSharing::kMps), "");
   Allocation a = ShareAllocation("a-1", GpuSharing::kMps);
   a.devices[0].device_id = "GPU 0";
   EXPECT_EQ(ResourceClaim(a, BuildPlacement(a, {})), "");

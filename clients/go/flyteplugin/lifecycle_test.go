@@ -419,7 +419,7 @@ func TestSharesOfOneGpuShareItsClaim(t *testing.T) {
 		return task{name: name, workflow: workflow, accelerator: &core.GPUAccelerator{Device: "nvidia-tesla-t4"},
 			annotations: map[string]string{GPUFractionAnnotation: fraction}}
 	}
-	const claimName = "accelsched-share-gpu-s0"
+	const claimName = "accelsched-share-mps-gpu-s0"
 	for _, c := range []struct {
 		task    task
 		percent string
@@ -444,7 +444,7 @@ func TestSharesOfOneGpuShareItsClaim(t *testing.T) {
 			env[e.Name] = e.Value
 		}
 		if env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] != c.percent ||
-			!strings.HasPrefix(env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "GPU-S0=") {
+			!strings.HasPrefix(env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=") {
 			t.Errorf("%s: MPS limits %v", c.task.name, env)
 		}
 		if len(created.Spec.ResourceClaims) != 1 || *created.Spec.ResourceClaims[0].ResourceClaimName != claimName {

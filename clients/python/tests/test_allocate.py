@@ -188,9 +188,9 @@ def test_shares_of_one_gpu(client):
 
     assert [d.device_id for d in (*a.devices, *b.devices)] == ["GPU-S0", "GPU-S0"]
     assert a.devices[0].share == pb.GpuShare(compute_milli=250, memory_bytes=4 * 2**30)
-    assert b.placement.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "GPU-S0=1024M"
+    assert b.placement.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=1024M"
     assert a.placement.resource_claim == b.placement.resource_claim
-    assert json.loads(a.placement.resource_claim)["metadata"]["name"] == "accelsched-share-gpu-s0"
+    assert json.loads(a.placement.resource_claim)["metadata"]["name"] == "accelsched-share-mps-gpu-s0"
     assert capacity(client, "nvidia-tesla-t4").free_compute_milli == 250
     with pytest.raises(ResourceExhaustedError):
         client.allocate("too-big", T4, share=0.3)

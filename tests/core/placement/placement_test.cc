@@ -219,10 +219,9 @@ TEST(PlacementTest, ShareAsksTheSharedResourceWithItsMpsLimits) {
   const Placement p = BuildPlacement(a, PlacementOptions());
   EXPECT_EQ(p.resource_name, "nvidia.com/gpu");
   EXPECT_EQ(p.resource_count, 1);
-  EXPECT_THAT(
-      p.env,
-      ElementsAre(Pair("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "34"),
-                  Pair("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "GPU-a=5120M")));
+  EXPECT_THAT(p.env,
+              ElementsAre(Pair("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "34"),
+                          Pair("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=5120M")));
   EXPECT_EQ(p.node_affinity.back(), (Req{kHostnameLabel, "In", {"host-1"}}));
   PlacementOptions renamed;
   renamed.shared_gpu_resource_name = "nvidia.com/gpu.shared";
@@ -239,9 +238,8 @@ TEST(PlacementTest, MpsLimitsNeverRoundToNothing) {
   EXPECT_EQ(MpsActiveThreadPercentage(GpuShare{10, 0}), 1);
   EXPECT_EQ(MpsActiveThreadPercentage(GpuShare{11, 0}), 2);
   EXPECT_EQ(MpsActiveThreadPercentage(GpuShare{1000, 0}), 100);
-  EXPECT_EQ(MpsPinnedDeviceMemLimit("GPU-a", GpuShare{1, 1}), "GPU-a=1M");
-  EXPECT_EQ(MpsPinnedDeviceMemLimit("GPU-a", GpuShare{1, int64_t{3} << 20}),
-            "GPU-a=3M");
+  EXPECT_EQ(MpsPinnedDeviceMemLimit(GpuShare{1, 1}), "0=1M");
+  EXPECT_EQ(MpsPinnedDeviceMemLimit(GpuShare{1, int64_t{3} << 20}), "0=3M");
 }
 
 // A multi-host TPU slice: one pod per host, each pinned and asking for its

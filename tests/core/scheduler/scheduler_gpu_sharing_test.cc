@@ -261,10 +261,13 @@ TYPED_TEST(SchedulerGpuSharingTest, GpuMemoryBoundsShares) {
 TYPED_TEST(SchedulerGpuSharingTest, OnlySharingGpusTakeShares) {
   ASSERT_OK(this->s().RegisterNode(MakeNode(
       "n1", {SharedGpu("GPU-0", "T4", 0, GpuSharing::kNone, 16 * kGiB)})));
-  absl::Status refused = this->s().Allocate(WantShare("a", "T4", 100)).status();
-  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted,
-                                HasSubstr("no nvidia-tesla-t4 device takes "
-                                          "shares")));
+  // Not a matter of waiting: no GPU of the model takes shares.
+  AllocationRequest queued = WantShare("a", "T4", 100);
+  queued.queue = true;
+  absl::Status refused = this->s().Allocate(queued).status();
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                HasSubstr("share: no nvidia-tesla-t4 device "
+                                          "takes shares")));
   absl::StatusOr<ExplainResult> e =
       this->s().Explain(WantShare("a", "T4", 100));
   ASSERT_OK(e);
@@ -280,6 +283,14 @@ TYPED_TEST(SchedulerGpuSharingTest, OnlySharingGpusTakeShares) {
   EXPECT_EQ(e->would_allocate.devices[0].share,
             (GpuShare{100, ShareMemory({100, 0}, 16 * kGiB)}));
   ASSERT_OK(this->s().Allocate(WantShare("a", "T4", 100)));
+  // Nor when no GPU that takes shares has the memory asked.
+  queued = WantShare("b", "T4", 100, 16 * kGiB + 1);
+  queued.queue = true;
+  EXPECT_THAT(this->s().Allocate(queued).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("share.memory_bytes 17179869185 is more than "
+                                 "any nvidia-tesla-t4 device that takes "
+                                 "shares has: at most 17179869184 bytes")));
 }
 
 TYPED_TEST(SchedulerGpuSharingTest, SharesSurviveARestartAndEndWithTheirLease) {
@@ -444,6 +455,12 @@ TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestReservesAGpuItsSharesFree) {
 
 TYPED_TEST(SchedulerGpuSharingTest, SharesAreRefusedWhereQuotasApply) {
   ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  ASSERT_OK(this->s().Allocate(WantShare("full-0", "T4", 1000)));
+  ASSERT_OK(this->s().Allocate(WantShare("full-1", "T4", 1000)));
+  absl::StatusOr<Allocation> queued =
+      this->s().Allocate(Queued(WantShare("queued", "T4", 100)));
+  ASSERT_OK(queued);
+  ASSERT_EQ(queued->state, AllocationState::kPending);
   absl::StatusOr<TenantPolicies> p =
       ParseTenantPolicies(R"pb(tenants {
                                  name: "t"
@@ -457,7 +474,15 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesAreRefusedWhereQuotasApply) {
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("quota")));
   EXPECT_THAT(this->s().Explain(WantShare("a", "T4", 100)).status(),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("quota")));
-  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 2000);
+  // A share queued before the quotas came waits, admitted outside them by
+  // no pass, even when room frees.
+  ASSERT_OK(this->s().Release({"", "full-0"}));
+  absl::StatusOr<Allocation> waiting = this->s().GetAllocation({"", "queued"});
+  ASSERT_OK(waiting);
+  EXPECT_EQ(waiting->state, AllocationState::kPending);
+  EXPECT_THAT(waiting->pending_reason,
+              HasSubstr("quotas do not count GPU shares yet"));
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 1000);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
+import math
 import random
 import threading
 import time
@@ -130,7 +131,7 @@ def to_share(share: ShareLike) -> pb.GpuShare | None:
         raise TypeError(f"share: a fraction of one GPU or a GpuShare, not {type(share).__name__}")
     if not 0 < share <= 1:
         raise ValueError(f"share: {share} is not a fraction of one GPU (0 < share <= 1)")
-    milli = round(share * 1000)
+    milli = math.floor(share * 1000 + 0.5)  # halves away from zero, as Go's math.Round
     if milli < 1:
         raise ValueError(f"share: {share} is less than a thousandth of a GPU")
     return pb.GpuShare(compute_milli=milli)
@@ -304,8 +305,8 @@ class Client:
         it; AlreadyExistsError when ``request_id`` is live for a different accelerator or
         count; UnavailableError or DeadlineExceededError once the retries are spent; TypeError
         for an ``accelerator`` or ``pod_resources`` of no known kind, ValueError for a
-        ``pod_resources`` quantity that is malformed or negative or a ``share`` out of range
-        (raised before any call).
+        ``pod_resources`` quantity that is malformed or negative or a ``share`` out of range,
+        TypeError for a ``share`` of no known kind (raised before any call).
         """
         return self._call(
             "Allocate",
