@@ -39,6 +39,38 @@ absl::StatusOr<PoolKey> QuotaPool(const AcceleratorTypeSet& registry,
   return PoolKey{type->device_class, type->canonical_model, p};
 }
 
+absl::StatusOr<int64_t> CheckRange(const std::string& field, int64_t n,
+                                   int64_t max) {
+  if (n < 0) return Invalid(field, "must be >= 0");
+  if (n > max) return Invalid(field, absl::StrCat("must be at most ", max));
+  return n;
+}
+
+// Quotas are counted in thousandths of a unit (tenant_policy.h): `units`
+// (the field `name`) times 1000, or `milli` (`name`_milli) when `has_milli`;
+// `has_units`: `name` is set too.
+absl::StatusOr<int64_t> QuotaMilli(const std::string& field,
+                                   absl::string_view name, bool has_units,
+                                   int64_t units, bool has_milli,
+                                   int64_t milli) {
+  // At most a trillion units: far above any cluster, and far below what
+  // counting it in thousandths would overflow.
+  constexpr int64_t kMaxUnits = 1'000'000'000'000;
+  if (has_milli) {
+    if (has_units) {
+      return Invalid(
+          absl::StrCat(field, ".", name, "_milli"),
+          absl::StrCat("set ", name, " or ", name, "_milli, not both"));
+    }
+    return CheckRange(absl::StrCat(field, ".", name, "_milli"), milli,
+                      kMaxUnits * kGpuMilli);
+  }
+  ASSIGN_OR_RETURN(
+      const int64_t checked,
+      CheckRange(absl::StrCat(field, ".", name), units, kMaxUnits));
+  return checked * kGpuMilli;
+}
+
 absl::StatusOr<TenantPolicy> FromProto(const AcceleratorTypeSet& registry,
                                        const v1::TenantConfig& t) {
   RETURN_IF_ERROR(ValidateTenant(t.name(), "name"));
@@ -56,19 +88,31 @@ absl::StatusOr<TenantPolicy> FromProto(const AcceleratorTypeSet& registry,
     const v1::QuotaConfig& q = t.quotas(i);
     const std::string field = absl::StrCat("quotas[", i, "]");
     ASSIGN_OR_RETURN(PoolKey pool, QuotaPool(registry, q, field));
-    if (q.nominal() < 0) {
-      return Invalid(absl::StrCat(field, ".nominal"), "must be >= 0");
+    const bool milli = q.has_nominal_milli() || q.has_borrowing_limit_milli();
+    if (milli && (pool.device_class != DeviceClass::kNvidiaGpu ||
+                  !pool.partition.empty())) {
+      return Invalid(
+          absl::StrCat(field, q.has_nominal_milli() ? ".nominal_milli"
+                                                    : ".borrowing_limit_milli"),
+          "only whole NVIDIA GPUs (no partition), which GPU shares are of, "
+          "are counted in thousandths");
     }
-    Quota quota{q.nominal(), std::nullopt};
-    if (q.has_borrowing_limit()) {
-      if (q.borrowing_limit() < 0) {
-        return Invalid(absl::StrCat(field, ".borrowing_limit"), "must be >= 0");
-      }
+    Quota quota;
+    ASSIGN_OR_RETURN(quota.nominal_milli,
+                     QuotaMilli(field, "nominal", q.nominal() != 0, q.nominal(),
+                                q.has_nominal_milli(), q.nominal_milli()));
+    if (q.has_borrowing_limit() || q.has_borrowing_limit_milli()) {
+      ASSIGN_OR_RETURN(
+          quota.borrowing_limit_milli,
+          QuotaMilli(field, "borrowing_limit", q.has_borrowing_limit(),
+                     q.borrowing_limit(), q.has_borrowing_limit_milli(),
+                     q.borrowing_limit_milli()));
       if (policy.cohort.empty()) {
-        return Invalid(absl::StrCat(field, ".borrowing_limit"),
+        return Invalid(absl::StrCat(field, q.has_borrowing_limit()
+                                               ? ".borrowing_limit"
+                                               : ".borrowing_limit_milli"),
                        "needs a cohort to borrow from");
       }
-      quota.borrowing_limit = q.borrowing_limit();
     }
     if (!policy.quotas.emplace(pool, quota).second) {
       return Invalid(field,

@@ -143,8 +143,8 @@ class CatalogCollector final : public prometheus::Collectable {
     auto quota = GaugeFamily(
         "accelsched_tenant_quota_units",
         "Units a tenant holds (kind=used), may hold (kind=nominal) and "
-        "borrows (kind=borrowed) per pool; nominal only where a quota is "
-        "set.");
+        "borrows (kind=borrowed) per pool, a GPU share as its fraction of a "
+        "GPU; nominal only where a quota is set.");
     for (const TenantStanding& t : stats.tenants) {
       share.metric.push_back(Sample(t.dominant_share, {{"tenant", t.tenant}}));
       for (const TenantStanding::Pool& p : t.pools) {
@@ -157,13 +157,15 @@ class CatalogCollector final : public prometheus::Collectable {
               {"partition", p.pool.partition},
               {"kind", kind}};
         };
-        quota.metric.push_back(
-            Sample(static_cast<double>(p.used), labels("used")));
-        if (p.nominal >= 0) {
+        auto units = [](int64_t milli) {
+          return static_cast<double>(milli) / kGpuMilli;
+        };
+        quota.metric.push_back(Sample(units(p.used_milli), labels("used")));
+        if (p.nominal_milli >= 0) {
           quota.metric.push_back(
-              Sample(static_cast<double>(p.nominal), labels("nominal")));
+              Sample(units(p.nominal_milli), labels("nominal")));
           quota.metric.push_back(
-              Sample(static_cast<double>(p.borrowed), labels("borrowed")));
+              Sample(units(p.borrowed_milli), labels("borrowed")));
         }
       }
     }

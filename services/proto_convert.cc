@@ -321,9 +321,14 @@ void TenantStandingToProto(const TenantStanding& t, v1::TenantUsage* proto) {
     u->set_device_class(static_cast<v1::DeviceClass>(p.pool.device_class));
     u->set_model(p.pool.model);
     u->set_partition(p.pool.partition);
-    u->set_used(p.used);
-    u->set_nominal_quota(p.nominal);
-    u->set_borrowed(p.borrowed);
+    // The whole-unit fields round down; the _milli ones are exact.
+    u->set_used(p.used_milli / kGpuMilli);
+    u->set_nominal_quota(p.nominal_milli < 0 ? -1
+                                             : p.nominal_milli / kGpuMilli);
+    u->set_borrowed(p.borrowed_milli / kGpuMilli);
+    u->set_used_milli(p.used_milli);
+    u->set_nominal_quota_milli(p.nominal_milli);
+    u->set_borrowed_milli(p.borrowed_milli);
   }
 }
 

@@ -54,14 +54,6 @@ class AdmissionRound {
       }
     }
     const Allocation& p = ctx_.book->Find({id, ""})->allocation;
-    if (quotas && p.share.has_value()) {
-      // Queued before the quotas came (a reload): it neither counts against
-      // them nor goes around them (README, "GPU sharing").
-      actions_.wait(id,
-                    "quotas do not count GPU shares yet: a share is not "
-                    "admitted while tenants have quotas");
-      return Queue::Verdict::kSkipGroup;
-    }
     std::string why;
     Reclaim reclaim;
     const std::optional<MatchSpec> spec =
@@ -75,22 +67,23 @@ class AdmissionRound {
     rules.priority = p.priority;
     if (!spec.has_value()) {
       MatchSpec pool = SpecOf(p);
-      if (reclaim.units > 0) pool.models = {reclaim.pool.model};
+      if (reclaim.milli > 0) pool.models = {reclaim.pool.model};
       // Held afresh each pass, and not at all once nothing is in grace for
       // it: a quota-blocked request holds nothing.
       reservations_.Forget(id);
       if (const auto& victims = ctx_.book->VictimsOf(id); !victims.empty()) {
         absl::StrAppend(&why, WaitingForVictims(victims.size()));
         reservations_.HoldVictimNodes(id, p.priority, victims);
-        if (reclaim.units > 0) reservations_.HoldFit(id, pool, rules);
-      } else if (reclaim.units > 0 && ctx_.preemption) {
+        if (reclaim.milli > 0) reservations_.HoldFit(id, pool, rules);
+      } else if (reclaim.milli > 0 && ctx_.preemption && !p.share.has_value()) {
         // Within its own quota, short of the cohort's: take back what
         // borrowers hold, from anywhere when the request fits now (holding
-        // where it fits), else from the node that then fits it.
+        // where it fits), else from the node that then fits it. A share
+        // only waits: it takes nothing back yet (README, "GPU sharing").
         const bool fits = MatchRequest(ctx_, pool, rules).has_value();
         const int n =
             fits ? ReclaimQuota(id, p, reclaim)
-                 : Preempt(id, p, pool, /*borrowed_only=*/true, reclaim.units);
+                 : Preempt(id, p, pool, /*borrowed_only=*/true, reclaim.milli);
         if (n > 0) {
           if (fits) reservations_.HoldFit(id, pool, rules);
           absl::StrAppend(&why, "; preempted ", n, " borrowing allocation",
@@ -174,9 +167,9 @@ class AdmissionRound {
   // Preempts the fewest allocations that let `p` fit on one node and holds
   // their nodes for it; returns how many (0: none would do).
   int Preempt(const std::string& id, const Allocation& p, const MatchSpec& spec,
-              bool borrowed_only = false, int64_t quota_units = 0) {
+              bool borrowed_only = false, int64_t quota_milli = 0) {
     std::optional<VictimChoice> choice =
-        preemption_.ChooseVictims(id, p, spec, borrowed_only, quota_units);
+        preemption_.ChooseVictims(id, p, spec, borrowed_only, quota_milli);
     if (!choice.has_value()) return 0;
     for (const std::string& victim : choice->victims) {
       actions_.preempt(victim, id);

@@ -18,8 +18,9 @@ MatchSpec SpecOf(const Allocation& a) {
   return spec;
 }
 
-int64_t Demand(const MatchSpec& spec) {
-  return static_cast<int64_t>(spec.count) * spec.replicas;
+int64_t DemandMilli(const MatchSpec& spec) {
+  if (spec.share.has_value()) return spec.share->compute_milli;
+  return static_cast<int64_t>(spec.count) * spec.replicas * kGpuMilli;
 }
 
 std::vector<PoolKey> PoolsFor(const CapacityIndex& index,

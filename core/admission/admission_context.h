@@ -56,8 +56,10 @@ struct AdmissionContext {
 // What a pending (or new) allocation asks for, as a match spec.
 MatchSpec SpecOf(const Allocation& request);
 
-// The units `spec` asks for in all: count x replicas.
-int64_t Demand(const MatchSpec& spec);
+// What `spec` asks for in all, in thousandths of a unit as quotas count
+// (AllocationBook::UsageMilli): count x replicas units, or its share's
+// compute_milli.
+int64_t DemandMilli(const MatchSpec& spec);
 
 // The pools `spec` may be met from, whether or not any units are free: its
 // models', or, when it names none, every pool of its class and partition.

@@ -5,13 +5,14 @@
 namespace accelsched {
 
 double DominantShare(const AdmissionContext& ctx, absl::string_view tenant) {
-  auto usage = ctx.book->usage().find(tenant);
-  if (usage == ctx.book->usage().end()) return 0;
+  auto usage = ctx.book->usage_milli().find(tenant);
+  if (usage == ctx.book->usage_milli().end()) return 0;
   double share = 0;
-  for (const auto& [key, used] : usage->second) {
+  for (const auto& [key, used_milli] : usage->second) {
     const CapacityIndex::Pool* pool = ctx.catalog->index().FindPool(key);
     if (pool == nullptr || pool->total == 0) continue;
-    share = std::max(share, static_cast<double>(used) / pool->total);
+    share = std::max(share, static_cast<double>(used_milli) /
+                                (static_cast<double>(pool->total) * kGpuMilli));
   }
   return share / ctx.tenants->Find(tenant).weight;
 }

@@ -13,9 +13,9 @@
 namespace accelsched {
 
 // The tenant's dominant resource share: the largest fraction of any pool's
-// units it holds (live allocations, PREEMPTED ones in their grace included),
-// divided by its weight. 0 for a tenant holding nothing; pools with no units
-// are left out.
+// units it holds (live allocations, PREEMPTED ones in their grace included;
+// a GPU share as its fraction of a unit), divided by its weight. 0 for a tenant
+// holding nothing; pools with no units are left out.
 double DominantShare(const AdmissionContext& ctx, absl::string_view tenant);
 
 // One pass's shares: each tenant's computed on first use and kept until the

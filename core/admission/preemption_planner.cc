@@ -33,7 +33,7 @@ std::vector<std::string> PreemptionPlanner::ChooseReclaimVictims(
       if (a.state == AllocationState::kActive && owner.preemptible &&
           a.tenant != p.tenant && owner.cohort == cohort &&
           !admitted_.contains(a.id) &&
-          Borrowed(ctx_, a.tenant, reclaim.pool) > 0) {
+          BorrowedMilli(ctx_, a.tenant, reclaim.pool) > 0) {
         candidates.push_back(r);
       }
     }
@@ -47,28 +47,30 @@ std::vector<std::string> PreemptionPlanner::ChooseReclaimVictims(
         return std::make_tuple(a.priority, b.admitted_at, b.id) <
                std::make_tuple(b.priority, a.admitted_at, a.id);
       });
-  absl::flat_hash_map<std::string, int64_t> left;  // borrowed, per tenant
+  // Borrowed, per tenant (thousandths of a unit).
+  absl::flat_hash_map<std::string, int64_t> left;
   std::vector<std::string> victims;
-  int64_t freed = 0;
+  int64_t freed = 0;  // thousandths of a unit
   for (const AllocationBook::Record* r : candidates) {
-    if (freed >= reclaim.units) break;
+    if (freed >= reclaim.milli) break;
     const std::string& tenant = r->allocation.tenant;
     auto [it, fresh] = left.try_emplace(tenant, 0);
-    if (fresh) it->second = Borrowed(ctx_, tenant, reclaim.pool);
+    if (fresh) it->second = BorrowedMilli(ctx_, tenant, reclaim.pool);
     if (it->second <= 0) continue;
-    const int64_t units = static_cast<int64_t>(r->units.size());
-    it->second -= units;
-    freed += units;
+    const int64_t milli = UsageMilliOf(r->allocation, r->units.size());
+    it->second -= milli;
+    freed += milli;
     victims.push_back(r->allocation.id);
   }
-  if (freed < reclaim.units) return {};
+  if (freed < reclaim.milli) return {};
   return victims;
 }
 
 std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
     const std::string& id, const Allocation& p, const MatchSpec& spec,
-    bool borrowed_only, int64_t quota_units) {
-  if (spec.replicas > 1) return std::nullopt;  // gangs wait; see README
+    bool borrowed_only, int64_t quota_milli) {
+  // Gangs wait, and a share does not preempt yet; see README.
+  if (spec.replicas > 1 || spec.share.has_value()) return std::nullopt;
   struct Choice {
     std::vector<std::string> victims;
     std::string node;
@@ -92,7 +94,8 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
                      spec.count, "|", ShapeOf(p));
     if (no_victims_.contains(gate)) continue;
     const std::string& cohort = ctx_.tenants->Find(p.tenant).cohort;
-    // Units a victim's tenant borrows, which reclaiming may take back.
+    // What a victim's tenant borrows (thousandths of a unit), which
+    // reclaiming may take back.
     absl::flat_hash_map<std::string, int64_t> borrowed;
     auto victim_rank = [&](const Allocation& a) -> std::optional<int> {
       if (a.state != AllocationState::kActive) return std::nullopt;
@@ -101,7 +104,7 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
       if (admitted_.contains(a.id)) return std::nullopt;
       if (reclaim && !cohort.empty() && a.tenant != p.tenant &&
           ctx_.tenants->Find(a.tenant).cohort == cohort &&
-          Borrowed(ctx_, a.tenant, key) > 0) {
+          BorrowedMilli(ctx_, a.tenant, key) > 0) {
         return 0;  // borrowed: first to go
       }
       if (!borrowed_only && a.priority < p.priority) return 1;
@@ -126,43 +129,86 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
                index_.Shortfall(home, *spec.pod_resources, released) == nullptr;
       };
       std::map<std::string, int> held;  // victim -> its units here
+      std::vector<const Unit*> shared;  // GPUs held in shares
       for (const std::string& unit : h.units) {
         const Unit* u = index_.Find(unit);
-        if (u == nullptr || !u->healthy || u->allocation.empty()) continue;
-        ++held[u->allocation];
+        if (u == nullptr || !u->healthy) continue;
+        if (!u->allocation.empty()) {
+          ++held[u->allocation];
+        } else if (u->shared_milli > 0) {
+          shared.push_back(u);
+        }
       }
+      // One allocation, or every share on one GPU: that GPU comes free only
+      // when all of them go.
       struct Candidate {
         int rank;
-        int priority;
-        absl::Time admitted;
-        const Allocation* a;
-        int units;      // here
-        int64_t total;  // of the pool, on every node
+        int priority;         // its members' highest
+        absl::Time admitted;  // its members' latest
+        std::vector<const Allocation*> members;
+        int units;            // here
+        int64_t total_milli;  // of the pool, on every node (UsageMilliOf)
+        std::optional<NodeResources> pod_resources;  // its members', summed
+        // The tie-break between equals: its latest-created member's id.
+        const std::string& id() const { return members.back()->id; }
       };
       std::vector<Candidate> candidates;
       for (const auto& [victim, units] : held) {
         const AllocationBook::Record& r = *ctx_.book->Find({victim, ""});
         const Allocation& a = r.allocation;
         if (auto rank = victim_rank(a)) {
-          candidates.push_back(Candidate{*rank, a.priority, a.admitted_at, &a,
+          candidates.push_back(Candidate{*rank,
+                                         a.priority,
+                                         a.admitted_at,
+                                         {&a},
                                          units,
-                                         static_cast<int64_t>(r.units.size())});
+                                         UsageMilliOf(a, r.units.size()),
+                                         a.pod_resources});
         }
+      }
+      // A shared GPU's shares are taken only all together and only for
+      // their lower priority: a share is never reclaimed (README, "GPU
+      // sharing"), so a reclaim does not free a shared GPU.
+      for (const Unit* u : shared) {
+        if (borrowed_only) break;
+        Candidate c{1,
+                    std::numeric_limits<int>::min(),
+                    absl::InfinitePast(),
+                    {},
+                    1,
+                    0,
+                    std::nullopt};
+        for (const std::string& holder : ctx_.book->ShareHoldersOf(u->key)) {
+          const Allocation& a = ctx_.book->Find({holder, ""})->allocation;
+          if (!victim_rank(a).has_value() || a.priority >= p.priority) {
+            c.members.clear();
+            break;
+          }
+          c.priority = std::max(c.priority, a.priority);
+          c.admitted = std::max(c.admitted, a.admitted_at);
+          c.members.push_back(&a);  // in id order: the holders' set's
+          c.total_milli += UsageMilliOf(a, 0);
+          if (a.pod_resources.has_value()) {
+            if (!c.pod_resources.has_value()) c.pod_resources.emplace();
+            *c.pod_resources += *a.pod_resources;
+          }
+        }
+        if (!c.members.empty()) candidates.push_back(std::move(c));
       }
       // Borrowed first, lowest priority first, most recently admitted
       // first (ids sort by creation: the later one on a tie).
       std::sort(
           candidates.begin(), candidates.end(),
           [](const Candidate& x, const Candidate& y) {
-            return std::make_tuple(x.rank, x.priority, y.admitted, y.a->id) <
-                   std::make_tuple(y.rank, y.priority, x.admitted, x.a->id);
+            return std::make_tuple(x.rank, x.priority, y.admitted, y.id()) <
+                   std::make_tuple(y.rank, y.priority, x.admitted, x.id());
           });
       std::vector<std::string> victims;
       int worst = std::numeric_limits<int>::min();  // highest victim priority
       absl::flat_hash_map<std::string, int64_t> taken;
-      int64_t freed = 0;  // units of the pool, on every node
+      int64_t freed = 0;  // of the pool, on every node (thousandths)
       for (const Candidate& c : candidates) {
-        if (have >= spec.count && freed >= quota_units) {
+        if (have >= spec.count && freed >= quota_milli) {
           if (fits()) break;
           // Only the pod's resources fall short (so the node is accounted):
           // a victim that frees none of those short would be evicted for
@@ -170,29 +216,31 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
           const NodeAccount& account = *index_.Account(home);
           NodeResources room = account.available();
           room += released;
-          if (!c.a->pod_resources.has_value() ||
+          if (!c.pod_resources.has_value() ||
               !Relieves(room, *spec.pod_resources,
                         /*limits_pods=*/account.allocatable->pods > 0,
-                        *c.a->pod_resources)) {
+                        *c.pod_resources)) {
             continue;
           }
         }
         if (c.rank == 0 && c.priority >= p.priority) {
-          // Reclaiming takes back no more than the tenant borrows.
-          auto [b, fresh] = borrowed.try_emplace(c.a->tenant, 0);
-          if (fresh) b->second = Borrowed(ctx_, c.a->tenant, key);
-          int64_t& t = taken[c.a->tenant];
+          // Reclaiming takes back no more than the tenant borrows (rank 0 is
+          // one allocation: shares are never reclaimed).
+          const std::string& tenant = c.members.front()->tenant;
+          auto [b, fresh] = borrowed.try_emplace(tenant, 0);
+          if (fresh) b->second = BorrowedMilli(ctx_, tenant, key);
+          int64_t& t = taken[tenant];
           if (t >= b->second) continue;
-          t += c.total;
+          t += c.total_milli;
         }
-        victims.push_back(c.a->id);
+        for (const Allocation* a : c.members) victims.push_back(a->id);
         worst = std::max(worst, c.priority);
         have += c.units;
-        freed += c.total;
-        if (c.a->pod_resources.has_value()) released += *c.a->pod_resources;
+        freed += c.total_milli;
+        if (c.pod_resources.has_value()) released += *c.pod_resources;
       }
       // It must fit, and a reclaim must give back the quota it lacks.
-      if (have < spec.count || !fits() || freed < quota_units) continue;
+      if (have < spec.count || !fits() || freed < quota_milli) continue;
       // The fewest victims; then the lowest priorities among them.
       if (!best.has_value() ||
           std::make_tuple(victims.size(), worst, home) <

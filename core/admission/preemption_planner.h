@@ -10,7 +10,10 @@
 // when the request's tenant may reclaim (quota_planner.h: ReclaimPossible),
 // of a cohort member that borrows the pool (such a borrower goes first, and
 // no more of a tenant's allocations are taken than it borrows, when they are
-// not of lower priority anyway).
+// not of lower priority anyway). A GPU held in shares is freed only by taking
+// every share on it, all of lower priority, as one candidate; shares are not
+// taken back by a reclaim, and a share does not preempt (README, "GPU
+// sharing").
 #ifndef ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
 #define ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
 
@@ -46,26 +49,25 @@ class PreemptionPlanner {
 
   // The fewest victims that let pending `request` (allocation `id`, asking
   // for `spec`) fit on one node, or nullopt when none would do (or `spec` is
-  // a gang: gangs wait). On each eligible node not held for another request
-  // (a preemptor's hold yields to a higher priority; a backfill reservation
-  // never does), victims are taken in order: borrowers first,
-  // then the lowest priority, then the most recently admitted (the later id
-  // on a tie), until the request fits (its units, and its pod_resources in
-  // the node's available CPU, memory and pods with the victims' freed) and,
-  // with `quota_units`, that many
-  // units of the pool come back (a reclaim). Between nodes: the fewest
-  // victims, then the lowest highest-victim priority, then the node's name.
-  // `borrowed_only`: cohort borrowers only (a reclaim, where nothing else
-  // would free quota). A search that finds nothing is not made again this
-  // pass for the same pool, priority, rights and shape.
+  // a gang or a share: they wait). On each eligible node not held for another
+  // request (a preemptor's hold yields to a higher priority; a backfill
+  // reservation never does), victims are taken in order: borrowers first, then
+  // the lowest priority, then the most recently admitted (the later id on a
+  // tie), until the request fits (its units, and its pod_resources in the
+  // node's available CPU, memory and pods with the victims' freed) and, with
+  // `quota_milli`, that much of the pool (thousandths of a unit) comes back (a
+  // reclaim). Between nodes: the fewest victims, then the lowest highest-victim
+  // priority, then the node's name. `borrowed_only`: cohort borrowers only (a
+  // reclaim, where nothing else would free quota). A search that finds nothing
+  // is not made again this pass for the same pool, priority, rights and shape.
   std::optional<VictimChoice> ChooseVictims(const std::string& id,
                                             const Allocation& request,
                                             const MatchSpec& spec,
                                             bool borrowed_only = false,
-                                            int64_t quota_units = 0);
+                                            int64_t quota_milli = 0);
 
   // The borrowers' allocations of `reclaim.pool` in `request`'s cohort to
-  // preempt, from anywhere, so that `reclaim.units` come back: the lowest
+  // preempt, from anywhere, so that `reclaim.milli` comes back: the lowest
   // priority first, then the most recently admitted (the later id on a tie),
   // no more of a tenant's than it borrows. Empty when what they borrow is
   // not enough.

@@ -9,68 +9,75 @@
 namespace accelsched {
 namespace {
 
-std::string Plural(const PoolKey& pool, int64_t n) {
-  return absl::StrCat(UnitName(pool), n == 1 ? "" : "s");
+// "2.5 nvidia-tesla-t4 devices", "1 nvidia-tesla-t4 device".
+std::string Plural(const PoolKey& pool, int64_t milli) {
+  return absl::StrCat(UnitName(pool), milli == kGpuMilli ? "" : "s");
 }
+
+std::string Units(int64_t milli) { return MilliUnitsText(milli); }
 
 }  // namespace
 
 std::string QuotaBlock(const AdmissionContext& ctx, absl::string_view tenant,
                        const TenantPolicy& policy, const PoolKey& pool,
-                       int64_t demand, int64_t* excess) {
+                       int64_t demand_milli, int64_t* excess_milli) {
+  const int64_t demand = demand_milli;
   auto q = policy.quotas.find(pool);
   if (q == policy.quotas.end()) return "";
-  const int64_t used = ctx.book->Usage(tenant, pool);
-  const int64_t nominal = q->second.nominal;
+  const int64_t used = ctx.book->UsageMilli(tenant, pool);
+  const int64_t nominal = q->second.nominal_milli;
   const bool within = used + demand <= nominal;
   if (within && policy.cohort.empty()) return "";
   if (policy.cohort.empty()) {
-    return absl::StrCat("quota: tenant ", tenant, " at ", used, "/", nominal,
-                        " ", Plural(pool, nominal), ", asks ", demand, " more");
+    return absl::StrCat("quota: tenant ", tenant, " at ", Units(used), "/",
+                        Units(nominal), " ", Plural(pool, nominal), ", asks ",
+                        Units(demand), " more");
   }
   const int64_t borrow = used + demand - nominal;
-  if (!within && q->second.borrowing_limit &&
-      borrow > *q->second.borrowing_limit) {
-    return absl::StrCat("quota: tenant ", tenant, " at ", used, "/", nominal,
-                        " ", Plural(pool, nominal), " would borrow ", borrow,
-                        ", over its borrowing limit ",
-                        *q->second.borrowing_limit);
+  if (!within && q->second.borrowing_limit_milli &&
+      borrow > *q->second.borrowing_limit_milli) {
+    return absl::StrCat(
+        "quota: tenant ", tenant, " at ", Units(used), "/", Units(nominal), " ",
+        Plural(pool, nominal), " would borrow ", Units(borrow),
+        ", over its borrowing limit ", Units(*q->second.borrowing_limit_milli));
   }
   int64_t cohort_nominal = 0, cohort_used = 0;
   for (const std::string& member : ctx.tenants->CohortMembers(policy.cohort)) {
     const TenantPolicy& m = ctx.tenants->Find(member);
     auto mq = m.quotas.find(pool);
     if (mq == m.quotas.end()) continue;
-    cohort_nominal += mq->second.nominal;
-    cohort_used += ctx.book->Usage(member, pool);
+    cohort_nominal += mq->second.nominal_milli;
+    cohort_used += ctx.book->UsageMilli(member, pool);
   }
   if (cohort_used + demand > cohort_nominal) {
-    if (within && excess != nullptr) {
-      *excess = cohort_used + demand - cohort_nominal;
+    if (within && excess_milli != nullptr) {
+      *excess_milli = cohort_used + demand - cohort_nominal;
     }
-    return absl::StrCat("quota: cohort ", policy.cohort, " at ", cohort_used,
-                        "/", cohort_nominal, " ", Plural(pool, cohort_nominal),
-                        ", tenant ", tenant, " asks ", demand, " more");
+    return absl::StrCat("quota: cohort ", policy.cohort, " at ",
+                        Units(cohort_used), "/", Units(cohort_nominal), " ",
+                        Plural(pool, cohort_nominal), ", tenant ", tenant,
+                        " asks ", Units(demand), " more");
   }
   return "";
 }
 
 bool WithinNominal(const AdmissionContext& ctx, absl::string_view tenant,
-                   const PoolKey& pool, int64_t demand) {
+                   const PoolKey& pool, int64_t demand_milli) {
   const TenantPolicy& policy = ctx.tenants->Find(tenant);
   auto q = policy.quotas.find(pool);
   return q != policy.quotas.end() &&
-         ctx.book->Usage(tenant, pool) + demand <= q->second.nominal;
+         ctx.book->UsageMilli(tenant, pool) + demand_milli <=
+             q->second.nominal_milli;
 }
 
-int64_t Borrowed(const AdmissionContext& ctx, absl::string_view tenant,
-                 const PoolKey& pool) {
+int64_t BorrowedMilli(const AdmissionContext& ctx, absl::string_view tenant,
+                      const PoolKey& pool) {
   const TenantPolicy& policy = ctx.tenants->Find(tenant);
   auto q = policy.quotas.find(pool);
   if (q == policy.quotas.end()) return 0;
-  return std::max<int64_t>(0, ctx.book->Usage(tenant, pool) -
-                                  ctx.book->PreemptedUsage(tenant, pool) -
-                                  q->second.nominal);
+  return std::max<int64_t>(0, ctx.book->UsageMilli(tenant, pool) -
+                                  ctx.book->PreemptedUsageMilli(tenant, pool) -
+                                  q->second.nominal_milli);
 }
 
 std::optional<MatchSpec> WithinQuota(const AdmissionContext& ctx,
@@ -84,8 +91,8 @@ std::optional<MatchSpec> WithinQuota(const AdmissionContext& ctx,
   for (const PoolKey& pool : PoolsFor(ctx.catalog->index(), spec)) {
     int64_t excess = 0;
     std::string why =
-        QuotaBlock(ctx, tenant, policy, pool, Demand(spec), &excess);
-    if (excess > 0 && reclaim != nullptr && reclaim->units == 0) {
+        QuotaBlock(ctx, tenant, policy, pool, DemandMilli(spec), &excess);
+    if (excess > 0 && reclaim != nullptr && reclaim->milli == 0) {
       *reclaim = Reclaim{pool, excess};
     }
     if (why.empty()) {
@@ -107,18 +114,20 @@ bool ReclaimPossible(const AdmissionContext& ctx, const Allocation& p,
                      const PoolKey& key) {
   const TenantPolicy& policy = ctx.tenants->Find(p.tenant);
   if (policy.cohort.empty() ||
-      !WithinNominal(ctx, p.tenant, key, Demand(SpecOf(p)))) {
+      !WithinNominal(ctx, p.tenant, key, DemandMilli(SpecOf(p)))) {
     return false;
   }
   for (const std::string& m : ctx.tenants->CohortMembers(policy.cohort)) {
-    if (m != p.tenant && Borrowed(ctx, m, key) > 0) return true;
+    if (m != p.tenant && BorrowedMilli(ctx, m, key) > 0) return true;
   }
   return false;
 }
 
 bool MayReclaim(const AdmissionContext& ctx, const Allocation& p,
                 const MatchSpec& spec) {
-  if (!ctx.preemption) return false;
+  // A share waits for quota; it does not take back what others borrow yet
+  // (README, "GPU sharing").
+  if (!ctx.preemption || spec.share.has_value()) return false;
   for (const PoolKey& key : PoolsFor(ctx.catalog->index(), spec)) {
     if (ReclaimPossible(ctx, p, key)) return true;
   }

@@ -5,7 +5,8 @@
 // cohort's quota stops may reclaim what other members borrow. Stateless:
 // every verdict is read from the context's book and policies as they are
 // when asked (usage counts live allocations, PREEMPTED ones in their grace
-// included).
+// included). Quotas, usage and demands are in thousandths of a unit
+// (tenant_policy.h), so that a GPU share counts as its fraction of a GPU.
 #ifndef ACCELSCHED_CORE_ADMISSION_QUOTA_PLANNER_H_
 #define ACCELSCHED_CORE_ADMISSION_QUOTA_PLANNER_H_
 
@@ -18,39 +19,42 @@
 
 namespace accelsched {
 
-// Units of `pool` a tenant within its nominal quota may take back from its
-// cohort's borrowers, when the cohort's quota is what stops it.
+// What of `pool` (thousandths of a unit) a tenant within its nominal quota
+// may take back from its cohort's borrowers, when the cohort's quota is what
+// stops it.
 struct Reclaim {
   PoolKey pool;
-  int64_t units = 0;
+  int64_t milli = 0;
 };
 
-// Why `tenant` (whose policy is `policy`) may not take `demand` more units of
-// `pool`; "" when it may. The reasons, in the order they are checked:
+// Why `tenant` (whose policy is `policy`) may not take `demand_milli` more
+// of `pool`; "" when it may. The reasons, in the order they are checked
+// (amounts in units, with decimals where shares make them fractional):
 //   "quota: tenant a at 8/8 nvidia-tesla-a100 devices, asks 1 more"
 //       (over its nominal quota, no cohort);
 //   "quota: tenant a at 8/8 ... would borrow 3, over its borrowing limit 2";
 //   "quota: cohort c at 16/16 ..., tenant a asks 1 more" (the cohort's
 //       nominal quotas, summed over the members with a quota of `pool`).
-// `*excess` (when not null) is set, on the cohort's reason only, to the
-// units the cohort is short of when the tenant stays within its own nominal
+// `*excess_milli` (when not null) is set, on the cohort's reason only, to
+// what the cohort is short of when the tenant stays within its own nominal
 // quota: what it may reclaim from borrowers. Left alone otherwise.
 std::string QuotaBlock(const AdmissionContext& ctx, absl::string_view tenant,
                        const TenantPolicy& policy, const PoolKey& pool,
-                       int64_t demand, int64_t* excess = nullptr);
+                       int64_t demand_milli, int64_t* excess_milli = nullptr);
 
 // Whether `tenant` has a quota of `pool` and stays within its nominal quota
-// after taking `demand` more units.
+// after taking `demand_milli` more.
 bool WithinNominal(const AdmissionContext& ctx, absl::string_view tenant,
-                   const PoolKey& pool, int64_t demand);
+                   const PoolKey& pool, int64_t demand_milli);
 
-// Units of `pool` `tenant` holds above its nominal quota that are not
-// already preempted (those are being given back); 0 without a quota.
-int64_t Borrowed(const AdmissionContext& ctx, absl::string_view tenant,
-                 const PoolKey& pool);
+// What of `pool` `tenant` holds above its nominal quota (thousandths of a
+// unit) that is not already preempted (that is being given back); 0 without
+// a quota.
+int64_t BorrowedMilli(const AdmissionContext& ctx, absl::string_view tenant,
+                      const PoolKey& pool);
 
-// `spec` narrowed to the pools `tenant` may take spec.count x spec.replicas
-// more units of under its quota (models sorted when narrowed; `spec` as is
+// `spec` narrowed to the pools `tenant` may take DemandMilli(spec) more of
+// under its quota (models sorted when narrowed; `spec` as is
 // when nothing stops it). When no pool is left the result is nullopt; either
 // way `*reason` (when empty) gets the first non-empty QuotaBlock reason, and
 // `*reclaim` (when not null and not yet set) the first pool a reclaim would
@@ -60,14 +64,14 @@ std::optional<MatchSpec> WithinQuota(const AdmissionContext& ctx,
                                      const MatchSpec& spec, std::string* reason,
                                      Reclaim* reclaim = nullptr);
 
-// Whether `request`'s tenant may take back borrowed units of `pool`: it is
-// in a cohort, within its nominal quota there even after `request`, and
-// another member of its cohort borrows units of `pool`.
+// Whether `request`'s tenant may take back what others borrow of `pool`: it
+// is in a cohort, within its nominal quota there even after `request`, and
+// another member of its cohort borrows some of `pool`.
 bool ReclaimPossible(const AdmissionContext& ctx, const Allocation& request,
                      const PoolKey& pool);
 
 // Whether ReclaimPossible for some pool of `spec`; false when preemption is
-// off.
+// off or `spec` is a share.
 bool MayReclaim(const AdmissionContext& ctx, const Allocation& request,
                 const MatchSpec& spec);
 

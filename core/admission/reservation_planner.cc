@@ -86,7 +86,12 @@ void ReservationPlanner::HoldVictimNodes(const std::string& id, int priority,
     const AllocationBook::Record& r = *ctx_.book->Find({victim, ""});
     const PoolKey pool = PoolOf(r.allocation);
     reserved_pools_.insert(pool);
-    for (const std::string& unit : r.units) {
+    // A share holds no unit of its own: its GPU is the unit it frees.
+    std::vector<std::string> units = r.units;
+    if (r.allocation.held_share() != nullptr) {
+      units.push_back(r.allocation.devices.front().device_id);
+    }
+    for (const std::string& unit : units) {
       const Unit* u = index_.Find(unit);
       if (u == nullptr) continue;
       // A node an earlier request holds this pass stays its.

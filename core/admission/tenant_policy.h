@@ -15,10 +15,13 @@
 
 namespace accelsched {
 
+// In thousandths of a unit, as usage is counted (AllocationBook::UsageMilli),
+// so that shares count as their fraction of a GPU: a quota of 2 GPUs is
+// 2000.
 struct Quota {
-  int64_t nominal = 0;
-  // Most it may use above `nominal` from its cohort; nullopt: no limit.
-  std::optional<int64_t> borrowing_limit;
+  int64_t nominal_milli = 0;
+  // Most it may use above `nominal_milli` from its cohort; nullopt: no limit.
+  std::optional<int64_t> borrowing_limit_milli;
 };
 
 struct TenantPolicy {

@@ -15,8 +15,8 @@ void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
   by_request_.clear();
   expiry_.clear();
   ended_.clear();
-  usage_.clear();
-  preempted_usage_.clear();
+  usage_milli_.clear();
+  preempted_usage_milli_.clear();
   live_by_pool_.clear();
   victims_.clear();
   active_priorities_.clear();
@@ -72,6 +72,12 @@ PoolKey PoolOf(const Allocation& a) {
   return PoolKey{a.device_class, a.model, a.partition};
 }
 
+int64_t UsageMilliOf(const Allocation& a, size_t units) {
+  const GpuShare* share = a.held_share();
+  return static_cast<int64_t>(units) * kGpuMilli +
+         (share == nullptr ? 0 : share->compute_milli);
+}
+
 std::set<std::string> NodesOf(const Allocation& a) {
   std::set<std::string> nodes;
   for (const AllocatedDevice& d : a.devices) nodes.insert(d.node);
@@ -80,8 +86,7 @@ std::set<std::string> NodesOf(const Allocation& a) {
 
 namespace {
 
-// Usage maps keep no zero entries: a share holds no unit (n 0) and leaves
-// them as they are.
+// Usage maps keep no zero entries.
 void AddUsage(
     std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage,
     const std::string& tenant, const PoolKey& pool, int64_t n) {
@@ -148,13 +153,12 @@ void AllocationBook::Hold(const Record& record, bool mark_index) {
   }
   HoldShare(a, +1, mark_index);
   if (mark_index) HoldResources(a, +1);
-  AddUsage(usage_, a.tenant, PoolOf(a),
-           static_cast<int64_t>(record.units.size()));
+  const int64_t milli = UsageMilliOf(a, record.units.size());
+  AddUsage(usage_milli_, a.tenant, PoolOf(a), milli);
   live_by_pool_[PoolOf(a)].insert(&record);
   if (a.state == AllocationState::kPreempted) {
     victims_[a.preempted_by].insert(a.id);
-    AddUsage(preempted_usage_, a.tenant, PoolOf(a),
-             static_cast<int64_t>(record.units.size()));
+    AddUsage(preempted_usage_milli_, a.tenant, PoolOf(a), milli);
   } else {
     active_priorities_[PoolOf(a)].insert(a.priority);
   }
@@ -177,13 +181,13 @@ void AllocationBook::Free(const Record& record) {
   auto live = live_by_pool_.find(PoolOf(a));
   live->second.erase(&record);
   if (live->second.empty()) live_by_pool_.erase(live);
-  const int64_t units = static_cast<int64_t>(record.units.size());
-  Subtract(usage_, a.tenant, PoolOf(a), units);
+  const int64_t milli = UsageMilliOf(a, record.units.size());
+  Subtract(usage_milli_, a.tenant, PoolOf(a), milli);
   if (a.state == AllocationState::kPreempted) {
     auto victims = victims_.find(a.preempted_by);
     victims->second.erase(a.id);
     if (victims->second.empty()) victims_.erase(victims);
-    Subtract(preempted_usage_, a.tenant, PoolOf(a), units);
+    Subtract(preempted_usage_milli_, a.tenant, PoolOf(a), milli);
   } else {
     ForgetPriority(a);
   }
@@ -214,8 +218,8 @@ void AllocationBook::Preempt(Record& record, const std::string& preemptor,
                              absl::Time grace_end) {
   Allocation& a = record.allocation;
   ForgetPriority(a);
-  AddUsage(preempted_usage_, a.tenant, PoolOf(a),
-           static_cast<int64_t>(record.units.size()));
+  AddUsage(preempted_usage_milli_, a.tenant, PoolOf(a),
+           UsageMilliOf(a, record.units.size()));
   a.state = AllocationState::kPreempted;
   a.preempted_by = preemptor;
   victims_[preemptor].insert(a.id);
@@ -280,14 +284,14 @@ std::optional<int> AllocationBook::LowestActivePriority(
   return *it->second.begin();
 }
 
-int64_t AllocationBook::Usage(absl::string_view tenant,
-                              const PoolKey& pool) const {
-  return Lookup(usage_, tenant, pool);
+int64_t AllocationBook::UsageMilli(absl::string_view tenant,
+                                   const PoolKey& pool) const {
+  return Lookup(usage_milli_, tenant, pool);
 }
 
-int64_t AllocationBook::PreemptedUsage(absl::string_view tenant,
-                                       const PoolKey& pool) const {
-  return Lookup(preempted_usage_, tenant, pool);
+int64_t AllocationBook::PreemptedUsageMilli(absl::string_view tenant,
+                                            const PoolKey& pool) const {
+  return Lookup(preempted_usage_milli_, tenant, pool);
 }
 
 std::vector<std::string> AllocationBook::Forget(absl::Time cutoff) {

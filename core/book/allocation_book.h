@@ -51,6 +51,10 @@ struct AllocationPage {
 
 // The pool an allocation's units are of.
 PoolKey PoolOf(const Allocation& a);
+// What a live allocation holding `units` units holds of its pool in
+// thousandths of a unit: kGpuMilli per unit, or its share's compute_milli
+// (a share holds no unit): what quotas and dominant shares count.
+int64_t UsageMilliOf(const Allocation& a, size_t units);
 // The nodes an allocation's devices are on (where its pod_resources are held).
 std::set<std::string> NodesOf(const Allocation& a);
 
@@ -118,14 +122,16 @@ class AllocationBook : public UnitOwners {
   // The lowest priority among ACTIVE allocations holding units of `pool`;
   // nullopt when there are none.
   std::optional<int> LowestActivePriority(const PoolKey& pool) const;
-  // Units of `pool` held by `tenant`'s live allocations; of those, the
-  // PREEMPTED ones' (in their grace).
-  int64_t Usage(absl::string_view tenant, const PoolKey& pool) const;
-  int64_t PreemptedUsage(absl::string_view tenant, const PoolKey& pool) const;
-  // Every tenant's units per pool (tenants holding none left out).
-  const std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage()
-      const {
-    return usage_;
+  // What `tenant`'s live allocations hold of `pool`, in thousandths of a
+  // unit (UsageMilliOf: a unit is 1000, a share its compute_milli); of
+  // that, the PREEMPTED ones' (in their grace).
+  int64_t UsageMilli(absl::string_view tenant, const PoolKey& pool) const;
+  int64_t PreemptedUsageMilli(absl::string_view tenant,
+                              const PoolKey& pool) const;
+  // Every tenant's UsageMilli per pool (tenants holding none left out).
+  const std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>&
+  usage_milli() const {
+    return usage_milli_;
   }
   // Forgets ended allocations that ended before `cutoff`; returns their ids.
   std::vector<std::string> Forget(absl::Time cutoff);
@@ -178,9 +184,9 @@ class AllocationBook : public UnitOwners {
     }
   };
   std::map<PoolKey, std::set<const Record*, ByExpiry>> live_by_pool_;
-  std::map<std::string, std::map<PoolKey, int64_t>, std::less<>> usage_;
+  std::map<std::string, std::map<PoolKey, int64_t>, std::less<>> usage_milli_;
   std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>
-      preempted_usage_;
+      preempted_usage_milli_;
   // preemptor id -> its victims still in their grace.
   absl::flat_hash_map<std::string, std::set<std::string>> victims_;
   // Priorities of the ACTIVE allocations per pool.

@@ -2,6 +2,7 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/base/field_error.h"
 #include "core/model/node_resources.h"
 
@@ -17,6 +18,18 @@ absl::string_view GpuSharingName(GpuSharing s) {
       return "MPS";
   }
   return "GPU_SHARING_UNKNOWN";
+}
+
+std::string MilliUnitsText(int64_t milli) {
+  const uint64_t magnitude = milli < 0 ? 0 - static_cast<uint64_t>(milli)
+                                       : static_cast<uint64_t>(milli);
+  std::string text = absl::StrCat(milli < 0 ? "-" : "", magnitude / kGpuMilli);
+  if (const uint64_t rest = magnitude % kGpuMilli; rest != 0) {
+    std::string digits = absl::StrFormat("%03d", rest);
+    digits.erase(digits.find_last_not_of('0') + 1);
+    absl::StrAppend(&text, ".", digits);
+  }
+  return text;
 }
 
 int64_t ShareMemory(const GpuShare& share, uint64_t device_memory) {

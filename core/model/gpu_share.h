@@ -5,6 +5,7 @@
 #define ACCELSCHED_CORE_MODEL_GPU_SHARE_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -32,6 +33,11 @@ struct GpuShare {
 
   bool operator==(const GpuShare&) const = default;
 };
+
+// Units (whole devices, slices) counted in thousandths, so that a share
+// counts as its fraction of one GPU, as text: 8000 -> "8", 2500 -> "2.5",
+// 300 -> "0.3", -1250 -> "-1.25".
+std::string MilliUnitsText(int64_t milli);
 
 // The GPU memory `share` takes of a device with `device_memory` bytes: its
 // memory_bytes, or when that is 0 compute_milli/1000 of the device's memory,

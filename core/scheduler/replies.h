@@ -34,12 +34,14 @@ struct QueuePage {
 };
 
 // A tenant's standing: what it holds per pool against its quota, its share.
+// Amounts in thousandths of a unit, as quotas count (a GPU share its
+// compute_milli).
 struct TenantStanding {
   struct Pool {
     PoolKey pool;
-    int64_t used = 0;
-    int64_t nominal = -1;  // -1: no quota
-    int64_t borrowed = 0;
+    int64_t used_milli = 0;
+    int64_t nominal_milli = -1;  // -1: no quota
+    int64_t borrowed_milli = 0;
   };
   std::string tenant;
   double dominant_share = 0;

@@ -17,19 +17,6 @@
 namespace accelsched {
 namespace {
 
-// GPU sharing lands in steps (README, "GPU sharing"): a share counts against
-// no quota yet, so where quotas apply it is refused rather than admitted
-// outside them.
-absl::Status RefuseUnsupportedShare(const MatchSpec& spec, bool has_quotas) {
-  if (!spec.share.has_value()) return absl::OkStatus();
-  if (has_quotas) {
-    return absl::UnimplementedError(
-        "share: quotas do not count GPU shares yet, so shares are not "
-        "served where tenants have quotas");
-  }
-  return absl::OkStatus();
-}
-
 absl::string_view StateName(AllocationState s) {
   switch (s) {
     case AllocationState::kActive:
@@ -323,7 +310,6 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       a = WithQueueFields(existing->allocation, /*may_compute=*/false);
       ticket = existing->ticket;
     } else {
-      RETURN_IF_ERROR(RefuseUnsupportedShare(spec, tenants_->has_quotas()));
       const CapacityIndex& index = catalog_.index();
       RETURN_IF_ERROR(CheckSatisfiable(index, spec));
       const AdmissionContext ctx = ContextAt(now);
@@ -510,8 +496,6 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
                                              options_.max_lease));
   ExplainResult result;
   absl::ReaderMutexLock lock(&mu_);
-  // What Allocate would refuse is refused here too.
-  RETURN_IF_ERROR(RefuseUnsupportedShare(spec, tenants_->has_quotas()));
   const absl::Time now = clock_->Now();
   if (const Record* r = book_.Find({"", request.request_id});
       r != nullptr && r->allocation.pending()) {

@@ -203,7 +203,7 @@ std::vector<TenantStanding> Scheduler::TenantStandingsLocked(
   const AdmissionContext ctx = ContextAt(clock_->Now());
   const std::map<std::string, int64_t> pending = queue_.CountByTenant();
   std::set<std::string> names;
-  for (const auto& entry : book_.usage()) names.insert(entry.first);
+  for (const auto& entry : book_.usage_milli()) names.insert(entry.first);
   for (const auto& entry : tenants_->tenants()) names.insert(entry.first);
   for (const auto& entry : pending) names.insert(entry.first);
   std::vector<TenantStanding> out;
@@ -219,18 +219,20 @@ std::vector<TenantStanding> Scheduler::TenantStandingsLocked(
     t.pending = p == pending.end() ? 0 : p->second;
     std::map<PoolKey, TenantStanding::Pool> pools;
     for (const auto& [key, quota] : policy.quotas) {
-      pools[key] = TenantStanding::Pool{key, 0, quota.nominal, 0};
+      pools[key] = TenantStanding::Pool{key, 0, quota.nominal_milli, 0};
     }
-    if (auto u = book_.usage().find(name); u != book_.usage().end()) {
+    if (auto u = book_.usage_milli().find(name);
+        u != book_.usage_milli().end()) {
       for (const auto& [key, used] : u->second) {
         auto [it, fresh] =
             pools.try_emplace(key, TenantStanding::Pool{key, 0, -1, 0});
-        it->second.used = used;
+        it->second.used_milli = used;
       }
     }
     for (auto& [key, pool] : pools) {
-      if (pool.nominal >= 0) {
-        pool.borrowed = std::max<int64_t>(0, pool.used - pool.nominal);
+      if (pool.nominal_milli >= 0) {
+        pool.borrowed_milli =
+            std::max<int64_t>(0, pool.used_milli - pool.nominal_milli);
       }
       t.pools.push_back(pool);
     }

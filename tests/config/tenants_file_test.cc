@@ -38,9 +38,10 @@ TEST(TenantsFileTest, WeightsQuotasCohortsAndPreemptibility) {
   const PoolKey mig{DeviceClass::kNvidiaGpu, "nvidia-tesla-a100", "1g.5gb"};
   const PoolKey t4{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", ""};
   ASSERT_EQ(a.quotas.size(), 2u);
-  EXPECT_EQ(a.quotas.at(mig).nominal, 14);
-  EXPECT_FALSE(a.quotas.at(mig).borrowing_limit.has_value());
-  EXPECT_EQ(a.quotas.at(t4).borrowing_limit, 4);
+  // Kept in thousandths of a unit, as shares count.
+  EXPECT_EQ(a.quotas.at(mig).nominal_milli, 14000);
+  EXPECT_FALSE(a.quotas.at(mig).borrowing_limit_milli.has_value());
+  EXPECT_EQ(a.quotas.at(t4).borrowing_limit_milli, 4000);
   EXPECT_FALSE(p->Find("team-b").preemptible);
   EXPECT_EQ(p->Find("team-c").weight, 1);  // absent: 1
   EXPECT_EQ(p->Find("nobody").weight, 1);  // unnamed: the default
@@ -48,6 +49,25 @@ TEST(TenantsFileTest, WeightsQuotasCohortsAndPreemptibility) {
   EXPECT_THAT(p->CohortMembers("research"),
               testing::ElementsAre("team-a", "team-b"));
   EXPECT_TRUE(p->CohortMembers("").empty());
+}
+
+TEST(TenantsFileTest, WholeGpuQuotasMayBeWrittenInThousandths) {
+  absl::StatusOr<TenantPolicies> p = Parse(R"pb(
+    tenants {
+      name: "team-a"
+      cohort: "research"
+      quotas { model: "T4" nominal_milli: 2500 borrowing_limit_milli: 750 }
+      quotas { model: "L4" nominal: 1 borrowing_limit_milli: 0 }
+    }
+  )pb");
+  ASSERT_OK(p);
+  const TenantPolicy& a = p->Find("team-a");
+  const PoolKey t4{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", ""};
+  const PoolKey l4{DeviceClass::kNvidiaGpu, "nvidia-l4", ""};
+  EXPECT_EQ(a.quotas.at(t4).nominal_milli, 2500);
+  EXPECT_EQ(a.quotas.at(t4).borrowing_limit_milli, 750);
+  EXPECT_EQ(a.quotas.at(l4).nominal_milli, 1000);
+  EXPECT_EQ(a.quotas.at(l4).borrowing_limit_milli, 0);
 }
 
 TEST(TenantsFileTest, MistakesNameTheFileTheLineAndTheField) {
@@ -69,6 +89,24 @@ TEST(TenantsFileTest, MistakesNameTheFileTheLineAndTheField) {
       {"tenants { name: \"a\" quotas { model: \"T4\" nominal: 1 "
        "borrowing_limit: 2 } }",
        "quotas[0].borrowing_limit: needs a cohort"},
+      {"tenants { name: \"a\" quotas { model: \"T4\" nominal: 1000000000001 "
+       "} }",
+       "quotas[0].nominal: must be at most 1000000000000"},
+      {"tenants { name: \"a\" quotas { model: \"T4\" nominal_milli: -1 } }",
+       "quotas[0].nominal_milli: must be >= 0"},
+      {"tenants { name: \"a\" quotas { model: \"T4\" nominal: 1 "
+       "nominal_milli: 1500 } }",
+       "quotas[0].nominal_milli: set nominal or nominal_milli, not both"},
+      {"tenants { name: \"a\" cohort: \"c\" quotas { model: \"T4\" "
+       "borrowing_limit: 1 borrowing_limit_milli: 1500 } }",
+       "quotas[0].borrowing_limit_milli: set borrowing_limit or "
+       "borrowing_limit_milli, not both"},
+      {"tenants { name: \"a\" quotas { model: \"T4\" "
+       "borrowing_limit_milli: 1 } }",
+       "quotas[0].borrowing_limit_milli: needs a cohort"},
+      {"tenants { name: \"a\" quotas { model: \"A100\" partition: "
+       "\"1g.5gb\" nominal_milli: 1500 } }",
+       "quotas[0].nominal_milli: only whole NVIDIA GPUs"},
       {"tenants { name: \"a\" quotas { model: \"T4\" nominal: 1 } quotas { "
        "model: \"nvidia-tesla-t4\" nominal: 2 } }",
        "quotas[1]: a second quota for nvidia-tesla-t4 devices"},

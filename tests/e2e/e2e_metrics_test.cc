@@ -285,8 +285,17 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
 }
 
 // The share gauges follow shares, and stand at zero for a model without.
+// Shares in /metrics and GetQueue: the GPUs' compute held and free, and a
+// tenant's quota counting a share as its fraction of a GPU.
 TEST_F(E2eTest, ShareMetricsFollowShares) {
-  ASSERT_TRUE(StartServer());
+  const std::string tenants = dir_.File("tenants.textproto");
+  std::ofstream(tenants) << R"pb(
+    tenants {
+      name: "team-share"
+      quotas { model: "T4" nominal_milli: 500 }
+    }
+  )pb";
+  ASSERT_TRUE(StartServer({"--tenants=" + tenants}));
   v1::Node node;
   node.set_name("share-node");
   AddGpu(&node, "GPU-S0", "T4", 0)->set_sharing(v1::MPS);
@@ -295,8 +304,30 @@ TEST_F(E2eTest, ShareMetricsFollowShares) {
   ASSERT_TRUE(Register(node).ok());
   v1::AllocateRequest share = AllocateReq("share-1", "T4");
   share.mutable_share()->set_compute_milli(300);
+  share.set_tenant("team-share");
   v1::Allocation a;
   ASSERT_TRUE(Allocate(share, &a).ok());
+  // 0.3 of the tenant's 0.5 T4s used: 0.3 more is over its quota.
+  v1::AllocateRequest over = share;
+  over.set_request_id("share-2");
+  grpc::Status refused = Allocate(over);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(),
+              testing::HasSubstr("quota: tenant team-share at 0.3/0.5 "
+                                 "nvidia-tesla-t4 devices, asks 0.3 more"));
+  v1::GetQueueRequest queue_req;
+  queue_req.set_tenant("team-share");
+  v1::GetQueueResponse queue;
+  ASSERT_TRUE(Call(&Stub::GetQueue, queue_req, &queue).ok());
+  ASSERT_EQ(queue.tenants_size(), 1);
+  ASSERT_EQ(queue.tenants(0).usage_size(), 1);
+  EXPECT_EQ(queue.tenants(0).usage(0).used_milli(), 300);
+  EXPECT_EQ(queue.tenants(0).usage(0).nominal_quota_milli(), 500);
+  EXPECT_EQ(queue.tenants(0).usage(0).used(), 0);  // whole units, rounded down
+  EXPECT_DOUBLE_EQ(queue.tenants(0).dominant_share(), 0.15);  // 0.3 of 2 T4s
+  const std::string quota =
+      "accelsched_tenant_quota_units{tenant=\"team-share\",device_class="
+      "\"NVIDIA_GPU\",model=\"nvidia-tesla-t4\",partition=\"\",kind=";
   const std::string t4 = "accelsched_gpu_share_milli{model=\"nvidia-tesla-t4\"";
   const std::string a100 =
       "accelsched_gpu_share_milli{model=\"nvidia-tesla-a100\"";
@@ -305,12 +336,15 @@ TEST_F(E2eTest, ShareMetricsFollowShares) {
   EXPECT_EQ(s.at(t4 + ",state=\"free\"}"), 1700);
   EXPECT_EQ(s.at(a100 + ",state=\"allocated\"}"), 0);
   EXPECT_EQ(s.at(a100 + ",state=\"free\"}"), 0);
+  EXPECT_DOUBLE_EQ(s.at(quota + "\"used\"}"), 0.3);
+  EXPECT_DOUBLE_EQ(s.at(quota + "\"nominal\"}"), 0.5);
   v1::ReleaseRequest release;
   release.set_allocation_id(a.id());
   ASSERT_TRUE(Call(&Stub::Release, release, &a).ok());
   s = ScrapeMetrics(*server_);
   EXPECT_EQ(s.at(t4 + ",state=\"allocated\"}"), 0);
   EXPECT_EQ(s.at(t4 + ",state=\"free\"}"), 2000);
+  EXPECT_DOUBLE_EQ(s.at(quota + "\"used\"}"), 0);
 }
 
 // Issue 30 end to end: the real server on a real SQLite file places pods so

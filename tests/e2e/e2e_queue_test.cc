@@ -336,6 +336,9 @@ TEST_F(E2eQueueTest, CohortQuotaIsBorrowedAndReclaimedByPreemption) {
   EXPECT_EQ(queue.tenants(0).usage(0).used(), 17);
   EXPECT_EQ(queue.tenants(0).usage(0).nominal_quota(), 9);
   EXPECT_EQ(queue.tenants(0).usage(0).borrowed(), 8);
+  EXPECT_EQ(queue.tenants(0).usage(0).used_milli(), 17000);
+  EXPECT_EQ(queue.tenants(0).usage(0).nominal_quota_milli(), 9000);
+  EXPECT_EQ(queue.tenants(0).usage(0).borrowed_milli(), 8000);
   ExpectNoDeviceTwice();
 }
 

@@ -2704,15 +2704,22 @@ func (x *GetQueueRequest) GetPageToken() string {
 
 // Units of one pool (device class, model, partition) a tenant holds.
 type PoolUsage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DeviceClass   DeviceClass            `protobuf:"varint,1,opt,name=device_class,json=deviceClass,proto3,enum=accelsched.v1.DeviceClass" json:"device_class,omitempty"`
-	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	Partition     string                 `protobuf:"bytes,3,opt,name=partition,proto3" json:"partition,omitempty"`                            // "" whole devices
-	Used          int64                  `protobuf:"varint,4,opt,name=used,proto3" json:"used,omitempty"`                                     // units held by ACTIVE and PREEMPTED allocations
-	NominalQuota  int64                  `protobuf:"varint,5,opt,name=nominal_quota,json=nominalQuota,proto3" json:"nominal_quota,omitempty"` // -1: no quota
-	Borrowed      int64                  `protobuf:"varint,6,opt,name=borrowed,proto3" json:"borrowed,omitempty"`                             // used above the nominal quota
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	DeviceClass DeviceClass            `protobuf:"varint,1,opt,name=device_class,json=deviceClass,proto3,enum=accelsched.v1.DeviceClass" json:"device_class,omitempty"`
+	Model       string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Partition   string                 `protobuf:"bytes,3,opt,name=partition,proto3" json:"partition,omitempty"` // "" whole devices
+	// Whole units, rounded down where GPU shares make them fractional; the
+	// _milli fields below are exact.
+	Used         int64 `protobuf:"varint,4,opt,name=used,proto3" json:"used,omitempty"`                                     // units held by ACTIVE and PREEMPTED allocations
+	NominalQuota int64 `protobuf:"varint,5,opt,name=nominal_quota,json=nominalQuota,proto3" json:"nominal_quota,omitempty"` // -1: no quota
+	Borrowed     int64 `protobuf:"varint,6,opt,name=borrowed,proto3" json:"borrowed,omitempty"`                             // used above the nominal quota
+	// The same in thousandths of a unit, a GPU share counting its
+	// compute_milli (quotas count these).
+	UsedMilli         int64 `protobuf:"varint,7,opt,name=used_milli,json=usedMilli,proto3" json:"used_milli,omitempty"`
+	NominalQuotaMilli int64 `protobuf:"varint,8,opt,name=nominal_quota_milli,json=nominalQuotaMilli,proto3" json:"nominal_quota_milli,omitempty"` // -1: no quota
+	BorrowedMilli     int64 `protobuf:"varint,9,opt,name=borrowed_milli,json=borrowedMilli,proto3" json:"borrowed_milli,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PoolUsage) Reset() {
@@ -2783,6 +2790,27 @@ func (x *PoolUsage) GetNominalQuota() int64 {
 func (x *PoolUsage) GetBorrowed() int64 {
 	if x != nil {
 		return x.Borrowed
+	}
+	return 0
+}
+
+func (x *PoolUsage) GetUsedMilli() int64 {
+	if x != nil {
+		return x.UsedMilli
+	}
+	return 0
+}
+
+func (x *PoolUsage) GetNominalQuotaMilli() int64 {
+	if x != nil {
+		return x.NominalQuotaMilli
+	}
+	return 0
+}
+
+func (x *PoolUsage) GetBorrowedMilli() int64 {
+	if x != nil {
+		return x.BorrowedMilli
 	}
 	return 0
 }
@@ -3385,14 +3413,18 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"\xd3\x01\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\xc9\x02\n" +
 	"\tPoolUsage\x12=\n" +
 	"\fdevice_class\x18\x01 \x01(\x0e2\x1a.accelsched.v1.DeviceClassR\vdeviceClass\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1c\n" +
 	"\tpartition\x18\x03 \x01(\tR\tpartition\x12\x12\n" +
 	"\x04used\x18\x04 \x01(\x03R\x04used\x12#\n" +
 	"\rnominal_quota\x18\x05 \x01(\x03R\fnominalQuota\x12\x1a\n" +
-	"\bborrowed\x18\x06 \x01(\x03R\bborrowed\"\xc6\x01\n" +
+	"\bborrowed\x18\x06 \x01(\x03R\bborrowed\x12\x1d\n" +
+	"\n" +
+	"used_milli\x18\a \x01(\x03R\tusedMilli\x12.\n" +
+	"\x13nominal_quota_milli\x18\b \x01(\x03R\x11nominalQuotaMilli\x12%\n" +
+	"\x0eborrowed_milli\x18\t \x01(\x03R\rborrowedMilli\"\xc6\x01\n" +
 	"\vTenantUsage\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12%\n" +
 	"\x0edominant_share\x18\x02 \x01(\x01R\rdominantShare\x12\x16\n" +

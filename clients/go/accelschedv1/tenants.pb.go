@@ -153,7 +153,8 @@ func (x *TenantConfig) GetNonPreemptible() bool {
 
 // Quota of one pool: a model (any alias the accelerator-type registry knows)
 // and a partition ("" whole devices, a MIG profile, a TPU topology), counted
-// in devices or slices. A pool a tenant has no quota for is not limited.
+// in devices or slices, a GPU share as its fraction of a GPU. A pool a
+// tenant has no quota for is not limited.
 type QuotaConfig struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Model     string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
@@ -162,8 +163,14 @@ type QuotaConfig struct {
 	// At most this much above `nominal` borrowed from the cohort; absent: no
 	// limit but the cohort's unused quota.
 	BorrowingLimit *int64 `protobuf:"varint,4,opt,name=borrowing_limit,json=borrowingLimit,proto3,oneof" json:"borrowing_limit,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The same in thousandths of a GPU (as GpuShare.compute_milli), for whole
+	// GPUs only (no partition, not a TPU): nominal_milli: 2500 is two and a
+	// half GPUs. At most one of nominal and nominal_milli, and of
+	// borrowing_limit and borrowing_limit_milli.
+	NominalMilli        *int64 `protobuf:"varint,5,opt,name=nominal_milli,json=nominalMilli,proto3,oneof" json:"nominal_milli,omitempty"`
+	BorrowingLimitMilli *int64 `protobuf:"varint,6,opt,name=borrowing_limit_milli,json=borrowingLimitMilli,proto3,oneof" json:"borrowing_limit_milli,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *QuotaConfig) Reset() {
@@ -224,6 +231,20 @@ func (x *QuotaConfig) GetBorrowingLimit() int64 {
 	return 0
 }
 
+func (x *QuotaConfig) GetNominalMilli() int64 {
+	if x != nil && x.NominalMilli != nil {
+		return *x.NominalMilli
+	}
+	return 0
+}
+
+func (x *QuotaConfig) GetBorrowingLimitMilli() int64 {
+	if x != nil && x.BorrowingLimitMilli != nil {
+		return *x.BorrowingLimitMilli
+	}
+	return 0
+}
+
 var File_accelsched_v1_tenants_proto protoreflect.FileDescriptor
 
 const file_accelsched_v1_tenants_proto_rawDesc = "" +
@@ -236,13 +257,17 @@ const file_accelsched_v1_tenants_proto_rawDesc = "" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\x122\n" +
 	"\x06quotas\x18\x03 \x03(\v2\x1a.accelsched.v1.QuotaConfigR\x06quotas\x12\x16\n" +
 	"\x06cohort\x18\x04 \x01(\tR\x06cohort\x12'\n" +
-	"\x0fnon_preemptible\x18\x05 \x01(\bR\x0enonPreemptible\"\x9d\x01\n" +
+	"\x0fnon_preemptible\x18\x05 \x01(\bR\x0enonPreemptible\"\xac\x02\n" +
 	"\vQuotaConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x18\n" +
 	"\anominal\x18\x03 \x01(\x03R\anominal\x12,\n" +
-	"\x0fborrowing_limit\x18\x04 \x01(\x03H\x00R\x0eborrowingLimit\x88\x01\x01B\x12\n" +
-	"\x10_borrowing_limitB:Z8github.com/accelsched/accelsched/clients/go/accelschedv1b\x06proto3"
+	"\x0fborrowing_limit\x18\x04 \x01(\x03H\x00R\x0eborrowingLimit\x88\x01\x01\x12(\n" +
+	"\rnominal_milli\x18\x05 \x01(\x03H\x01R\fnominalMilli\x88\x01\x01\x127\n" +
+	"\x15borrowing_limit_milli\x18\x06 \x01(\x03H\x02R\x13borrowingLimitMilli\x88\x01\x01B\x12\n" +
+	"\x10_borrowing_limitB\x10\n" +
+	"\x0e_nominal_milliB\x18\n" +
+	"\x16_borrowing_limit_milliB:Z8github.com/accelsched/accelsched/clients/go/accelschedv1b\x06proto3"
 
 var (
 	file_accelsched_v1_tenants_proto_rawDescOnce sync.Once

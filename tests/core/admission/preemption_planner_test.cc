@@ -252,7 +252,7 @@ class ReclaimTest : public PreemptionPlannerTest {
     AddNode("n1", 4);
     TenantPolicy quota;
     quota.cohort = "c";
-    quota.quotas[GpuPool(kT4)] = Quota{2, std::nullopt};
+    quota.quotas[GpuPool(kT4)] = Quota{2000, std::nullopt};
     SetTenants({{"a", quota}, {"b", quota}});
     AddLive({.id = "a-1",
              .tenant = "a",
@@ -282,13 +282,13 @@ TEST_F(ReclaimTest, NoMoreOfABorrowerIsTakenThanItBorrows) {
   ReservationPlanner reservations = NoHolds();
   PreemptionPlanner planner(ctx_, reservations);
   std::optional<VictimChoice> choice = planner.ChooseVictims(
-      "b-1", b, SpecOf(b), /*borrowed_only=*/true, /*quota_units=*/1);
+      "b-1", b, SpecOf(b), /*borrowed_only=*/true, /*quota_milli=*/1000);
   ASSERT_TRUE(choice.has_value());
   EXPECT_THAT(choice->victims, ElementsAre("a-2"));
   // Two units back would take a-1 too, beyond what a borrows; x-1 is no
   // borrower.
   EXPECT_EQ(planner.ChooseVictims("b-1", b, SpecOf(b), /*borrowed_only=*/true,
-                                  /*quota_units=*/2),
+                                  /*quota_milli=*/2000),
             std::nullopt);
 }
 
@@ -296,12 +296,12 @@ TEST_F(ReclaimTest, ReclaimVictimsComeFromBorrowersOnly) {
   const Allocation& b = AddPending("b-1", "b", 1, 0);
   ReservationPlanner reservations = NoHolds();
   PreemptionPlanner planner(ctx_, reservations);
-  EXPECT_THAT(planner.ChooseReclaimVictims(b, Reclaim{GpuPool(kT4), 1}),
+  EXPECT_THAT(planner.ChooseReclaimVictims(b, Reclaim{GpuPool(kT4), 1000}),
               ElementsAre("a-2"));
   // a borrows one: a-1 is not taken as well, and one is not enough.
-  EXPECT_THAT(planner.ChooseReclaimVictims(b, Reclaim{GpuPool(kT4), 2}),
+  EXPECT_THAT(planner.ChooseReclaimVictims(b, Reclaim{GpuPool(kT4), 2000}),
               IsEmpty());
-  EXPECT_THAT(planner.ChooseReclaimVictims(b, Reclaim{GpuPool(kL4), 1}),
+  EXPECT_THAT(planner.ChooseReclaimVictims(b, Reclaim{GpuPool(kL4), 1000}),
               IsEmpty());
 }
 
@@ -314,7 +314,7 @@ TEST_F(ReclaimTest, ABorrowerOfTheSameTenantIsNotReclaimedFrom) {
       planner.ChooseVictims("a-3", a, SpecOf(a));
   ASSERT_TRUE(choice.has_value());
   EXPECT_THAT(choice->victims, ElementsAre("x-1"));
-  EXPECT_THAT(planner.ChooseReclaimVictims(a, Reclaim{GpuPool(kT4), 1}),
+  EXPECT_THAT(planner.ChooseReclaimVictims(a, Reclaim{GpuPool(kT4), 1000}),
               IsEmpty());
 }
 

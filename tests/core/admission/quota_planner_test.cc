@@ -17,12 +17,24 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
+TenantPolicy QuotedMilli(int64_t nominal_milli, std::string cohort = "") {
+  TenantPolicy p;
+  p.cohort = std::move(cohort);
+  p.quotas[GpuPool(kT4)] = Quota{nominal_milli, std::nullopt};
+  return p;
+}
+
+// A quota of `nominal` T4s (or of `model`), in thousandths as Quota keeps it.
 TenantPolicy Quoted(int64_t nominal, std::string cohort = "",
                     std::optional<int64_t> borrowing_limit = std::nullopt,
                     const char* model = kT4) {
   TenantPolicy p;
   p.cohort = std::move(cohort);
-  p.quotas[GpuPool(model)] = Quota{nominal, borrowing_limit};
+  p.quotas[GpuPool(model)] =
+      Quota{nominal * kGpuMilli,
+            borrowing_limit.has_value()
+                ? std::optional<int64_t>(*borrowing_limit * kGpuMilli)
+                : std::nullopt};
   return p;
 }
 
@@ -31,9 +43,9 @@ struct BlockCase {
   std::map<std::string, TenantPolicy> tenants;
   std::map<std::string, int> used;  // tenant -> T4 units it holds
   std::string tenant;
-  int64_t demand;
-  std::string reason;  // "" : it may
-  int64_t excess;      // what a reclaim may take back
+  int64_t demand_milli;
+  std::string reason;    // "" : it may
+  int64_t excess_milli;  // what a reclaim may take back
 
   friend void PrintTo(const BlockCase& c, std::ostream* os) { *os << c.name; }
 };
@@ -53,9 +65,9 @@ TEST_P(QuotaBlockTest, ReasonAndExcess) {
   }
   int64_t excess = 0;
   EXPECT_EQ(QuotaBlock(ctx_, c.tenant, tenants_.Find(c.tenant), GpuPool(kT4),
-                       c.demand, &excess),
+                       c.demand_milli, &excess),
             c.reason);
-  EXPECT_EQ(excess, c.excess);
+  EXPECT_EQ(excess, c.excess_milli);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -65,42 +77,42 @@ INSTANTIATE_TEST_SUITE_P(
                   {{"a", TenantPolicy()}},
                   {{"a", 6}},
                   "a",
-                  2,
+                  2000,
                   "",
                   0},
         BlockCase{"WithinNominalWithoutCohort",
                   {{"a", Quoted(4)}},
                   {{"a", 2}},
                   "a",
-                  2,
+                  2000,
                   "",
                   0},
         BlockCase{"OverNominalWithoutCohort",
                   {{"a", Quoted(2)}},
                   {{"a", 2}},
                   "a",
-                  1,
+                  1000,
                   "quota: tenant a at 2/2 nvidia-tesla-t4 devices, asks 1 more",
                   0},
         BlockCase{"OneDeviceQuotaIsSingular",
                   {{"a", Quoted(1)}},
                   {{"a", 1}},
                   "a",
-                  1,
+                  1000,
                   "quota: tenant a at 1/1 nvidia-tesla-t4 device, asks 1 more",
                   0},
         BlockCase{"BorrowsWithinLimitAndCohortRoom",
                   {{"a", Quoted(2, "c", 2)}, {"b", Quoted(4, "c")}},
                   {{"a", 2}},
                   "a",
-                  2,
+                  2000,
                   "",
                   0},
         BlockCase{"OverBorrowingLimit",
                   {{"a", Quoted(2, "c", 1)}, {"b", Quoted(4, "c")}},
                   {{"a", 2}},
                   "a",
-                  2,
+                  2000,
                   "quota: tenant a at 2/2 nvidia-tesla-t4 devices would "
                   "borrow 2, over its borrowing limit 1",
                   0},
@@ -108,7 +120,7 @@ INSTANTIATE_TEST_SUITE_P(
                   {{"a", Quoted(2, "c")}, {"b", Quoted(2, "c")}},
                   {{"a", 2}, {"b", 2}},
                   "a",
-                  1,
+                  1000,
                   "quota: cohort c at 4/4 nvidia-tesla-t4 devices, tenant a "
                   "asks 1 more",
                   0},
@@ -116,19 +128,44 @@ INSTANTIATE_TEST_SUITE_P(
                   {{"a", Quoted(2, "c")}, {"b", Quoted(2, "c")}},
                   {{"a", 3}, {"b", 1}},
                   "b",
-                  1,
+                  1000,
                   "quota: cohort c at 4/4 nvidia-tesla-t4 devices, tenant b "
                   "asks 1 more",
-                  1},
+                  1000},
         BlockCase{"CohortMemberWithoutQuotaOfThePoolIsNotCounted",
                   {{"a", Quoted(2, "c")},
                    {"b", Quoted(2, "c")},
                    {"z", Quoted(4, "c", std::nullopt, kL4)}},
                   {{"a", 1}, {"z", 4}},
                   "a",
-                  1,
+                  1000,
                   "",
-                  0}),
+                  0},
+        // A share asks for its compute_milli; a quota may be written in
+        // thousandths (nominal_milli).
+        BlockCase{"AShareWithinAQuotaInThousandths",
+                  {{"a", QuotedMilli(1500)}},
+                  {{"a", 1}},
+                  "a",
+                  500,
+                  "",
+                  0},
+        BlockCase{"AShareOverAQuotaInThousandthsIsToldInDecimals",
+                  {{"a", QuotedMilli(1500)}},
+                  {{"a", 1}},
+                  "a",
+                  600,
+                  "quota: tenant a at 1/1.5 nvidia-tesla-t4 devices, asks 0.6 "
+                  "more",
+                  0},
+        BlockCase{"ACohortReclaimsInThousandths",
+                  {{"a", QuotedMilli(1500, "c")}, {"b", Quoted(2, "c")}},
+                  {{"a", 1}, {"b", 3}},
+                  "a",
+                  250,
+                  "quota: cohort c at 4/3.5 nvidia-tesla-t4 devices, tenant a "
+                  "asks 0.25 more",
+                  750}),
     [](const testing::TestParamInfo<BlockCase>& info) {
       return std::string(info.param.name);
     });
@@ -140,21 +177,21 @@ TEST_F(QuotaPlannerTest, BorrowedLeavesOutPreemptedUnits) {
   SetTenants({{"a", Quoted(2, "c")}, {"b", Quoted(2, "c")}});
   AddLive({.id = "a-1", .tenant = "a", .node = "n1", .units = 2});
   AddLive({.id = "a-2", .tenant = "a", .node = "n1", .units = 2});
-  EXPECT_EQ(Borrowed(ctx_, "a", GpuPool(kT4)), 2);
-  EXPECT_EQ(Borrowed(ctx_, "b", GpuPool(kT4)), 0);
-  EXPECT_EQ(Borrowed(ctx_, "nobody", GpuPool(kT4)), 0);
+  EXPECT_EQ(BorrowedMilli(ctx_, "a", GpuPool(kT4)), 2000);
+  EXPECT_EQ(BorrowedMilli(ctx_, "b", GpuPool(kT4)), 0);
+  EXPECT_EQ(BorrowedMilli(ctx_, "nobody", GpuPool(kT4)), 0);
   Preempted("a-2", "b-1");
   // Still used (in its grace), but being given back.
-  EXPECT_EQ(book_.Usage("a", GpuPool(kT4)), 4);
-  EXPECT_EQ(Borrowed(ctx_, "a", GpuPool(kT4)), 0);
+  EXPECT_EQ(book_.UsageMilli("a", GpuPool(kT4)), 4000);
+  EXPECT_EQ(BorrowedMilli(ctx_, "a", GpuPool(kT4)), 0);
 }
 
 TEST_F(QuotaPlannerTest, WithinNominalNeedsAQuota) {
   AddNode("n1", 8);
   SetTenants({{"a", Quoted(2)}});
   AddLive({.id = "a-1", .tenant = "a", .node = "n1", .units = 1});
-  EXPECT_TRUE(WithinNominal(ctx_, "a", GpuPool(kT4), 1));
-  EXPECT_FALSE(WithinNominal(ctx_, "a", GpuPool(kT4), 2));
+  EXPECT_TRUE(WithinNominal(ctx_, "a", GpuPool(kT4), 1000));
+  EXPECT_FALSE(WithinNominal(ctx_, "a", GpuPool(kT4), 1001));
   EXPECT_FALSE(WithinNominal(ctx_, "a", GpuPool(kL4), 0));
   EXPECT_FALSE(WithinNominal(ctx_, "nobody", GpuPool(kT4), 0));
 }
@@ -201,7 +238,7 @@ TEST_F(QuotaPlannerTest, AMemberWithinNominalMayReclaimFromABorrower) {
   // The cohort has room (3 + 1 <= 4): nothing to reclaim.
   EXPECT_TRUE(WithinQuota(ctx_, "b", SpecOf(b), &reason, &reclaim).has_value());
   EXPECT_EQ(reason, "");
-  EXPECT_EQ(reclaim.units, 0);
+  EXPECT_EQ(reclaim.milli, 0);
 
   AddLive({.id = "b-0", .tenant = "b", .node = "n1", .units = 1});
   reason.clear();
@@ -210,7 +247,7 @@ TEST_F(QuotaPlannerTest, AMemberWithinNominalMayReclaimFromABorrower) {
             "quota: cohort c at 4/4 nvidia-tesla-t4 devices, tenant b asks 1 "
             "more");
   EXPECT_EQ(reclaim.pool, GpuPool(kT4));
-  EXPECT_EQ(reclaim.units, 1);
+  EXPECT_EQ(reclaim.milli, 1000);
   EXPECT_TRUE(ReclaimPossible(ctx_, b, GpuPool(kT4)));
   EXPECT_TRUE(MayReclaim(ctx_, b, SpecOf(b)));
   // a borrows: it may not reclaim from anyone.

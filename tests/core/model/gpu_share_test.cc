@@ -1,6 +1,7 @@
 #include "core/model/gpu_share.h"
 
 #include <cstdint>
+#include <limits>
 
 #include "core/model/node_resources.h"
 #include "gmock/gmock.h"
@@ -23,6 +24,18 @@ TEST(GpuShareTest, MemoryIsGivenOrTheComputeFractionRoundedDown) {
   EXPECT_EQ(ShareMemory(GpuShare{250, 0}, h100), int64_t{20} << 30);
   const uint64_t huge = uint64_t{1} << 62;
   EXPECT_EQ(ShareMemory(GpuShare{1000, 0}, huge), int64_t{1} << 62);
+}
+
+TEST(GpuShareTest, MilliUnitsAreWrittenWithTheDecimalsTheyNeed) {
+  EXPECT_EQ(MilliUnitsText(0), "0");
+  EXPECT_EQ(MilliUnitsText(8000), "8");
+  EXPECT_EQ(MilliUnitsText(2500), "2.5");
+  EXPECT_EQ(MilliUnitsText(300), "0.3");
+  EXPECT_EQ(MilliUnitsText(1), "0.001");
+  EXPECT_EQ(MilliUnitsText(1010), "1.01");
+  EXPECT_EQ(MilliUnitsText(-1250), "-1.25");
+  EXPECT_EQ(MilliUnitsText(std::numeric_limits<int64_t>::min()),
+            "-9223372036854775.808");
 }
 
 TEST(GpuShareTest, LimitsNameTheField) {

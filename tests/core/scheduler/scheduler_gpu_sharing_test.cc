@@ -3,8 +3,9 @@
 // go best fit per GPU within its compute and memory, keep whole requests off
 // their GPU, survive a restart, end with their lease and are explained; bad
 // shares are refused naming the field; shares wait in the queue, and whole
-// requests waiting behind them reserve their GPUs; what shares cannot do yet
-// (count against quotas) is refused rather than done around.
+// requests waiting behind them reserve their GPUs, and preempt every share
+// on a GPU to free it; quotas and fair share count them as their fraction of
+// a GPU.
 #include <memory>
 #include <string>
 #include <vector>
@@ -453,36 +454,119 @@ TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestReservesAGpuItsSharesFree) {
   EXPECT_FALSE(got->devices[0].share.has_value());
 }
 
-TYPED_TEST(SchedulerGpuSharingTest, SharesAreRefusedWhereQuotasApply) {
+// A whole request of higher priority frees a GPU held in shares by
+// preempting every share on it, all of lower priority; a GPU with a share of
+// its priority or higher is left alone, and a share does not preempt.
+TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestPreemptsEverySharesOfOneGpu) {
   ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
-  ASSERT_OK(this->s().Allocate(WantShare("full-0", "T4", 1000)));
-  ASSERT_OK(this->s().Allocate(WantShare("full-1", "T4", 1000)));
-  absl::StatusOr<Allocation> queued =
-      this->s().Allocate(Queued(WantShare("queued", "T4", 100)));
-  ASSERT_OK(queued);
-  ASSERT_EQ(queued->state, AllocationState::kPending);
+  auto at = [](AllocationRequest r, int priority) {
+    r.priority = priority;
+    return r;
+  };
+  auto gpu_of = [&](const char* id) -> std::string {
+    absl::StatusOr<Allocation> a = this->s().GetAllocation({"", id});
+    EXPECT_OK(a);
+    return a.ok() && !a->devices.empty() ? a->devices[0].device_id : "";
+  };
+  ASSERT_OK(this->s().Allocate(at(WantShare("s1", "T4", 600), 0)));
+  ASSERT_OK(this->s().Allocate(at(WantShare("s2", "T4", 300), 0)));
+  ASSERT_OK(this->s().Allocate(at(WantShare("s3", "T4", 500), 5)));
+  ASSERT_EQ(gpu_of("s1"), "n1-GPU-0");
+  ASSERT_EQ(gpu_of("s2"), "n1-GPU-0");  // best fit
+  ASSERT_EQ(gpu_of("s3"), "n1-GPU-1");
+
+  // A share of higher priority that fits nowhere waits; it preempts nothing.
+  absl::StatusOr<Allocation> big =
+      this->s().Allocate(Queued(at(WantShare("big", "T4", 800), 9)));
+  ASSERT_OK(big);
+  EXPECT_EQ(big->state, AllocationState::kPending);
+  for (const char* id : {"s1", "s2", "s3"}) {
+    EXPECT_EQ(this->s().GetAllocation({"", id})->state,
+              AllocationState::kActive)
+        << id;
+  }
+  ASSERT_OK(this->s().Release({"", "big"}));
+
+  absl::StatusOr<Allocation> w =
+      this->s().Allocate(Queued(at(Want("w", "T4", 1), 3)));
+  ASSERT_OK(w);
+  EXPECT_EQ(w->state, AllocationState::kPending);
+  EXPECT_THAT(this->s().GetAllocation({"", "w"})->pending_reason,
+              HasSubstr("preempted 2 allocations"));
+  EXPECT_EQ(this->s().GetAllocation({"", "s1"})->state,
+            AllocationState::kPreempted);
+  EXPECT_EQ(this->s().GetAllocation({"", "s2"})->preempted_by, w->id);
+  EXPECT_EQ(this->s().GetAllocation({"", "s3"})->state,
+            AllocationState::kActive);
+  // The victims' node is held for w during their grace: a share of lower
+  // priority does not slip onto the GPU they free (it would keep w out).
+  EXPECT_THAT(this->s().Allocate(at(WantShare("late", "T4", 100), 0)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+  // The grace over, the GPU the shares held is the whole request's.
+  this->clock_.Advance(absl::Seconds(31));
+  ASSERT_OK(this->s().Heartbeat("n1", {}));
+  ASSERT_OK(this->s().Sweep());
+  absl::StatusOr<Allocation> admitted = this->s().GetAllocation({"", "w"});
+  ASSERT_OK(admitted);
+  EXPECT_EQ(admitted->state, AllocationState::kActive)
+      << admitted->pending_reason;
+  EXPECT_EQ(gpu_of("w"), "n1-GPU-0");
+  EXPECT_FALSE(this->s().GetAllocation({"", "s1"})->live());
+  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 500);
+}
+
+// Quotas and fair share count a share as its fraction of a GPU (thousandths
+// of a unit), and a quota may be written in thousandths.
+TYPED_TEST(SchedulerGpuSharingTest, SharesCountAgainstQuotasAsTheirFraction) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
   absl::StatusOr<TenantPolicies> p =
       ParseTenantPolicies(R"pb(tenants {
                                  name: "t"
-                                 quotas { model: "T4" nominal: 1 }
+                                 quotas { model: "T4" nominal_milli: 1500 }
                                })pb",
                           "tenants.textproto", *this->s().accelerator_types());
   ASSERT_OK(p);
   ASSERT_OK(this->s().SetTenantPolicies(
       std::make_shared<const TenantPolicies>(*std::move(p))));
-  EXPECT_THAT(this->s().Allocate(WantShare("a", "T4", 100)).status(),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("quota")));
-  EXPECT_THAT(this->s().Explain(WantShare("a", "T4", 100)).status(),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("quota")));
-  // A share queued before the quotas came waits, admitted outside them by
-  // no pass, even when room frees.
-  ASSERT_OK(this->s().Release({"", "full-0"}));
-  absl::StatusOr<Allocation> waiting = this->s().GetAllocation({"", "queued"});
-  ASSERT_OK(waiting);
-  EXPECT_EQ(waiting->state, AllocationState::kPending);
-  EXPECT_THAT(waiting->pending_reason,
-              HasSubstr("quotas do not count GPU shares yet"));
-  EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 1000);
+  auto of_t = [](AllocationRequest r) {
+    r.tenant = "t";
+    return r;
+  };
+  ASSERT_OK(this->s().Allocate(of_t(WantShare("a", "T4", 1000))));
+  ASSERT_OK(this->s().Allocate(of_t(WantShare("b", "T4", 400))));
+  // 1.4 of 1.5 used: a share of 0.2 more is over it, though a GPU has room.
+  EXPECT_THAT(
+      this->s().Allocate(of_t(WantShare("c", "T4", 200))).status(),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               HasSubstr("quota: tenant t at 1.4/1.5 nvidia-tesla-t4 devices, "
+                         "asks 0.2 more")));
+  absl::StatusOr<Allocation> queued =
+      this->s().Allocate(Queued(of_t(WantShare("c", "T4", 200))));
+  ASSERT_OK(queued);
+  EXPECT_EQ(queued->state, AllocationState::kPending);
+  EXPECT_THAT(queued->pending_reason, HasSubstr("at 1.4/1.5"));
+  // Another tenant, without a quota, is not held back by t's.
+  ASSERT_OK(this->s().Allocate(WantShare("other", "T4", 200)));
+
+  std::vector<TenantStanding> t = this->s().TenantStandings("t");
+  ASSERT_EQ(t.size(), 1u);
+  ASSERT_EQ(t[0].pools.size(), 1u);
+  EXPECT_EQ(t[0].pools[0].used_milli, 1400);
+  EXPECT_EQ(t[0].pools[0].nominal_milli, 1500);
+  EXPECT_EQ(t[0].pools[0].borrowed_milli, 0);
+  EXPECT_DOUBLE_EQ(t[0].dominant_share, 0.7);  // 1.4 of 2 T4s
+
+  // a's whole GPU of compute comes back: c is admitted, and t holds 0.6.
+  ASSERT_OK(this->s().Release({"", "a"}));
+  absl::StatusOr<Allocation> c = this->s().GetAllocation({"", "c"});
+  ASSERT_OK(c);
+  EXPECT_EQ(c->state, AllocationState::kActive) << c->pending_reason;
+  // A whole T4 more would make 1.6: over, in the same units.
+  EXPECT_THAT(this->s().Allocate(of_t(Want("w", "T4", 1))).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("quota: tenant t at 0.6/1.5 nvidia-tesla-t4 "
+                                 "devices, asks 1 more")));
+  EXPECT_EQ(this->s().TenantStandings("t")[0].pools[0].used_milli, 600);
 }
 
 }  // namespace

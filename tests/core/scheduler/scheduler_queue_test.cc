@@ -259,7 +259,7 @@ TEST_F(SchedulerQueueTest, WeightsThreeToOneShareSeventyFiveTwentyFive) {
   // What they hold at the end, too.
   std::vector<TenantStanding> standings = s_->TenantStandings("");
   ASSERT_THAT(standings, SizeIs(2));
-  EXPECT_NEAR(standings[0].pools[0].used, 12, 1);  // 16 x 3/4
+  EXPECT_NEAR(standings[0].pools[0].used_milli, 12000, 1000);  // 16 x 3/4
   EXPECT_NEAR(standings[0].dominant_share, standings[1].dominant_share, 0.07);
 }
 

@@ -492,20 +492,26 @@ class GetQueueRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class PoolUsage(_message.Message):
-    __slots__ = ("device_class", "model", "partition", "used", "nominal_quota", "borrowed")
+    __slots__ = ("device_class", "model", "partition", "used", "nominal_quota", "borrowed", "used_milli", "nominal_quota_milli", "borrowed_milli")
     DEVICE_CLASS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     USED_FIELD_NUMBER: _ClassVar[int]
     NOMINAL_QUOTA_FIELD_NUMBER: _ClassVar[int]
     BORROWED_FIELD_NUMBER: _ClassVar[int]
+    USED_MILLI_FIELD_NUMBER: _ClassVar[int]
+    NOMINAL_QUOTA_MILLI_FIELD_NUMBER: _ClassVar[int]
+    BORROWED_MILLI_FIELD_NUMBER: _ClassVar[int]
     device_class: _accelerator_type_pb2.DeviceClass
     model: str
     partition: str
     used: int
     nominal_quota: int
     borrowed: int
-    def __init__(self, device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., partition: _Optional[str] = ..., used: _Optional[int] = ..., nominal_quota: _Optional[int] = ..., borrowed: _Optional[int] = ...) -> None: ...
+    used_milli: int
+    nominal_quota_milli: int
+    borrowed_milli: int
+    def __init__(self, device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., partition: _Optional[str] = ..., used: _Optional[int] = ..., nominal_quota: _Optional[int] = ..., borrowed: _Optional[int] = ..., used_milli: _Optional[int] = ..., nominal_quota_milli: _Optional[int] = ..., borrowed_milli: _Optional[int] = ...) -> None: ...
 
 class TenantUsage(_message.Message):
     __slots__ = ("tenant", "dominant_share", "weight", "usage", "pending", "cohort")

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x63\x63\x65lsched/v1/tenants.proto\x12\raccelsched.v1\"=\n\rTenantsConfig\x12,\n\x07tenants\x18\x01 \x03(\x0b\x32\x1b.accelsched.v1.TenantConfig\"\x81\x01\n\x0cTenantConfig\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12*\n\x06quotas\x18\x03 \x03(\x0b\x32\x1a.accelsched.v1.QuotaConfig\x12\x0e\n\x06\x63ohort\x18\x04 \x01(\t\x12\x17\n\x0fnon_preemptible\x18\x05 \x01(\x08\"r\n\x0bQuotaConfig\x12\r\n\x05model\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0f\n\x07nominal\x18\x03 \x01(\x03\x12\x1c\n\x0f\x62orrowing_limit\x18\x04 \x01(\x03H\x00\x88\x01\x01\x42\x12\n\x10_borrowing_limitB:Z8github.com/accelsched/accelsched/clients/go/accelschedv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x63\x63\x65lsched/v1/tenants.proto\x12\raccelsched.v1\"=\n\rTenantsConfig\x12,\n\x07tenants\x18\x01 \x03(\x0b\x32\x1b.accelsched.v1.TenantConfig\"\x81\x01\n\x0cTenantConfig\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12*\n\x06quotas\x18\x03 \x03(\x0b\x32\x1a.accelsched.v1.QuotaConfig\x12\x0e\n\x06\x63ohort\x18\x04 \x01(\t\x12\x17\n\x0fnon_preemptible\x18\x05 \x01(\x08\"\xde\x01\n\x0bQuotaConfig\x12\r\n\x05model\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0f\n\x07nominal\x18\x03 \x01(\x03\x12\x1c\n\x0f\x62orrowing_limit\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x1a\n\rnominal_milli\x18\x05 \x01(\x03H\x01\x88\x01\x01\x12\"\n\x15\x62orrowing_limit_milli\x18\x06 \x01(\x03H\x02\x88\x01\x01\x42\x12\n\x10_borrowing_limitB\x10\n\x0e_nominal_milliB\x18\n\x16_borrowing_limit_milliB:Z8github.com/accelsched/accelsched/clients/go/accelschedv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,6 +36,6 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TENANTSCONFIG']._serialized_end=107
   _globals['_TENANTCONFIG']._serialized_start=110
   _globals['_TENANTCONFIG']._serialized_end=239
-  _globals['_QUOTACONFIG']._serialized_start=241
-  _globals['_QUOTACONFIG']._serialized_end=355
+  _globals['_QUOTACONFIG']._serialized_start=242
+  _globals['_QUOTACONFIG']._serialized_end=464
 # @@protoc_insertion_point(module_scope)

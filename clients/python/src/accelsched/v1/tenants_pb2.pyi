@@ -27,13 +27,17 @@ class TenantConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., weight: _Optional[float] = ..., quotas: _Optional[_Iterable[_Union[QuotaConfig, _Mapping]]] = ..., cohort: _Optional[str] = ..., non_preemptible: _Optional[bool] = ...) -> None: ...
 
 class QuotaConfig(_message.Message):
-    __slots__ = ("model", "partition", "nominal", "borrowing_limit")
+    __slots__ = ("model", "partition", "nominal", "borrowing_limit", "nominal_milli", "borrowing_limit_milli")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     NOMINAL_FIELD_NUMBER: _ClassVar[int]
     BORROWING_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    NOMINAL_MILLI_FIELD_NUMBER: _ClassVar[int]
+    BORROWING_LIMIT_MILLI_FIELD_NUMBER: _ClassVar[int]
     model: str
     partition: str
     nominal: int
     borrowing_limit: int
-    def __init__(self, model: _Optional[str] = ..., partition: _Optional[str] = ..., nominal: _Optional[int] = ..., borrowing_limit: _Optional[int] = ...) -> None: ...
+    nominal_milli: int
+    borrowing_limit_milli: int
+    def __init__(self, model: _Optional[str] = ..., partition: _Optional[str] = ..., nominal: _Optional[int] = ..., borrowing_limit: _Optional[int] = ..., nominal_milli: _Optional[int] = ..., borrowing_limit_milli: _Optional[int] = ...) -> None: ...
