@@ -195,14 +195,16 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
         }
         if (!c.members.empty()) candidates.push_back(std::move(c));
       }
-      // Borrowed first, lowest priority first, most recently admitted
+      // Borrowed first, lowest priority first, the fewest allocations (a
+      // GPU of one share before one of three), most recently admitted
       // first (ids sort by creation: the later one on a tie).
-      std::sort(
-          candidates.begin(), candidates.end(),
-          [](const Candidate& x, const Candidate& y) {
-            return std::make_tuple(x.rank, x.priority, y.admitted, y.id()) <
-                   std::make_tuple(y.rank, y.priority, x.admitted, x.id());
-          });
+      std::sort(candidates.begin(), candidates.end(),
+                [](const Candidate& x, const Candidate& y) {
+                  return std::make_tuple(x.rank, x.priority, x.members.size(),
+                                         y.admitted, y.id()) <
+                         std::make_tuple(y.rank, y.priority, y.members.size(),
+                                         x.admitted, x.id());
+                });
       std::vector<std::string> victims;
       int worst = std::numeric_limits<int>::min();  // highest victim priority
       absl::flat_hash_map<std::string, int64_t> taken;

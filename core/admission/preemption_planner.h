@@ -52,14 +52,15 @@ class PreemptionPlanner {
   // a gang or a share: they wait). On each eligible node not held for another
   // request (a preemptor's hold yields to a higher priority; a backfill
   // reservation never does), victims are taken in order: borrowers first, then
-  // the lowest priority, then the most recently admitted (the later id on a
-  // tie), until the request fits (its units, and its pod_resources in the
-  // node's available CPU, memory and pods with the victims' freed) and, with
-  // `quota_milli`, that much of the pool (thousandths of a unit) comes back (a
-  // reclaim). Between nodes: the fewest victims, then the lowest highest-victim
-  // priority, then the node's name. `borrowed_only`: cohort borrowers only (a
-  // reclaim, where nothing else would free quota). A search that finds nothing
-  // is not made again this pass for the same pool, priority, rights and shape.
+  // the lowest priority, then the fewest allocations (a GPU's shares count as
+  // many), then the most recently admitted (the later id on a tie), until the
+  // request fits (its units, and its pod_resources in the node's available CPU,
+  // memory and pods with the victims' freed) and, with `quota_milli`, that much
+  // of the pool (thousandths of a unit) comes back (a reclaim). Between nodes:
+  // the fewest victims, then the lowest highest-victim priority, then the
+  // node's name. `borrowed_only`: cohort borrowers only (a reclaim, where
+  // nothing else would free quota). A search that finds nothing is not made
+  // again this pass for the same pool, priority, rights and shape.
   std::optional<VictimChoice> ChooseVictims(const std::string& id,
                                             const Allocation& request,
                                             const MatchSpec& spec,

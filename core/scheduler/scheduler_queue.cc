@@ -128,16 +128,20 @@ std::shared_ptr<const std::vector<std::string>> Scheduler::PendingOrder(
         [&](const std::string& tenant) { return DominantShare(ctx, tenant); },
         [&](const std::string& id) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
           // What admitting it would add to its tenant's share, counted
-          // against every pool it may take.
+          // against every pool it may take, in thousandths of a unit as
+          // DominantShare counts (a share its compute_milli).
           const Allocation& a = book_.Find({id, ""})->allocation;
+          const MatchSpec spec = SpecOf(a);
           int64_t total = 0;
-          for (const PoolKey& key : PoolsFor(catalog_.index(), SpecOf(a))) {
+          for (const PoolKey& key : PoolsFor(catalog_.index(), spec)) {
             if (const auto* pool = catalog_.index().FindPool(key)) {
               total += pool->total;
             }
           }
-          return static_cast<double>(a.count) * a.replicas /
-                 std::max<int64_t>(total, 1) / tenants_->Find(a.tenant).weight;
+          return static_cast<double>(DemandMilli(spec)) /
+                 (static_cast<double>(std::max<int64_t>(total, 1)) *
+                  kGpuMilli) /
+                 tenants_->Find(a.tenant).weight;
         }));
     positions_.clear();
     for (size_t i = 0; i < order->size(); ++i) {

@@ -515,6 +515,52 @@ TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestPreemptsEverySharesOfOneGpu) {
   EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 500);
 }
 
+// Among victims of one priority on a node, the GPU of the fewest shares goes:
+// one share of 800 rather than three newer ones of 300.
+TYPED_TEST(SchedulerGpuSharingTest, APreemptorFreesTheGpuOfFewestShares) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  ASSERT_OK(this->s().Allocate(WantShare("big", "T4", 800)));
+  for (const char* id : {"s1", "s2", "s3"}) {
+    this->clock_.Advance(absl::Seconds(1));
+    ASSERT_OK(this->s().Allocate(WantShare(id, "T4", 300)));
+  }
+  AllocationRequest w = Queued(Want("w", "T4", 1));
+  w.priority = 3;
+  ASSERT_OK(this->s().Allocate(w));
+  EXPECT_EQ(this->s().GetAllocation({"", "big"})->state,
+            AllocationState::kPreempted);
+  for (const char* id : {"s1", "s2", "s3"}) {
+    EXPECT_EQ(this->s().GetAllocation({"", id})->state,
+              AllocationState::kActive)
+        << id;
+  }
+}
+
+// The queue's order (GetQueue, queue_position) projects a share as its
+// fraction of a GPU, as admission's dominant shares count it: a tenant at
+// 0.05 of the T4s goes twice with shares of 0.05 before one at 0.12.
+TYPED_TEST(SchedulerGpuSharingTest, TheQueueOrderCountsSharesAsTheirFraction) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  auto of = [](AllocationRequest r, const char* tenant) {
+    r.tenant = tenant;
+    return r;
+  };
+  ASSERT_OK(this->s().Allocate(of(WantShare("a0", "T4", 100), "a")));
+  ASSERT_OK(this->s().Allocate(of(WantShare("b0", "T4", 240), "b")));
+  ASSERT_OK(this->s().Allocate(of(WantShare("c0", "T4", 1000), "c")));
+  ASSERT_OK(this->s().Allocate(of(WantShare("c1", "T4", 660), "c")));
+  ASSERT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 0);
+  for (const char* id : {"a1", "a2", "a3"}) {
+    ASSERT_OK(this->s().Allocate(Queued(of(WantShare(id, "T4", 100), "a"))));
+  }
+  ASSERT_OK(this->s().Allocate(Queued(of(Want("b1", "T4", 1), "b"))));
+  absl::StatusOr<QueuePage> q = this->s().GetQueue("", 0, "");
+  ASSERT_OK(q);
+  std::vector<std::string> order;
+  for (const Allocation& a : q->pending) order.push_back(a.request_id);
+  EXPECT_THAT(order, ElementsAre("a1", "a2", "b1", "a3"));
+}
+
 // Quotas and fair share count a share as its fraction of a GPU (thousandths
 // of a unit), and a quota may be written in thousandths.
 TYPED_TEST(SchedulerGpuSharingTest, SharesCountAgainstQuotasAsTheirFraction) {
