@@ -135,7 +135,8 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
         if (u == nullptr || !u->healthy) continue;
         if (!u->allocation.empty()) {
           ++held[u->allocation];
-        } else if (u->shared_milli > 0) {
+        } else if (u->shared_milli > 0 && !borrowed_only) {
+          // (A reclaim does not free a GPU held in shares: see below.)
           shared.push_back(u);
         }
       }
@@ -170,7 +171,6 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
       // their lower priority: a share is never reclaimed (README, "GPU
       // sharing"), so a reclaim does not free a shared GPU.
       for (const Unit* u : shared) {
-        if (borrowed_only) break;
         Candidate c{1,
                     std::numeric_limits<int>::min(),
                     absl::InfinitePast(),

@@ -14,32 +14,31 @@ std::string Plural(const PoolKey& pool, int64_t milli) {
   return absl::StrCat(UnitName(pool), milli == kGpuMilli ? "" : "s");
 }
 
-std::string Units(int64_t milli) { return MilliUnitsText(milli); }
-
 }  // namespace
 
 std::string QuotaBlock(const AdmissionContext& ctx, absl::string_view tenant,
                        const TenantPolicy& policy, const PoolKey& pool,
                        int64_t demand_milli, int64_t* excess_milli) {
-  const int64_t demand = demand_milli;
   auto q = policy.quotas.find(pool);
   if (q == policy.quotas.end()) return "";
   const int64_t used = ctx.book->UsageMilli(tenant, pool);
   const int64_t nominal = q->second.nominal_milli;
-  const bool within = used + demand <= nominal;
+  const bool within = used + demand_milli <= nominal;
   if (within && policy.cohort.empty()) return "";
   if (policy.cohort.empty()) {
-    return absl::StrCat("quota: tenant ", tenant, " at ", Units(used), "/",
-                        Units(nominal), " ", Plural(pool, nominal), ", asks ",
-                        Units(demand), " more");
+    return absl::StrCat("quota: tenant ", tenant, " at ", MilliUnitsText(used),
+                        "/", MilliUnitsText(nominal), " ",
+                        Plural(pool, nominal), ", asks ",
+                        MilliUnitsText(demand_milli), " more");
   }
-  const int64_t borrow = used + demand - nominal;
+  const int64_t borrow = used + demand_milli - nominal;
   if (!within && q->second.borrowing_limit_milli &&
       borrow > *q->second.borrowing_limit_milli) {
-    return absl::StrCat(
-        "quota: tenant ", tenant, " at ", Units(used), "/", Units(nominal), " ",
-        Plural(pool, nominal), " would borrow ", Units(borrow),
-        ", over its borrowing limit ", Units(*q->second.borrowing_limit_milli));
+    return absl::StrCat("quota: tenant ", tenant, " at ", MilliUnitsText(used),
+                        "/", MilliUnitsText(nominal), " ",
+                        Plural(pool, nominal), " would borrow ",
+                        MilliUnitsText(borrow), ", over its borrowing limit ",
+                        MilliUnitsText(*q->second.borrowing_limit_milli));
   }
   int64_t cohort_nominal = 0, cohort_used = 0;
   for (const std::string& member : ctx.tenants->CohortMembers(policy.cohort)) {
@@ -49,14 +48,14 @@ std::string QuotaBlock(const AdmissionContext& ctx, absl::string_view tenant,
     cohort_nominal += mq->second.nominal_milli;
     cohort_used += ctx.book->UsageMilli(member, pool);
   }
-  if (cohort_used + demand > cohort_nominal) {
+  if (cohort_used + demand_milli > cohort_nominal) {
     if (within && excess_milli != nullptr) {
-      *excess_milli = cohort_used + demand - cohort_nominal;
+      *excess_milli = cohort_used + demand_milli - cohort_nominal;
     }
-    return absl::StrCat("quota: cohort ", policy.cohort, " at ",
-                        Units(cohort_used), "/", Units(cohort_nominal), " ",
-                        Plural(pool, cohort_nominal), ", tenant ", tenant,
-                        " asks ", Units(demand), " more");
+    return absl::StrCat(
+        "quota: cohort ", policy.cohort, " at ", MilliUnitsText(cohort_used),
+        "/", MilliUnitsText(cohort_nominal), " ", Plural(pool, cohort_nominal),
+        ", tenant ", tenant, " asks ", MilliUnitsText(demand_milli), " more");
   }
   return "";
 }

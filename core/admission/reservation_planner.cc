@@ -88,8 +88,8 @@ void ReservationPlanner::HoldVictimNodes(const std::string& id, int priority,
     reserved_pools_.insert(pool);
     // A share holds no unit of its own: its GPU is the unit it frees.
     std::vector<std::string> units = r.units;
-    if (r.allocation.held_share() != nullptr) {
-      units.push_back(r.allocation.devices.front().device_id);
+    if (const std::string* gpu = SharedUnitOf(r.allocation)) {
+      units.push_back(*gpu);
     }
     for (const std::string& unit : units) {
       const Unit* u = index_.Find(unit);
@@ -233,11 +233,10 @@ std::string ReservationPlanner::Reserve(const std::string& id,
             break;
           }
         }
-        if (!done && a.held_share() != nullptr) {
-          const std::string& gpu = a.devices.front().device_id;
-          auto [left, fresh] = shares_left.try_emplace(gpu, 0);
-          if (fresh) left->second = ctx_.book->ShareHolderCount(gpu);
-          done = left->second > 0 && --left->second == 0 && frees(gpu);
+        if (const std::string* gpu = SharedUnitOf(a); !done && gpu) {
+          auto [left, fresh] = shares_left.try_emplace(*gpu, 0);
+          if (fresh) left->second = ctx_.book->ShareHolderCount(*gpu);
+          done = left->second > 0 && --left->second == 0 && frees(*gpu);
         }
         if (done) start = a.expires_at;
         return !done;

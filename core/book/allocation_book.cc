@@ -78,6 +78,10 @@ int64_t UsageMilliOf(const Allocation& a, size_t units) {
          (share == nullptr ? 0 : share->compute_milli);
 }
 
+const std::string* SharedUnitOf(const Allocation& a) {
+  return a.held_share() == nullptr ? nullptr : &a.devices.front().device_id;
+}
+
 std::set<std::string> NodesOf(const Allocation& a) {
   std::set<std::string> nodes;
   for (const AllocatedDevice& d : a.devices) nodes.insert(d.node);
@@ -131,8 +135,7 @@ void AllocationBook::MarkHeldResources() {
 void AllocationBook::HoldShare(const Allocation& a, int sign, bool mark_index) {
   const GpuShare* share = a.held_share();
   if (share == nullptr) return;
-  // A sharing GPU's unit key is its device id (a whole device's unit).
-  const std::string& key = a.devices.front().device_id;
+  const std::string& key = *SharedUnitOf(a);
   UnitShares& on = unit_shares_[key];
   on.sum.compute_milli += sign * share->compute_milli;
   on.sum.memory_bytes += sign * share->memory_bytes;

@@ -55,6 +55,9 @@ PoolKey PoolOf(const Allocation& a);
 // thousandths of a unit: kGpuMilli per unit, or its share's compute_milli
 // (a share holds no unit): what quotas and dominant shares count.
 int64_t UsageMilliOf(const Allocation& a, size_t units);
+// The unit key of the GPU an allocation holds a share of (a sharing GPU's
+// unit is its whole device's: its device id); nullptr when it holds no share.
+const std::string* SharedUnitOf(const Allocation& a);
 // The nodes an allocation's devices are on (where its pod_resources are held).
 std::set<std::string> NodesOf(const Allocation& a);
 
