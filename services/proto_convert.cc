@@ -240,8 +240,8 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
     req.pod_resources = ResourcesFromProto(proto.pod_resources());
   }
   if (proto.has_share()) {
-    req.share =
-        GpuShare{proto.share().compute_milli(), proto.share().memory_bytes()};
+    req.share = GpuShare{proto.share().compute_milli(),
+                         proto.share().memory_bytes(), proto.share().group()};
   }
   return req;
 }
@@ -262,6 +262,7 @@ void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
       p->mutable_share()->set_compute_milli(
           static_cast<int32_t>(d.share->compute_milli));
       p->mutable_share()->set_memory_bytes(d.share->memory_bytes);
+      p->mutable_share()->set_group(d.share->group);
     }
   }
   // An ended allocation's devices may be someone else's now: no placement

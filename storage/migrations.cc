@@ -248,6 +248,16 @@ UPDATE allocation_devices SET sharing = COALESCE(
   0)
 WHERE share_compute_milli IS NOT NULL;
 )sql"},
+    // The sharing group of a share (GpuShare::group), NULL exactly where
+    // the share's other columns are; a share stored before had none ('').
+    {11, R"sql(
+ALTER TABLE allocations ADD COLUMN share_group TEXT;
+ALTER TABLE allocation_devices ADD COLUMN share_group TEXT;
+UPDATE allocations SET share_group = ''
+WHERE share_compute_milli IS NOT NULL;
+UPDATE allocation_devices SET share_group = ''
+WHERE share_compute_milli IS NOT NULL;
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

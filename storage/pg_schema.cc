@@ -197,6 +197,17 @@ UPDATE allocation_devices a SET sharing = COALESCE(
   (SELECT d.sharing FROM devices d WHERE d.id = a.device_id), 0)
 WHERE a.share_compute_milli IS NOT NULL;
 )sql"},
+    // SQLite's schema 11: the sharing group of a share (GpuShare::group),
+    // NULL exactly where the share's other columns are; '' for a share
+    // stored before.
+    {7, R"sql(
+ALTER TABLE allocations ADD COLUMN share_group TEXT;
+ALTER TABLE allocation_devices ADD COLUMN share_group TEXT;
+UPDATE allocations SET share_group = ''
+WHERE share_compute_milli IS NOT NULL;
+UPDATE allocation_devices SET share_group = ''
+WHERE share_compute_milli IS NOT NULL;
+)sql"},
 };
 
 // Any constant: the key of the advisory lock migrations run under.

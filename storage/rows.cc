@@ -181,16 +181,37 @@ std::vector<Column<R>> OptionalResources(std::optional<NodeResources> R::*field,
   return OptionalColumns(field, names, kMembers);
 }
 
-// An optional GpuShare in two columns named for its compute_milli and
-// memory_bytes.
+// An optional GpuShare in three columns named for its compute_milli,
+// memory_bytes and group; group is NULL exactly when the others are (INTERNAL
+// naming both columns otherwise).
 template <typename R>
 std::vector<Column<R>> OptionalShare(std::optional<GpuShare> R::*field,
                                      const char* compute_milli,
-                                     const char* memory_bytes) {
+                                     const char* memory_bytes,
+                                     const char* group) {
   static constexpr int64_t GpuShare::*kMembers[] = {&GpuShare::compute_milli,
                                                     &GpuShare::memory_bytes};
   const char* const names[] = {compute_milli, memory_bytes};
-  return OptionalColumns(field, names, kMembers);
+  std::vector<Column<R>> columns = OptionalColumns(field, names, kMembers);
+  auto write = [field](const R& r) -> SqlValue {
+    if (!(r.*field).has_value()) return std::monostate();
+    return (r.*field)->group;
+  };
+  // After the others: the value is present or absent by then.
+  auto read = [field, group, compute_milli](RowReader& row, int col,
+                                            R& r) -> absl::Status {
+    std::optional<GpuShare>& value = r.*field;
+    const bool null = row.IsNull(col);
+    if (null == value.has_value()) {
+      return absl::InternalError(absl::StrCat(
+          "column ", group, " is ", null ? "" : "not ", "NULL but ",
+          compute_milli, " is ", null ? "not " : "", "NULL"));
+    }
+    if (!null) value->group = row.Text(col);
+    return absl::OkStatus();
+  };
+  columns.push_back({group, write, read});
+  return columns;
 }
 
 // `columns`, then `more`.
@@ -342,7 +363,7 @@ const Table<Allocation>& AllocationsTable() {
               OptionalResources(&Allocation::pod_resources, "pod_cpu_milli",
                                 "pod_memory_bytes", "pod_pods"),
               OptionalShare(&Allocation::share, "share_compute_milli",
-                            "share_memory_bytes")))};
+                            "share_memory_bytes", "share_group")))};
   return *table;
 }
 
@@ -393,7 +414,7 @@ const Table<AllocatedDevice>& AllocationDevicesTable() {
            Text("profile", &AllocatedDevice::profile),
            Integer("sharing", &AllocatedDevice::sharing)},
           OptionalShare(&AllocatedDevice::share, "share_compute_milli",
-                        "share_memory_bytes")),
+                        "share_memory_bytes", "share_group")),
       /*positioned=*/true};
   return *table;
 }

@@ -69,8 +69,12 @@ std::vector<std::string> PreemptionPlanner::ChooseReclaimVictims(
 std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
     const std::string& id, const Allocation& p, const MatchSpec& spec,
     bool borrowed_only, int64_t quota_milli) {
-  // Gangs wait, and a share does not preempt yet; see README.
-  if (spec.replicas > 1 || spec.share.has_value()) return std::nullopt;
+  // Gangs wait; a share takes only shares, and no reclaim; see README.
+  if (spec.replicas > 1) return std::nullopt;
+  if (spec.share.has_value()) {
+    if (borrowed_only || quota_milli > 0) return std::nullopt;
+    return ChooseShareVictims(id, p, spec);
+  }
   struct Choice {
     std::vector<std::string> victims;
     std::string node;
@@ -255,4 +259,99 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseVictims(
   if (!best.has_value()) return std::nullopt;
   return VictimChoice{std::move(best->victims), std::move(best->node)};
 }
+
+bool PreemptionPlanner::IsShareVictim(const Allocation& a, int priority) const {
+  return a.state == AllocationState::kActive && a.priority < priority &&
+         ctx_.tenants->Find(a.tenant).preemptible && !admitted_.contains(a.id);
+}
+
+std::optional<VictimChoice> PreemptionPlanner::ChooseShareVictims(
+    const std::string& id, const Allocation& p, const MatchSpec& spec) {
+  const GpuShare& share = *spec.share;
+  struct Choice {
+    std::vector<std::string> victims;
+    int worst;  // the highest victim priority
+    std::string unit;
+    std::string node;
+  };
+  std::optional<Choice> best;
+  for (const PoolKey& key : PoolsFor(index_, spec)) {
+    const CapacityIndex::Pool* pool = index_.FindPool(key);
+    if (pool == nullptr || pool->shared_milli == 0) continue;
+    const std::optional<int> lowest = ctx_.book->LowestActivePriority(key);
+    if (!lowest.has_value() || *lowest >= p.priority) continue;
+    const std::string gate =
+        absl::StrCat("share|", key.model, "|", p.priority, "|", ShapeOf(p));
+    if (no_victims_.contains(gate)) continue;
+    const bool found_before = best.has_value();
+    for (const auto& [home, h] : pool->homes) {
+      if (reservations_.ReservedForOther(key, home, id, p.priority) ||
+          !EligibleHome(ctx_, home, spec, nullptr)) {
+        continue;
+      }
+      for (const std::string& unit : h.units) {
+        const Unit* u = index_.Find(unit);
+        if (u == nullptr || !u->shareable() || u->shared_milli == 0) continue;
+        // Shares of another group all go, or the share cannot join the GPU.
+        const bool other_group = u->share_group != share.group;
+        std::vector<const Allocation*> holders;
+        bool all = true;
+        for (const std::string& holder : ctx_.book->ShareHoldersOf(u->key)) {
+          const Allocation& a = ctx_.book->Find({holder, ""})->allocation;
+          if (IsShareVictim(a, p.priority)) {
+            holders.push_back(&a);
+          } else {
+            all = false;
+          }
+        }
+        if (holders.empty() || (other_group && !all)) continue;
+        // The lowest priority first, then the most recently admitted (ids
+        // sort by creation: the later one on a tie).
+        std::sort(holders.begin(), holders.end(),
+                  [](const Allocation* a, const Allocation* b) {
+                    return std::make_tuple(a->priority, b->admitted_at, b->id) <
+                           std::make_tuple(b->priority, a->admitted_at, a->id);
+                  });
+        const int64_t memory_needed = ShareMemory(share, u->memory_bytes);
+        int64_t milli = u->free_milli();
+        int64_t memory = u->free_share_memory();
+        NodeResources released;  // the victims' pods' CPU, memory and pods
+        bool joins = !other_group;
+        auto fits = [&] {
+          return joins && milli >= share.compute_milli &&
+                 memory >= memory_needed &&
+                 (!spec.pod_resources.has_value() ||
+                  index_.Shortfall(home, *spec.pod_resources, released) ==
+                      nullptr);
+        };
+        std::vector<std::string> victims;
+        int worst = std::numeric_limits<int>::min();
+        for (const Allocation* a : holders) {
+          if (fits()) break;
+          const GpuShare& held = *a->held_share();
+          victims.push_back(a->id);
+          worst = std::max(worst, a->priority);
+          milli += held.compute_milli;
+          memory += held.memory_bytes;
+          if (a->pod_resources.has_value()) released += *a->pod_resources;
+          // Every share of another group gone, the GPU is anyone's.
+          joins = joins || victims.size() == holders.size();
+        }
+        if (victims.empty() || !fits()) continue;
+        // The fewest victims, then the lowest priorities among them, then
+        // the GPU's key.
+        if (!best.has_value() ||
+            std::make_tuple(victims.size(), worst, u->key) <
+                std::make_tuple(best->victims.size(), best->worst,
+                                best->unit)) {
+          best = Choice{std::move(victims), worst, u->key, home};
+        }
+      }
+    }
+    if (!found_before && !best.has_value()) no_victims_.insert(gate);
+  }
+  if (!best.has_value()) return std::nullopt;
+  return VictimChoice{std::move(best->victims), std::move(best->node)};
+}
+
 }  // namespace accelsched

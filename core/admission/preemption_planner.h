@@ -12,8 +12,8 @@
 // no more of a tenant's allocations are taken than it borrows, when they are
 // not of lower priority anyway). A GPU held in shares is freed only by taking
 // every share on it, all of lower priority, as one candidate; shares are not
-// taken back by a reclaim, and a share does not preempt (README, "GPU
-// sharing").
+// taken back by a reclaim. A share preempts only shares of lower priority on
+// one GPU (README, "GPU sharing").
 #ifndef ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
 #define ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
 
@@ -49,7 +49,9 @@ class PreemptionPlanner {
 
   // The fewest victims that let pending `request` (allocation `id`, asking
   // for `spec`) fit on one node, or nullopt when none would do (or `spec` is
-  // a gang or a share: they wait). On each eligible node not held for another
+  // a gang: it waits). A share takes only shares of lower priority on one
+  // GPU (ChooseShareVictims), and nothing in a reclaim (`borrowed_only` or
+  // `quota_milli`). On each eligible node not held for another
   // request (a preemptor's hold yields to a higher priority; a backfill
   // reservation never does), victims are taken in order: borrowers first, then
   // the lowest priority, then the fewest allocations (a GPU's shares count as
@@ -76,6 +78,21 @@ class PreemptionPlanner {
                                                 const Reclaim& reclaim) const;
 
  private:
+  // Whether `a` may go for a share of `priority`: ACTIVE, of lower priority,
+  // of a preemptible tenant, not admitted in this pass.
+  bool IsShareVictim(const Allocation& a, int priority) const;
+  // ChooseVictims for a share: the fewest shares of lower priority on one
+  // GPU (units that take shares and are held by none whole) whose going
+  // leaves room for it: its compute, the memory it takes of that GPU, its
+  // pod_resources on the node, and its group (shares of another group must
+  // all go). On one GPU the lowest priority goes first, then the most
+  // recently admitted; between GPUs the fewest victims, then the lowest
+  // highest-victim priority, then the GPU's key. Nodes held for another
+  // request and ineligible nodes are passed by.
+  std::optional<VictimChoice> ChooseShareVictims(const std::string& id,
+                                                 const Allocation& request,
+                                                 const MatchSpec& spec);
+
   const AdmissionContext& ctx_;
   const CapacityIndex& index_;
   const ReservationPlanner& reservations_;

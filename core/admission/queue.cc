@@ -29,11 +29,12 @@ std::string ShapeOf(const Allocation& p) {
                        p.pod_resources->memory_bytes, "b",
                        p.pod_resources->pods, "p");
   }
-  // Exact shares likewise: a smaller share may fit where a larger did not.
+  // Exact shares likewise: a smaller share may fit where a larger did not,
+  // and one of another group on GPUs that this one's group may not join.
   std::string share;
   if (p.share.has_value()) {
-    share =
-        absl::StrCat(p.share->compute_milli, "m", p.share->memory_bytes, "b");
+    share = absl::StrCat(p.share->compute_milli, "m", p.share->memory_bytes,
+                         "b", p.share->group);
   }
   return absl::StrCat(static_cast<int>(p.device_class), "|",
                       absl::StrJoin(p.requested_models, ","), "|", p.partition,

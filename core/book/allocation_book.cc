@@ -139,6 +139,7 @@ void AllocationBook::HoldShare(const Allocation& a, int sign, bool mark_index) {
   UnitShares& on = unit_shares_[key];
   on.sum.compute_milli += sign * share->compute_milli;
   on.sum.memory_bytes += sign * share->memory_bytes;
+  on.sum.group = share->group;  // every share on one GPU has one group
   if (sign > 0) {
     on.holders.insert(a.id);
   } else {

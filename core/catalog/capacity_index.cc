@@ -24,10 +24,18 @@ void CapacityIndex::Count(const Unit& u, int sign) {
     if (u.free_milli() > 0) {
       const HomeTree::Entry e{static_cast<int>(u.free_milli()), 0, u.key,
                               u.free_share_memory()};
-      if (sign > 0) {
-        pool.by_share.Insert(e);
+      if (u.shared_milli == 0) {
+        if (sign > 0) {
+          pool.unshared.Insert(e);
+        } else {
+          pool.unshared.Erase(e);
+        }
+      } else if (sign > 0) {
+        pool.by_share[u.share_group].Insert(e);
       } else {
-        pool.by_share.Erase(e);
+        auto tree = pool.by_share.find(u.share_group);
+        tree->second.Erase(e);
+        if (tree->second.empty()) pool.by_share.erase(tree);
       }
     }
   }
@@ -129,6 +137,8 @@ void CapacityIndex::AddShare(absl::string_view key, const GpuShare& share,
   Count(u, -1);
   u.shared_milli += sign * share.compute_milli;
   u.shared_memory += sign * share.memory_bytes;
+  // The last share gone, any group may take the GPU again.
+  u.share_group = u.shared_milli > 0 ? share.group : std::string();
   Count(u, +1);
 }
 

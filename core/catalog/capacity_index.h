@@ -82,8 +82,12 @@ class CapacityIndex {
     // The units that may take a share (Unit::shareable) with compute left,
     // as entries {free milli, 0, unit key, free GPU memory}: best fit per GPU
     // is a lower bound on the milli a share needs, past the GPUs short of its
-    // memory (HomeTree's largest memory per subtree).
-    HomeTree by_share;
+    // memory (HomeTree's largest memory per subtree). Those with shares on
+    // them by the shares' group (Unit::share_group; no empty tree kept), so
+    // that a share looks only at GPUs its group may join; those without any
+    // in `unshared`, which every group may take.
+    std::map<std::string, HomeTree, std::less<>> by_share;
+    HomeTree unshared;
     // Over those units: the compute (thousandths of a GPU) and memory no
     // share holds.
     int64_t free_share_milli = 0;

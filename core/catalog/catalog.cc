@@ -369,6 +369,7 @@ void Catalog::PutUnit(Unit unit) {
   const GpuShare shared = owners_->SharedOf(unit.key);
   unit.shared_milli = shared.compute_milli;
   unit.shared_memory = shared.memory_bytes;
+  unit.share_group = shared.group;
   index_.Put(std::move(unit));
 }
 

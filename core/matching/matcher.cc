@@ -124,24 +124,47 @@ std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
   return chosen;
 }
 
-// Whether `share` fits what is left of `u`: its compute and the memory it
-// takes of this GPU (ShareMemory).
+// Whether `share` may join the shares on `u`: they are of its group, or
+// there are none.
+bool JoinsGroup(const Unit& u, const GpuShare& share) {
+  return u.shared_milli == 0 || u.share_group == share.group;
+}
+
+// Whether `share` fits what is left of `u`: its group, its compute and the
+// memory it takes of this GPU (ShareMemory).
 bool ShareFits(const Unit& u, const GpuShare& share) {
-  return u.shareable() && u.free_milli() >= share.compute_milli &&
+  return u.shareable() && JoinsGroup(u, share) &&
+         u.free_milli() >= share.compute_milli &&
          ShareMemory(share, u.memory_bytes) <= u.free_share_memory();
+}
+
+// A group's name in a message: "group \"ml\"", or "no group".
+std::string GroupText(absl::string_view group) {
+  return group.empty() ? "no group" : absl::StrCat("group \"", group, "\"");
 }
 
 // Why the closest of `units` to holding `share` does not: "GPU-3 has 300 of
 // 1000 milli free, the request needs 470"; when none may take a share now,
-// why ("held whole or unhealthy"), or "" when none takes shares at all.
+// why ("held whole or unhealthy", "GPU-3 holds shares of group \"a\", the
+// request is of no group"), or "" when none takes shares at all.
 std::string ShareShortfall(const std::vector<const Unit*>& units,
                            const GpuShare& share) {
   const Unit* most = nullptr;
+  const Unit* other_group = nullptr;
   bool sharing = false;
   for (const Unit* u : units) {
     sharing = sharing || u->sharing != GpuSharing::kNone;
     if (!u->shareable()) continue;
+    if (!JoinsGroup(*u, share)) {
+      if (other_group == nullptr) other_group = u;
+      continue;
+    }
     if (most == nullptr || u->free_milli() > most->free_milli()) most = u;
+  }
+  if (most == nullptr && other_group != nullptr) {
+    return absl::StrCat(other_group->key, " holds shares of ",
+                        GroupText(other_group->share_group),
+                        ", the request is of ", GroupText(share.group));
   }
   if (most == nullptr) return sharing ? "held whole or unhealthy" : "";
   if (most->free_milli() < share.compute_milli) {
@@ -358,24 +381,32 @@ const Unit* MatchShare(const CapacityIndex& index, const NodeMap& nodes,
                              : std::numeric_limits<int64_t>::min();
   const Unit* best = nullptr;
   int best_free = kGpuMilli + 1;
+  const HomeTree::Entry from{static_cast<int>(share.compute_milli),
+                             std::numeric_limits<int64_t>::min(),
+                             std::string()};
   for (const Candidate& c : Candidates(index, spec)) {
-    c.pool->by_share.ForEachFrom(
-        {static_cast<int>(share.compute_milli),
-         std::numeric_limits<int64_t>::min(), std::string()},
-        memory, [&](const CapacityIndex::FreeEntry& e) {
-          // Later entries of this pool have no less free: none beats `best`
-          // (an equal one loses the tie to the earlier model).
-          if (e.free >= best_free) return false;
-          const Unit* u = index.Find(e.home);
-          if (!ShareFits(*u, share) ||
-              Ineligible(FindNode(nodes, u->home), spec, rules) != nullptr ||
-              Short(index, u->home, spec) || Reserved(*c.key, u->home, rules)) {
-            return true;
-          }
-          best = u;
-          best_free = e.free;
-          return false;
-        });
+    auto visit = [&](const CapacityIndex::FreeEntry& e) {
+      // Later entries of this tree have no less free: none beats `best` (an
+      // equal one loses the tie to the earlier model, or to a GPU its group
+      // already shares).
+      if (e.free >= best_free) return false;
+      const Unit* u = index.Find(e.home);
+      if (!ShareFits(*u, share) ||
+          Ineligible(FindNode(nodes, u->home), spec, rules) != nullptr ||
+          Short(index, u->home, spec) || Reserved(*c.key, u->home, rules)) {
+        return true;
+      }
+      best = u;
+      best_free = e.free;
+      return false;
+    };
+    // The GPUs the share's group already shares, then those nobody shares
+    // (all kGpuMilli free: never a better fit than a shared one).
+    if (auto group = c.pool->by_share.find(share.group);
+        group != c.pool->by_share.end()) {
+      group->second.ForEachFrom(from, memory, visit);
+    }
+    c.pool->unshared.ForEachFrom(from, memory, visit);
   }
   return best;
 }

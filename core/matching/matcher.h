@@ -123,7 +123,8 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
 // the memory it takes of that GPU (ShareMemory), on an eligible node (as
 // Match: Ineligible, pod_resources, reservations of its pool); ties to the
 // model order, then the unit key. Only units that take shares
-// (Unit::shareable) are considered. nullptr when none fits now. O(models x
+// (Unit::shareable) and hold no share of another group (GpuShare::group) are
+// considered. nullptr when none fits now. O(models x
 // log GPUs) plus the GPUs skipped as ineligible or short of memory for a
 // share of a fraction of memory (those short of a given memory_bytes are
 // skipped by the index, O(log GPUs) per run).

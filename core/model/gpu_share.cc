@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/field_error.h"
+#include "core/base/labels.h"
 #include "core/model/node_resources.h"
 
 namespace accelsched {
@@ -50,6 +51,13 @@ absl::Status CheckGpuShare(const GpuShare& share, absl::string_view field) {
     return InvalidField(
         absl::StrCat(field, ".memory_bytes"),
         absl::StrCat(share.memory_bytes, " is not 0 to ", kMaxMemoryBytes));
+  }
+  if (!IsLabelValue(share.group)) {
+    return InvalidField(
+        absl::StrCat(field, ".group"),
+        absl::StrCat("\"", share.group,
+                     "\" is not a label value (at most 63 characters of "
+                     "[A-Za-z0-9._-], alphanumeric at both ends)"));
   }
   return absl::OkStatus();
 }

@@ -30,6 +30,11 @@ struct GpuShare {
   // GPU memory the share may use; 0 in a request: the same fraction of the
   // device's memory (ShareMemory).
   int64_t memory_bytes = 0;
+  // The sharing group: the shares on one GPU at one time all have one group
+  // ("" is a group too). A DRA ResourceClaim lives in one namespace and only
+  // pods of that namespace can use it, so Kubernetes clients that place
+  // shares with claims set the pod's namespace here.
+  std::string group = std::string();
 
   bool operator==(const GpuShare&) const = default;
 };
@@ -44,8 +49,10 @@ std::string MilliUnitsText(int64_t milli);
 // rounded down (so that shares whose compute fills the GPU fit its memory).
 int64_t ShareMemory(const GpuShare& share, uint64_t device_memory);
 
-// INVALID_ARGUMENT naming `field` (".compute_milli", ".memory_bytes") unless
-// compute_milli is 1..kGpuMilli and memory_bytes is 0..kMaxMemoryBytes.
+// INVALID_ARGUMENT naming `field` (".compute_milli", ".memory_bytes",
+// ".group") unless compute_milli is 1..kGpuMilli, memory_bytes is
+// 0..kMaxMemoryBytes and group is empty or a Kubernetes label value (which
+// every namespace name is).
 absl::Status CheckGpuShare(const GpuShare& share, absl::string_view field);
 
 }  // namespace accelsched

@@ -43,6 +43,9 @@ struct Unit {
   // request.
   int64_t shared_milli = 0;
   int64_t shared_memory = 0;
+  // The group of the shares on it (GpuShare::group) while it has any: only
+  // shares of that group may join them.
+  std::string share_group;
 
   // Held by a live allocation, whole or in shares.
   bool held() const { return !allocation.empty() || shared_milli > 0; }

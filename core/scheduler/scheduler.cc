@@ -254,8 +254,9 @@ std::vector<std::string> Scheduler::Assign(
   std::vector<std::string> held;
   if (a.share.has_value()) {
     // A share holds no unit whole: its GPU keeps taking shares.
-    a.devices.front().share = GpuShare{
-        a.share->compute_milli, ShareMemory(*a.share, first.memory_bytes)};
+    a.devices.front().share =
+        GpuShare{a.share->compute_milli,
+                 ShareMemory(*a.share, first.memory_bytes), a.share->group};
     a.devices.front().sharing = first.sharing;
     return held;
   }

@@ -142,7 +142,8 @@ TEST_F(E2eTest, CatalogSurvivesRestartAndKill) {
 }
 
 // GPU sharing through the real server: a GPU's sharing mode is refused where
-// it cannot apply; shares go best fit per GPU, never past a GPU's compute,
+// it cannot apply; shares go best fit per GPU, never past a GPU's compute nor
+// onto a GPU of another group's shares,
 // whole requests are kept off shared GPUs, each share is placed on its GPU's
 // claim with its MPS limits, and all of it is as before after a kill -9.
 TEST_F(E2eTest, SharesArePlacedOnTheirGpusClaimAndSurviveAKill) {
@@ -162,9 +163,11 @@ TEST_F(E2eTest, SharesArePlacedOnTheirGpusClaimAndSurviveAKill) {
   EXPECT_EQ(Register(unknown).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   ASSERT_TRUE(Register(node).ok());
 
-  auto share = [](const std::string& id, int milli) {
+  auto share = [](const std::string& id, int milli,
+                  const std::string& group = "") {
     v1::AllocateRequest r = AllocateReq(id, "T4");
     r.mutable_share()->set_compute_milli(milli);
+    r.mutable_share()->set_group(group);
     return r;
   };
   v1::Allocation bad_share;
@@ -192,10 +195,12 @@ TEST_F(E2eTest, SharesArePlacedOnTheirGpusClaimAndSurviveAKill) {
       HasSubstr(R"("metadata":{"name":"accelsched-share-mps-gpu-s0"})"));
   EXPECT_THAT(a1.placement().resource_claim(),
               HasSubstr(R"("sharing":{"strategy":"MPS"})"));
-  // 600 does not fit in GPU-S0's 530: GPU-S1, time-sliced, no MPS limits.
+  // 600 does not fit in GPU-S0's 530: GPU-S1, time-sliced, no MPS limits;
+  // the shares on GPU-S1 are now of group "ns-b" only.
   v1::Allocation a2;
-  ASSERT_TRUE(Allocate(share("share-2", 600), &a2).ok());
+  ASSERT_TRUE(Allocate(share("share-2", 600, "ns-b"), &a2).ok());
   EXPECT_EQ(a2.devices(0).device_id(), "GPU-S1");
+  EXPECT_EQ(a2.devices(0).share().group(), "ns-b");
   EXPECT_THAT(a2.placement().env(), testing::IsEmpty());
   EXPECT_THAT(a2.placement().resource_claim(),
               HasSubstr(R"("strategy":"TimeSlicing")"));
@@ -211,7 +216,7 @@ TEST_F(E2eTest, SharesArePlacedOnTheirGpusClaimAndSurviveAKill) {
   EXPECT_FALSE(whole.devices(0).has_share());
   v1::ExplainResponse explained;
   ASSERT_TRUE(Call(&v1::AcceleratorScheduler::Stub::Explain,
-                   share("preview", 400), &explained)
+                   share("preview", 400, "ns-b"), &explained)
                   .ok());
   EXPECT_EQ(explained.would_allocate().devices(0).device_id(), "GPU-S1");
 
@@ -241,12 +246,18 @@ TEST_F(E2eTest, SharesArePlacedOnTheirGpusClaimAndSurviveAKill) {
   const v1::CapacityEntry& t4 = capacity.entries(0);
   EXPECT_EQ(t4.free(), 0);
   EXPECT_EQ(t4.free_compute_milli(), 30 + 400);
-  // The shares came back: 450 fits no GPU, 400 fits GPU-S1 exactly.
+  // The shares came back, with their group: 450 fits no GPU, 400 fits
+  // GPU-S1 exactly, for group "ns-b" only.
   v1::Allocation more;
   s = Allocate(share("share-4", 450), &more);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  ASSERT_TRUE(Allocate(share("share-5", 400), &more).ok());
+  s = Allocate(share("share-5", 400), &more);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(Allocate(share("share-6", 400, "ns-b"), &more).ok());
   EXPECT_EQ(more.devices(0).device_id(), "GPU-S1");
+  s = Allocate(share("bad-group", 100, "Not A Namespace"), &more);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("share.group"));
 }
 
 TEST_F(E2eTest, BadInputIsRejectedNamingTheFieldAndChangesNothing) {

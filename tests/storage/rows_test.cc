@@ -132,7 +132,7 @@ TEST(RowsTest, WritesDifferOnlyInParameters) {
   EXPECT_EQ(sqlite.param_counts, postgres.param_counts);
 }
 
-// Each statement gets exactly the parameters it names: an allocation's 28
+// Each statement gets exactly the parameters it names: an allocation's 29
 // columns, a device's 12, and so on.
 TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
   const RecordingWriter w = Writes(SqlDialect::kSqlite);
@@ -146,7 +146,7 @@ TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
     }
     EXPECT_EQ(w.param_counts[i], highest) << w.statements[i];
   }
-  EXPECT_THAT(w.statements, Contains(HasSubstr("?28)")));
+  EXPECT_THAT(w.statements, Contains(HasSubstr("?29)")));
 }
 
 // `n` parameters of the first statement `m` writes, the last of them `after`
@@ -166,7 +166,7 @@ std::vector<SqlValue> ResourceParams(const Node& node) {
   return Params(PutNodeMutation{node}, 3, 0);
 }
 std::vector<SqlValue> ResourceParams(const Allocation& a) {
-  return Params(PutAllocationMutation{a, {}, true}, 3, 2);
+  return Params(PutAllocationMutation{a, {}, true}, 3, 3);
 }
 
 // Absent resources are NULL in each of their columns, and present ones are
@@ -190,15 +190,16 @@ TEST(RowsTest, AbsentResourcesAreNullAndZerosAreValues) {
   EXPECT_EQ(ResourceParams(a), zeros);
   a.pod_resources = NodeResources{8000, int64_t{1} << 40, 110};
   EXPECT_EQ(ResourceParams(a), values);
-  // A share likewise, in two columns.
-  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 2, 0),
-            std::vector<SqlValue>(2, std::monostate()));
+  // A share likewise, in three columns (its group "" is a value too).
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 3, 0),
+            std::vector<SqlValue>(3, std::monostate()));
   a.share = GpuShare{};
-  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 2, 0),
-            std::vector<SqlValue>(2, int64_t{0}));
-  a.share = GpuShare{470, int64_t{3} << 30};
-  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 2, 0),
-            (std::vector<SqlValue>{int64_t{470}, int64_t{3} << 30}));
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 3, 0),
+            (std::vector<SqlValue>{int64_t{0}, int64_t{0}, std::string()}));
+  a.share = GpuShare{470, int64_t{3} << 30, "ml"};
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 3, 0),
+            (std::vector<SqlValue>{int64_t{470}, int64_t{3} << 30,
+                                   std::string("ml")}));
   EXPECT_EQ(ResourceParams(a), values);
 }
 

@@ -516,8 +516,8 @@ TEST(SqliteStoreTest, VersionEightRowsAreNotShared) {
   Allocation next = old;
   next.id = "a-2";
   next.request_id = "r2";
-  next.share = GpuShare{250, 0};
-  next.devices[0].share = GpuShare{250, int64_t{4} << 30};
+  next.share = GpuShare{250, 0, "ml-team"};
+  next.devices[0].share = GpuShare{250, int64_t{4} << 30, "ml-team"};
   next.devices[0].sharing = GpuSharing::kTimeSlicing;
   ASSERT_OK(store->Apply({PutNodeMutation{node},
                           PutAllocationMutation{ended, {"GPU-0"}},

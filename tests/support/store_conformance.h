@@ -133,8 +133,8 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
   a.devices = {
       {"n1", "n1-gpu-m", "n1-mig-4", "3g.40gb"},
       {"n1", "n1-gpu-m", "n1-mig-0", "1g.10gb"},
-      {"n1", "n1-gpu-a", "", "", GpuShare{470, (int64_t{1} << 40) + 3},
-       GpuSharing::kMps},
+      {"n1", "n1-gpu-a", "", "",
+       GpuShare{470, (int64_t{1} << 40) + 3, "ml-team"}, GpuSharing::kMps},
       {"n1", "n1-gpu-b", "", "", GpuShare{1000, 0}, GpuSharing::kTimeSlicing}};
   a.tenant = "proj/dev";
   a.priority = -7;

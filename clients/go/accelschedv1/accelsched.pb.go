@@ -496,7 +496,13 @@ type GpuShare struct {
 	ComputeMilli int32 `protobuf:"varint,1,opt,name=compute_milli,json=computeMilli,proto3" json:"compute_milli,omitempty"`
 	// The GPU memory the task may use; 0: the same fraction of the device's
 	// memory.
-	MemoryBytes   int64 `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	MemoryBytes int64 `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	// The sharing group: the shares on one GPU at one time are all of one
+	// group ("" is a group too); empty or a Kubernetes label value. A DRA
+	// ResourceClaim lives in one namespace and only that namespace's pods can
+	// use it, so a client that places shares with claims sets the pod's
+	// namespace (the Flyte plugin does with resource-claims).
+	Group         string `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -543,6 +549,13 @@ func (x *GpuShare) GetMemoryBytes() int64 {
 		return x.MemoryBytes
 	}
 	return 0
+}
+
+func (x *GpuShare) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
 }
 
 type Device struct {
@@ -3223,10 +3236,11 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\rNodeResources\x12\x1b\n" +
 	"\tcpu_milli\x18\x01 \x01(\x03R\bcpuMilli\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x12\n" +
-	"\x04pods\x18\x03 \x01(\x05R\x04pods\"R\n" +
+	"\x04pods\x18\x03 \x01(\x05R\x04pods\"h\n" +
 	"\bGpuShare\x12#\n" +
 	"\rcompute_milli\x18\x01 \x01(\x05R\fcomputeMilli\x12!\n" +
-	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xee\x03\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\"\xee\x03\n" +
 	"\x06Device\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12=\n" +
 	"\fdevice_class\x18\x02 \x01(\x0e2\x1a.accelsched.v1.DeviceClassR\vdeviceClass\x12\x14\n" +

@@ -434,6 +434,11 @@ func TestSharesOfOneGpuShareItsClaim(t *testing.T) {
 		if alloc.GetDevices()[0].GetShare().GetComputeMilli() == 0 {
 			t.Fatalf("%s: not a share: %v", c.task.name, alloc)
 		}
+		// Its group is the pod's namespace, whose claim it takes: the
+		// server puts no other namespace's share on this GPU.
+		if group := alloc.GetDevices()[0].GetShare().GetGroup(); group != "flytesnacks-development" {
+			t.Errorf("%s: share group %q, want the pod's namespace", c.task.name, group)
+		}
 		created, err := podOf(t, kube, c.task.name)
 		if err != nil {
 			t.Fatal(err)

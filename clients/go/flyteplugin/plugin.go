@@ -377,6 +377,11 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 	}
 	if share != nil {
 		task.Count = 1 // the one GPU it shares
+		if p.opts.ResourceClaims {
+			// A pod can use only its own namespace's claims: every share of
+			// one GPU must come from one namespace to use the GPU's claim.
+			share.Group = tCtx.TaskExecutionMetadata().GetNamespace()
+		}
 	}
 	id := tCtx.TaskExecutionMetadata().GetTaskExecutionID().GetID()
 	execution := id.GetNodeExecutionId().GetExecutionId()

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "core/model/node_resources.h"
 #include "gmock/gmock.h"
@@ -53,6 +55,17 @@ TEST(GpuShareTest, LimitsNameTheField) {
   EXPECT_THAT(CheckGpuShare(GpuShare{1, kMaxMemoryBytes + 1}, "share"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("share.memory_bytes")));
+  // A group is empty or a label value: every namespace name is one.
+  EXPECT_OK(CheckGpuShare(GpuShare{1, 0, "flytesnacks-development"}, "share"));
+  EXPECT_OK(CheckGpuShare(GpuShare{1, 0, std::string(63, 'a')}, "share"));
+  for (const std::string& bad :
+       std::vector<std::string>{"-ns", "ns b", std::string(64, 'a'), "a/b"}) {
+    EXPECT_THAT(
+        CheckGpuShare(GpuShare{1, 0, bad}, "share"),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 HasSubstr("share.group \"" + bad + "\" is not a label")))
+        << bad;
+  }
 }
 
 }  // namespace

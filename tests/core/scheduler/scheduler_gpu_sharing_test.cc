@@ -2,10 +2,11 @@
 // shares are registered, validated, stored and counted in GetCapacity; shares
 // go best fit per GPU within its compute and memory, keep whole requests off
 // their GPU, survive a restart, end with their lease and are explained; bad
-// shares are refused naming the field; shares wait in the queue, and whole
-// requests waiting behind them reserve their GPUs, and preempt every share
-// on a GPU to free it; quotas and fair share count them as their fraction of
-// a GPU.
+// shares are refused naming the field; the shares on one GPU are of one
+// group; shares wait in the queue, and whole requests waiting behind them
+// reserve their GPUs, and preempt every share on a GPU to free it; a share
+// preempts shares of lower priority; quotas and fair share count them as
+// their fraction of a GPU.
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,9 +38,17 @@ Device SharedGpu(std::string id, const char* model, int index,
 }
 
 AllocationRequest WantShare(std::string id, std::string device,
-                            int64_t compute_milli, int64_t memory_bytes = 0) {
+                            int64_t compute_milli, int64_t memory_bytes = 0,
+                            std::string group = "") {
   AllocationRequest r = Want(std::move(id), std::move(device), 0);
-  r.share = GpuShare{compute_milli, memory_bytes};
+  r.share = GpuShare{compute_milli, memory_bytes, std::move(group)};
+  return r;
+}
+
+AllocationRequest Queued(AllocationRequest r,
+                         absl::Duration lease = absl::ZeroDuration()) {
+  r.queue = true;
+  r.lease = lease;
   return r;
 }
 
@@ -335,6 +344,67 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesSurviveARestartAndEndWithTheirLease) {
   EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 1000);
 }
 
+// The shares on one GPU are of one group (a DRA claim serves one namespace):
+// a share goes best fit among the GPUs its group shares and those nobody
+// shares, after a restart too, and a GPU whose last share ends takes any
+// group again.
+TYPED_TEST(SchedulerGpuSharingTest, SharesOfOneGpuAreOfOneGroup) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  auto gpu_of = [&](const char* id, int64_t milli,
+                    const char* group) -> std::string {
+    absl::StatusOr<Allocation> a =
+        this->s().Allocate(WantShare(id, "T4", milli, 0, group));
+    EXPECT_OK(a);
+    if (!a.ok()) return "";
+    EXPECT_EQ(a->devices[0].share->group, group);
+    return a->devices[0].device_id;
+  };
+  EXPECT_EQ(gpu_of("a", 300, "ns-a"), "n1-GPU-0");
+  EXPECT_EQ(gpu_of("b", 300, "ns-b"), "n1-GPU-1");
+  EXPECT_EQ(gpu_of("c", 200, "ns-a"), "n1-GPU-0");
+  // Compute is left on both GPUs, but neither for a share of no group.
+  EXPECT_THAT(this->s().Allocate(WantShare("d", "T4", 100)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+  EXPECT_THAT(this->ReasonsFor(WantShare("d", "T4", 100)),
+              ElementsAre("no nvidia-tesla-t4 device with the share free "
+                          "(n1-GPU-0 holds shares of group \"ns-a\", the "
+                          "request is of no group)"));
+  ASSERT_NO_FATAL_FAILURE(this->Restart());
+  absl::StatusOr<Allocation> b = this->s().GetAllocation({"", "b"});
+  ASSERT_OK(b);
+  EXPECT_EQ(b->devices[0].share,
+            (GpuShare{300, ShareMemory({300, 0}, 16 * kGiB), "ns-b"}));
+  EXPECT_EQ(gpu_of("e", 700, "ns-b"), "n1-GPU-1");
+  EXPECT_THAT(this->s().Allocate(WantShare("f", "T4", 100, 0, "ns-b")).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+  ASSERT_OK(this->s().Release({"", "a"}));
+  ASSERT_OK(this->s().Release({"", "c"}));
+  EXPECT_EQ(gpu_of("d", 100, ""), "n1-GPU-0");
+  // A queued share that its group keeps off every GPU holds back no share
+  // of another group, of its size, behind it.
+  EXPECT_EQ(gpu_of("d2", 900, ""), "n1-GPU-0");
+  absl::StatusOr<Allocation> q1 =
+      this->s().Allocate(Queued(WantShare("q1", "T4", 100, 0, "ns-c")));
+  ASSERT_OK(q1);
+  EXPECT_EQ(q1->state, AllocationState::kPending);
+  absl::StatusOr<Allocation> q2 =
+      this->s().Allocate(Queued(WantShare("q2", "T4", 100)));
+  ASSERT_OK(q2);
+  EXPECT_EQ(q2->state, AllocationState::kPending);
+  ASSERT_OK(this->s().Release({"", "d"}));
+  EXPECT_EQ(this->s().GetAllocation({"", "q1"})->state,
+            AllocationState::kPending);
+  q2 = this->s().GetAllocation({"", "q2"});
+  ASSERT_OK(q2);
+  EXPECT_EQ(q2->state, AllocationState::kActive) << q2->pending_reason;
+  // A group is a label value, as a namespace's name is.
+  EXPECT_THAT(
+      this->s()
+          .Allocate(WantShare("g", "T4", 100, 0, "Not a namespace"))
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("share.group")));
+}
+
 // A GPU's shares hold it as a whole allocation does: its node cannot be
 // removed without force (force ends them), nor re-registered with another
 // sharing mode or less memory than they hold.
@@ -369,13 +439,6 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesHoldTheirGpuAndNode) {
   ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
   EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 2000);
   ASSERT_OK(this->s().Allocate(Want("whole", "T4", 2)));
-}
-
-AllocationRequest Queued(AllocationRequest r,
-                         absl::Duration lease = absl::ZeroDuration()) {
-  r.queue = true;
-  r.lease = lease;
-  return r;
 }
 
 // A share that does not fit waits in the queue and is admitted when room
@@ -456,7 +519,7 @@ TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestReservesAGpuItsSharesFree) {
 
 // A whole request of higher priority frees a GPU held in shares by
 // preempting every share on it, all of lower priority; a GPU with a share of
-// its priority or higher is left alone, and a share does not preempt.
+// its priority or higher is left alone.
 TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestPreemptsEverySharesOfOneGpu) {
   ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
   auto at = [](AllocationRequest r, int priority) {
@@ -474,18 +537,6 @@ TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestPreemptsEverySharesOfOneGpu) {
   ASSERT_EQ(gpu_of("s1"), "n1-GPU-0");
   ASSERT_EQ(gpu_of("s2"), "n1-GPU-0");  // best fit
   ASSERT_EQ(gpu_of("s3"), "n1-GPU-1");
-
-  // A share of higher priority that fits nowhere waits; it preempts nothing.
-  absl::StatusOr<Allocation> big =
-      this->s().Allocate(Queued(at(WantShare("big", "T4", 800), 9)));
-  ASSERT_OK(big);
-  EXPECT_EQ(big->state, AllocationState::kPending);
-  for (const char* id : {"s1", "s2", "s3"}) {
-    EXPECT_EQ(this->s().GetAllocation({"", id})->state,
-              AllocationState::kActive)
-        << id;
-  }
-  ASSERT_OK(this->s().Release({"", "big"}));
 
   absl::StatusOr<Allocation> w =
       this->s().Allocate(Queued(at(Want("w", "T4", 1), 3)));
@@ -513,6 +564,77 @@ TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestPreemptsEverySharesOfOneGpu) {
   EXPECT_EQ(gpu_of("w"), "n1-GPU-0");
   EXPECT_FALSE(this->s().GetAllocation({"", "s1"})->live());
   EXPECT_EQ(this->Capacity("nvidia-tesla-t4").free_compute_milli, 500);
+}
+
+// A share of higher priority that fits nowhere takes the fewest shares of
+// lower priority on one GPU (on a GPU the lowest priority, then the most
+// recently admitted first), and their node is held for it through their
+// grace; a share of no higher priority takes nothing; a share of another
+// group takes every share on a GPU or none.
+TYPED_TEST(SchedulerGpuSharingTest, AShareOfHigherPriorityPreemptsShares) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  auto at = [](AllocationRequest r, int priority) {
+    r.priority = priority;
+    return r;
+  };
+  auto state_of = [&](const char* id) {
+    absl::StatusOr<Allocation> a = this->s().GetAllocation({"", id});
+    EXPECT_OK(a);
+    return a.ok() ? a->state : AllocationState::kReleased;
+  };
+  ASSERT_OK(this->s().Allocate(at(WantShare("s1", "T4", 400), 0)));
+  this->clock_.Advance(absl::Seconds(1));
+  ASSERT_OK(this->s().Allocate(at(WantShare("s2", "T4", 500), 0)));
+  ASSERT_OK(this->s().Allocate(at(WantShare("s3", "T4", 600), 5)));
+  // GPU-0: s1 400 and s2 500, GPU-1: s3 600 (best fit).
+  ASSERT_EQ(this->s().GetAllocation({"", "s3"})->devices[0].device_id,
+            "n1-GPU-1");
+
+  // Of no higher priority: it waits and takes nothing.
+  absl::StatusOr<Allocation> equal =
+      this->s().Allocate(Queued(at(WantShare("equal", "T4", 800), 0)));
+  ASSERT_OK(equal);
+  EXPECT_EQ(equal->state, AllocationState::kPending);
+  for (const char* id : {"s1", "s2", "s3"}) {
+    EXPECT_EQ(state_of(id), AllocationState::kActive) << id;
+  }
+  ASSERT_OK(this->s().Release({"", "equal"}));
+
+  // 550 fits neither GPU: one victim either way, s2 (priority 0, the newer
+  // of GPU-0's: the older s1 alone would not do) or s3 (priority 5): the
+  // lower priority goes.
+  absl::StatusOr<Allocation> h =
+      this->s().Allocate(Queued(at(WantShare("h", "T4", 550), 9)));
+  ASSERT_OK(h);
+  EXPECT_EQ(h->state, AllocationState::kPending);
+  EXPECT_THAT(this->s().GetAllocation({"", "h"})->pending_reason,
+              HasSubstr("preempted 1 allocation"));
+  EXPECT_EQ(state_of("s2"), AllocationState::kPreempted);
+  EXPECT_EQ(this->s().GetAllocation({"", "s2"})->preempted_by, h->id);
+  EXPECT_EQ(state_of("s1"), AllocationState::kActive);
+  EXPECT_EQ(state_of("s3"), AllocationState::kActive);
+  // Held through the grace: GPU-1's free 400 takes no share of lower
+  // priority meanwhile.
+  EXPECT_THAT(this->s().Allocate(at(WantShare("late", "T4", 100), 0)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+  this->clock_.Advance(absl::Seconds(31));
+  ASSERT_OK(this->s().Heartbeat("n1", {}));
+  ASSERT_OK(this->s().Sweep());
+  absl::StatusOr<Allocation> admitted = this->s().GetAllocation({"", "h"});
+  ASSERT_OK(admitted);
+  EXPECT_EQ(admitted->state, AllocationState::kActive)
+      << admitted->pending_reason;
+  EXPECT_EQ(admitted->devices[0].device_id, "n1-GPU-0");
+  EXPECT_FALSE(this->s().GetAllocation({"", "s2"})->live());
+
+  // Of group "ns-a": GPU-1 has the compute but a share of no group, which
+  // goes; GPU-0's s1 could go but h, of priority 9, cannot.
+  absl::StatusOr<Allocation> g =
+      this->s().Allocate(Queued(at(WantShare("g", "T4", 300, 0, "ns-a"), 9)));
+  ASSERT_OK(g);
+  EXPECT_EQ(state_of("s3"), AllocationState::kPreempted);
+  EXPECT_EQ(this->s().GetAllocation({"", "s3"})->preempted_by, g->id);
+  EXPECT_EQ(state_of("s1"), AllocationState::kActive);
 }
 
 // Among victims of one priority on a node, the GPU of the fewest shares goes:

@@ -98,12 +98,14 @@ class NodeResources(_message.Message):
     def __init__(self, cpu_milli: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., pods: _Optional[int] = ...) -> None: ...
 
 class GpuShare(_message.Message):
-    __slots__ = ("compute_milli", "memory_bytes")
+    __slots__ = ("compute_milli", "memory_bytes", "group")
     COMPUTE_MILLI_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
     compute_milli: int
     memory_bytes: int
-    def __init__(self, compute_milli: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
+    group: str
+    def __init__(self, compute_milli: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., group: _Optional[str] = ...) -> None: ...
 
 class Device(_message.Message):
     __slots__ = ("id", "device_class", "model", "canonical_model", "memory_bytes", "index", "healthy", "mig_enabled", "mig_slices", "tpu_slice_id", "tpu_topology", "stats", "sharing")
