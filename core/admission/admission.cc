@@ -75,11 +75,11 @@ class AdmissionRound {
         absl::StrAppend(&why, WaitingForVictims(victims.size()));
         reservations_.HoldVictimNodes(id, p.priority, victims);
         if (reclaim.milli > 0) reservations_.HoldFit(id, pool, rules);
-      } else if (reclaim.milli > 0 && ctx_.preemption && !p.share.has_value()) {
+      } else if (reclaim.milli > 0 && ctx_.preemption) {
         // Within its own quota, short of the cohort's: take back what
         // borrowers hold, from anywhere when the request fits now (holding
-        // where it fits), else from the node that then fits it. A share
-        // only waits: it takes nothing back yet (README, "GPU sharing").
+        // where it fits), else from the node that then fits it (not for a
+        // share: ChooseVictims takes nothing for a share in a reclaim).
         const bool fits = MatchRequest(ctx_, pool, rules).has_value();
         const int n =
             fits ? ReclaimQuota(id, p, reclaim)

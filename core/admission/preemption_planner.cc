@@ -20,21 +20,29 @@ std::vector<std::string> PreemptionPlanner::ChooseReclaimVictims(
   const std::string& cohort = ctx_.tenants->Find(p.tenant).cohort;
   std::set<std::string> seen;
   std::vector<const AllocationBook::Record*> candidates;
+  auto consider = [&](const std::string& id) {
+    if (!seen.insert(id).second) return;
+    const AllocationBook::Record* r = ctx_.book->Find({id, ""});
+    const Allocation& a = r->allocation;
+    const TenantPolicy& owner = ctx_.tenants->Find(a.tenant);
+    if (a.state == AllocationState::kActive && owner.preemptible &&
+        a.tenant != p.tenant && owner.cohort == cohort &&
+        !admitted_.contains(a.id) &&
+        BorrowedMilli(ctx_, a.tenant, reclaim.pool) > 0) {
+      candidates.push_back(r);
+    }
+  };
   for (const auto& [home, h] : pool->homes) {
     for (const std::string& unit : h.units) {
       const Unit* u = index_.Find(unit);
-      if (u == nullptr || u->allocation.empty() ||
-          !seen.insert(u->allocation).second) {
-        continue;
-      }
-      const AllocationBook::Record* r = ctx_.book->Find({u->allocation, ""});
-      const Allocation& a = r->allocation;
-      const TenantPolicy& owner = ctx_.tenants->Find(a.tenant);
-      if (a.state == AllocationState::kActive && owner.preemptible &&
-          a.tenant != p.tenant && owner.cohort == cohort &&
-          !admitted_.contains(a.id) &&
-          BorrowedMilli(ctx_, a.tenant, reclaim.pool) > 0) {
-        candidates.push_back(r);
+      if (u == nullptr) continue;
+      if (!u->allocation.empty()) consider(u->allocation);
+      // Quota is what a reclaim takes back: a share gives back its
+      // fraction, wherever it is.
+      if (u->shared_milli > 0) {
+        for (const std::string& holder : ctx_.book->ShareHoldersOf(u->key)) {
+          consider(holder);
+        }
       }
     }
   }

@@ -11,9 +11,10 @@
 // of a cohort member that borrows the pool (such a borrower goes first, and
 // no more of a tenant's allocations are taken than it borrows, when they are
 // not of lower priority anyway). A GPU held in shares is freed only by taking
-// every share on it, all of lower priority, as one candidate; shares are not
-// taken back by a reclaim. A share preempts only shares of lower priority on
-// one GPU (README, "GPU sharing").
+// every share on it, all of lower priority, as one candidate, and not by a
+// reclaim on one node; a reclaim from anywhere (ChooseReclaimVictims) takes
+// shares as their fraction of a unit. A share preempts only shares of lower
+// priority on one GPU (README, "GPU sharing").
 #ifndef ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
 #define ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
 
@@ -70,7 +71,8 @@ class PreemptionPlanner {
                                             int64_t quota_milli = 0);
 
   // The borrowers' allocations of `reclaim.pool` in `request`'s cohort to
-  // preempt, from anywhere, so that `reclaim.milli` comes back: the lowest
+  // preempt, from anywhere, so that `reclaim.milli` comes back (a share
+  // gives back its compute_milli, a unit 1000): the lowest
   // priority first, then the most recently admitted (the later id on a tie),
   // no more of a tenant's than it borrows. Empty when what they borrow is
   // not enough.

@@ -737,5 +737,64 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesCountAgainstQuotasAsTheirFraction) {
   EXPECT_EQ(this->s().TenantStandings("t")[0].pools[0].used_milli, 600);
 }
 
+// A tenant within its nominal quota takes back what a cohort member borrows
+// through shares, as their fraction of a GPU: the borrower's most recent
+// shares go until enough comes back, and no more; a share reclaims so too.
+TYPED_TEST(SchedulerGpuSharingTest, AReclaimTakesBackSharesAsTheirFraction) {
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n1", {SharedGpu("GPU-0", "T4", 0, GpuSharing::kMps, 16 * kGiB),
+             SharedGpu("GPU-1", "T4", 1, GpuSharing::kMps, 16 * kGiB),
+             SharedGpu("GPU-2", "T4", 2, GpuSharing::kMps, 16 * kGiB)})));
+  absl::StatusOr<TenantPolicies> p = ParseTenantPolicies(
+      R"pb(tenants {
+             name: "team-a"
+             cohort: "ab"
+             quotas { model: "T4" nominal: 1 }
+           }
+           tenants {
+             name: "team-b"
+             cohort: "ab"
+             quotas { model: "T4" nominal: 1 }
+           })pb",
+      "tenants.textproto", *this->s().accelerator_types());
+  ASSERT_OK(p);
+  ASSERT_OK(this->s().SetTenantPolicies(
+      std::make_shared<const TenantPolicies>(*std::move(p))));
+  auto of = [](const char* tenant, AllocationRequest r) {
+    r.tenant = tenant;
+    return r;
+  };
+  // team-a: 0.8 + 0.8 + 0.4 = the cohort's 2 GPUs, 1 of them borrowed.
+  for (auto [id, milli] : {std::pair{"a1", 800}, {"a2", 800}, {"a3", 400}}) {
+    this->clock_.Advance(absl::Seconds(1));
+    ASSERT_OK(this->s().Allocate(of("team-a", WantShare(id, "T4", milli))));
+  }
+  // team-b's 0.5 fits GPU-2 but not the cohort: 0.5 comes back from a3
+  // (0.4, the newest) and a2, and a1 stays.
+  absl::StatusOr<Allocation> b =
+      this->s().Allocate(Queued(of("team-b", WantShare("b", "T4", 500))));
+  ASSERT_OK(b);
+  EXPECT_EQ(b->state, AllocationState::kPending);
+  EXPECT_THAT(this->s().GetAllocation({"", "b"})->pending_reason,
+              HasSubstr("preempted 2 borrowing allocations"));
+  for (const char* id : {"a2", "a3"}) {
+    absl::StatusOr<Allocation> a = this->s().GetAllocation({"", id});
+    ASSERT_OK(a);
+    EXPECT_EQ(a->state, AllocationState::kPreempted) << id;
+    EXPECT_EQ(a->preempted_by, b->id) << id;
+  }
+  EXPECT_EQ(this->s().GetAllocation({"", "a1"})->state,
+            AllocationState::kActive);
+  this->clock_.Advance(absl::Seconds(31));
+  ASSERT_OK(this->s().Heartbeat("n1", {}));
+  ASSERT_OK(this->s().Sweep());
+  absl::StatusOr<Allocation> got = this->s().GetAllocation({"", "b"});
+  ASSERT_OK(got);
+  EXPECT_EQ(got->state, AllocationState::kActive) << got->pending_reason;
+  std::vector<TenantStanding> a = this->s().TenantStandings("team-a");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].pools[0].used_milli, 800);
+}
+
 }  // namespace
 }  // namespace accelsched
