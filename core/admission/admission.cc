@@ -120,10 +120,6 @@ class AdmissionRound {
     } else if (int n = ctx_.preemption ? Preempt(id, p, *spec) : 0; n > 0) {
       absl::StrAppend(&reason, "; preempted ", n, " allocation",
                       n == 1 ? "" : "s", ", waiting for their grace");
-    } else if (spec->share.has_value()) {
-      // A share holds no reservation yet (README, "GPU sharing"); it does
-      // not take its pool's turn to reserve either, so that a whole request
-      // after it still holds the GPUs that free first.
     } else {
       absl::StrAppend(&reason, reservations_.Reserve(id, *spec, p.priority));
     }

@@ -77,11 +77,20 @@ std::optional<std::vector<std::vector<const Unit*>>> MatchRequest(
 
 std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec) {
   int64_t free = 0, total = 0, free_milli = 0;
+  // Whether GPUs with compute free hold shares of a group other than the
+  // share's, which it may not join.
+  bool other_groups = false;
   for (const PoolKey& key : PoolsFor(ctx.catalog->index(), spec)) {
     if (const auto* pool = ctx.catalog->index().FindPool(key)) {
       free += pool->free();
       total += pool->total;
       free_milli += pool->free_share_milli;
+      if (spec.share.has_value()) {
+        other_groups =
+            other_groups ||
+            pool->by_share.size() >
+                (pool->by_share.contains(spec.share->group) ? 1u : 0u);
+      }
     }
   }
   const std::string unit =
@@ -94,7 +103,11 @@ std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec) {
                                            " bytes of GPU memory")
                             : "",
                         " free for the share (", free_milli,
-                        " milli free over the sharing devices, in all)");
+                        " milli free over the sharing devices, in all",
+                        other_groups ? ", some on GPUs that shares of "
+                                       "another group hold"
+                                     : "",
+                        ")");
   }
   // Free units may be where the pod does not fit: say what it needs too.
   std::string pod;

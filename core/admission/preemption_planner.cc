@@ -293,8 +293,9 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseShareVictims(
     if (no_victims_.contains(gate)) continue;
     const bool found_before = best.has_value();
     for (const auto& [home, h] : pool->homes) {
+      std::string domain;  // (a share has no topology_key: refused)
       if (reservations_.ReservedForOther(key, home, id, p.priority) ||
-          !EligibleHome(ctx_, home, spec, nullptr)) {
+          !EligibleHome(ctx_, home, spec, &domain)) {
         continue;
       }
       for (const std::string& unit : h.units) {

@@ -133,6 +133,13 @@ absl::Status ValidateShare(
                                      ": a share is one pod on one GPU; a gang "
                                      "of shares is not supported"));
   }
+  if (!spec.topology_key.empty()) {
+    return InvalidField(
+        "topology_key",
+        absl::StrCat("\"", absl::CHexEscape(spec.topology_key),
+                     "\": a share is one pod on one GPU, with no groups to "
+                     "keep in one domain"));
+  }
   // Memory the models' table states: a share larger than every named model
   // has could never be placed.
   int64_t largest = 0;

@@ -1,6 +1,7 @@
 #include "core/model/gpu_share.h"
 
 #include "absl/numeric/int128.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/field_error.h"
@@ -55,7 +56,8 @@ absl::Status CheckGpuShare(const GpuShare& share, absl::string_view field) {
   if (!IsLabelValue(share.group)) {
     return InvalidField(
         absl::StrCat(field, ".group"),
-        absl::StrCat("\"", share.group,
+        absl::StrCat("\"", absl::CHexEscape(share.group.substr(0, 100)),
+                     share.group.size() > 100 ? "..." : "",
                      "\" is not a label value (at most 63 characters of "
                      "[A-Za-z0-9._-], alphanumeric at both ends)"));
   }

@@ -473,6 +473,17 @@ func TestSharesOfOneGpuShareItsClaim(t *testing.T) {
 	if len(claim.Spec.Devices.Config) != 1 || !strings.Contains(string(claim.Spec.Devices.Config[0].Opaque.Parameters.Raw), `"strategy":"MPS"`) {
 		t.Errorf("the claim carries no MPS sharing: %+v", claim.Spec.Devices.Config)
 	}
+	// A task that a plugin without share groups (here: without claims, which
+	// sends none) queued keeps waiting after the upgrade, not refused as
+	// another request under its id.
+	full := shareTask("wf4-n0-0", "wf4", "0.5")
+	old, _ := loaded(t, s, kube, false)
+	if info := round(t, old, taskContext(full)); info.Phase() != pluginsCore.PhaseWaitingForResources {
+		t.Fatalf("queued by the earlier plugin: %v %q", info.Phase(), info.Reason())
+	}
+	if info := round(t, p, taskContext(full)); info.Phase() != pluginsCore.PhaseWaitingForResources {
+		t.Errorf("after the upgrade: %v %q %v", info.Phase(), info.Reason(), info.Err())
+	}
 	// A fraction KAI would refuse fails the task, naming the annotation.
 	bad := shareTask("wf3-n0-0", "wf3", "1.5")
 	if info := round(t, p, taskContext(bad)); info.Phase() != pluginsCore.PhasePermanentFailure ||

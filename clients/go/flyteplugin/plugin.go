@@ -125,6 +125,16 @@ func (p *Plugin) Handle(ctx context.Context, tCtx pluginsCore.TaskExecutionConte
 		return p.pods.Handle(ctx, tCtx)
 	}
 	alloc, err := p.client.Allocate(ctx, req)
+	if status.Code(err) == codes.AlreadyExists && req.GetShare().GetGroup() != "" {
+		// Asked for by a plugin from before share groups, which sent none:
+		// the same request as it sent it, so that an upgrade does not fail
+		// the tasks it queued.
+		earlier := proto.Clone(req).(*pb.AllocateRequest)
+		earlier.Share.Group = ""
+		if a, earlierErr := p.client.Allocate(ctx, earlier); earlierErr == nil {
+			alloc, err = a, nil
+		}
+	}
 	if err != nil {
 		return p.refused(tCtx, state, err)
 	}

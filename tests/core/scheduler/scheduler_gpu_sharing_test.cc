@@ -162,6 +162,10 @@ TYPED_TEST(SchedulerGpuSharingTest, BadSharesNameTheField) {
   AllocationRequest gang = WantShare("a", "T4", 500);
   gang.replicas = 2;
   cases.push_back({gang, "replicas"});
+  AllocationRequest domain = WantShare("a", "T4", 500);
+  domain.topology_key = "zone";
+  cases.push_back({domain, "topology_key"});
+  cases.push_back({WantShare("a", "T4", 500, 0, "Team A"), "share.group"});
   AllocationRequest slice = WantShare("a", "nvidia-tesla-a100", 500);
   slice.partition_kind = PartitionKind::kPartitionSize;
   slice.partition_size = "1g.5gb";
@@ -369,6 +373,13 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesOfOneGpuAreOfOneGroup) {
               ElementsAre("no nvidia-tesla-t4 device with the share free "
                           "(n1-GPU-0 holds shares of group \"ns-a\", the "
                           "request is of no group)"));
+  absl::StatusOr<Allocation> waits =
+      this->s().Allocate(Queued(WantShare("waits", "T4", 100)));
+  ASSERT_OK(waits);
+  EXPECT_THAT(waits->pending_reason,
+              HasSubstr("(1200 milli free over the sharing devices, in all, "
+                        "some on GPUs that shares of another group hold)"));
+  ASSERT_OK(this->s().Release({"", "waits"}));
   ASSERT_NO_FATAL_FAILURE(this->Restart());
   absl::StatusOr<Allocation> b = this->s().GetAllocation({"", "b"});
   ASSERT_OK(b);
@@ -517,6 +528,54 @@ TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestReservesAGpuItsSharesFree) {
   EXPECT_FALSE(got->devices[0].share.has_value());
 }
 
+// A share that fits nowhere, the first of its pool to wait, reserves the one
+// GPU that first has room for it: a later share that would outlast that
+// start does not take that GPU (it may take the node's other), one that ends
+// before then backfills, and the share goes there when room comes.
+TYPED_TEST(SchedulerGpuSharingTest, AShareReservesTheGpuThatFreesFirst) {
+  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
+  AllocationRequest s1 = WantShare("s1", "T4", 600);
+  s1.lease = absl::Minutes(10);
+  ASSERT_OK(this->s().Allocate(s1));
+  AllocationRequest s2 = WantShare("s2", "T4", 600);
+  s2.lease = absl::Hours(1);
+  ASSERT_OK(this->s().Allocate(s2));
+  ASSERT_EQ(this->s().GetAllocation({"", "s2"})->devices[0].device_id,
+            "n1-GPU-1");
+  absl::StatusOr<Allocation> big =
+      this->s().Allocate(Queued(WantShare("big", "T4", 900), absl::Hours(1)));
+  ASSERT_OK(big);
+  EXPECT_EQ(big->state, AllocationState::kPending);
+  EXPECT_THAT(big->pending_reason, HasSubstr("holds n1-GPU-0 on n1 from"));
+  auto share_for = [](const char* id, absl::Duration lease) {
+    AllocationRequest r = WantShare(id, "T4", 300);
+    r.lease = lease;
+    return r;
+  };
+  // Best fit would take GPU-0 (a tie, by key); it is held: GPU-1.
+  absl::StatusOr<Allocation> late =
+      this->s().Allocate(share_for("late", absl::Hours(1)));
+  ASSERT_OK(late);
+  EXPECT_EQ(late->devices[0].device_id, "n1-GPU-1");
+  EXPECT_THAT(this->s().Allocate(share_for("late-2", absl::Hours(1))).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
+  absl::StatusOr<Allocation> backfill =
+      this->s().Allocate(share_for("backfill", absl::Minutes(5)));
+  ASSERT_OK(backfill);
+  EXPECT_EQ(backfill->devices[0].device_id, "n1-GPU-0");
+  this->clock_.Advance(absl::Minutes(5));
+  ASSERT_OK(this->s().Heartbeat("n1", {}));
+  ASSERT_OK(this->s().Allocate(
+      Queued(WantShare("big", "T4", 900), absl::Hours(1))));  // polled
+  this->clock_.Advance(absl::Minutes(6));
+  ASSERT_OK(this->s().Heartbeat("n1", {}));
+  ASSERT_OK(this->s().Sweep());
+  absl::StatusOr<Allocation> got = this->s().GetAllocation({"", "big"});
+  ASSERT_OK(got);
+  EXPECT_EQ(got->state, AllocationState::kActive) << got->pending_reason;
+  EXPECT_EQ(got->devices[0].device_id, "n1-GPU-0");
+}
+
 // A whole request of higher priority frees a GPU held in shares by
 // preempting every share on it, all of lower priority; a GPU with a share of
 // its priority or higher is left alone.
@@ -613,8 +672,9 @@ TYPED_TEST(SchedulerGpuSharingTest, AShareOfHigherPriorityPreemptsShares) {
   EXPECT_EQ(this->s().GetAllocation({"", "s2"})->preempted_by, h->id);
   EXPECT_EQ(state_of("s1"), AllocationState::kActive);
   EXPECT_EQ(state_of("s3"), AllocationState::kActive);
-  // Held through the grace: GPU-1's free 400 takes no share of lower
-  // priority meanwhile.
+  // Held through the grace: the node (GPU-0's free 100 beside the preempted
+  // s2, which best fit would choose, and GPU-1's 400) takes no share of
+  // lower priority meanwhile, which would leave h short again.
   EXPECT_THAT(this->s().Allocate(at(WantShare("late", "T4", 100), 0)).status(),
               StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
   this->clock_.Advance(absl::Seconds(31));
