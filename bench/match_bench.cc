@@ -334,7 +334,8 @@ void BM_MatchWide(benchmark::State& state) {
 
 // `n` GPUs, eight T4s per node, each taking shares (MPS, 16 GiB): a seeded
 // 30% held whole, the rest carrying shares of 0 to 900 milli in all, so
-// that free compute is spread over every value.
+// that free compute is spread over every value, each GPU's of one of eight
+// sharing groups (namespaces).
 void FillSharing(int n, Cluster& c) {
   std::mt19937 rng(7);
   for (int i = 0; i < n / 8; ++i) {
@@ -352,7 +353,10 @@ void FillSharing(int n, Cluster& c) {
       }
       const int64_t used = std::uniform_int_distribution<int64_t>(0, 9)(rng);
       if (used > 0) {
-        c.index.AddShare(key, GpuShare{used * 100, used * 16 * kGiB / 10}, +1);
+        const std::string group =
+            absl::StrCat("ns-", std::uniform_int_distribution<int>(0, 7)(rng));
+        c.index.AddShare(
+            key, GpuShare{used * 100, used * 16 * kGiB / 10, group}, +1);
       }
     }
   }
@@ -360,14 +364,16 @@ void FillSharing(int n, Cluster& c) {
 
 // One match per iteration on the sharing cluster, allocating nothing:
 // state.range(1) 1 a share of 100 to 500 milli (memory its fraction, or
-// given), 0 one whole T4, so that the two are timed on one cluster.
+// given) of one of the eight groups, 0 one whole T4, so that the two are
+// timed on one cluster.
 void BM_MatchShare(benchmark::State& state) {
   Cluster& c = Cached(FillSharing, static_cast<int>(state.range(0)));
   std::vector<MatchSpec> specs;
   for (int64_t milli : {100, 250, 300, 470, 500}) {
     MatchSpec spec = MatchSpec::ForPool(kT4, 1);
     if (state.range(1) != 0) {
-      spec.share = GpuShare{milli, milli == 250 ? 3 * kGiB : 0};
+      spec.share = GpuShare{milli, milli == 250 ? 3 * kGiB : 0,
+                            absl::StrCat("ns-", specs.size() % 8)};
     }
     specs.push_back(std::move(spec));
   }

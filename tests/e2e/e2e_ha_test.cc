@@ -391,6 +391,62 @@ TEST_F(HaTest, PodResourcesSurviveKillNineOnPostgres) {
   ASSERT_TRUE(CallOn(*r.stub, &Stub::Allocate, want("d", 2000), &a).ok());
 }
 
+// Issue 31 on PostgreSQL: GPU shares, with their groups and placements, are
+// committed with their allocations, and a leader killed with -9 comes back
+// holding them: no GPU takes more than its compute, nor two groups' shares.
+TEST_F(HaTest, SharesSurviveKillNineOnPostgres) {
+  Replica r;
+  ASSERT_TRUE(StartReplica(r));
+  ASSERT_TRUE(AwaitServing(r).has_value());
+  v1::RegisterNodeRequest reg;
+  v1::Node* node = reg.mutable_node();
+  node->set_name("n1");
+  for (int g = 0; g < 2; ++g) {
+    AddGpu(node, absl::StrCat("n1-gpu", g), kModel, g)->set_sharing(v1::MPS);
+  }
+  v1::Node registered;
+  ASSERT_TRUE(CallOn(*r.stub, &Stub::RegisterNode, reg, &registered).ok());
+  auto share = [](const std::string& id, int milli, const std::string& group) {
+    v1::AllocateRequest req = AllocateReq(id, kModel);
+    req.mutable_share()->set_compute_milli(milli);
+    req.mutable_share()->set_group(group);
+    return req;
+  };
+  v1::Allocation a;
+  ASSERT_TRUE(
+      CallOn(*r.stub, &Stub::Allocate, share("a", 600, "ns-a"), &a).ok());
+  v1::Allocation b;
+  ASSERT_TRUE(
+      CallOn(*r.stub, &Stub::Allocate, share("b", 600, "ns-b"), &b).ok());
+  ASSERT_NE(a.devices(0).device_id(), b.devices(0).device_id());
+  EXPECT_EQ(r.process->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(StartReplica(r));
+  ASSERT_TRUE(AwaitServing(r).has_value());
+  v1::GetAllocationRequest which;
+  which.set_request_id("a");
+  v1::Allocation stored;
+  ASSERT_TRUE(CallOn(*r.stub, &Stub::GetAllocation, which, &stored).ok());
+  EXPECT_EQ(stored.devices(0).share().compute_milli(), 600);
+  EXPECT_EQ(stored.devices(0).share().group(), "ns-a");
+  EXPECT_THAT(stored.placement().env(),
+              testing::Contains(
+                  testing::Pair("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "60")));
+  EXPECT_EQ(stored.placement().resource_claim(),
+            a.placement().resource_claim());
+  // 400 milli are left on each GPU, each for its own group only.
+  v1::Allocation c;
+  ASSERT_TRUE(
+      CallOn(*r.stub, &Stub::Allocate, share("c", 400, "ns-b"), &c).ok());
+  EXPECT_EQ(c.devices(0).device_id(), b.devices(0).device_id());
+  grpc::Status refused =
+      CallOn(*r.stub, &Stub::Allocate, share("d", 300, "ns-b"), &c);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << refused.error_message();
+  ASSERT_TRUE(
+      CallOn(*r.stub, &Stub::Allocate, share("e", 400, "ns-a"), &c).ok());
+  EXPECT_EQ(c.devices(0).device_id(), a.devices(0).device_id());
+}
+
 TEST_F(HaTest, KillingTheLeaderTenTimesLosesNoAcknowledgedWrite) {
   // Default election settings: the times below are what users get.
   Replica replicas[2];
