@@ -69,6 +69,66 @@ TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
   EXPECT_TRUE(index.UnitsOnNode("n1").empty());
 }
 
+// A GPU that takes shares is filed with the GPUs nobody shares while it has
+// no share, under its shares' group while it has some and compute left, and
+// in no tree when it is full, held whole or unhealthy; no empty group's tree
+// is kept.
+TEST(CapacityIndexTest, SharingGpusAreFiledByTheirSharesGroup) {
+  CapacityIndex index;
+  Unit gpu = T4("g", "n1", 0);
+  gpu.sharing = GpuSharing::kMps;
+  gpu.memory_bytes = 1000;
+  index.Put(gpu);
+  const CapacityIndex::Pool* pool = index.FindPool(kT4);
+  ASSERT_NE(pool, nullptr);
+  // (free milli, unit key) of each tree.
+  using Filed = std::vector<std::pair<int, std::string>>;
+  auto filed = [](const HomeTree& tree) {
+    Filed out;
+    for (const HomeTree::Entry& e : Entries(tree)) {
+      out.emplace_back(e.free, e.home);
+    }
+    return out;
+  };
+  auto groups = [&] {
+    std::vector<std::string> out;
+    for (const auto& [group, tree] : pool->by_share) out.push_back(group);
+    return out;
+  };
+  EXPECT_EQ(filed(pool->unshared), (Filed{{1000, "g"}}));
+  EXPECT_TRUE(pool->by_share.empty());
+  index.AddShare("g", GpuShare{400, 400, "ns-a"}, +1);
+  EXPECT_TRUE(filed(pool->unshared).empty());
+  EXPECT_THAT(groups(), ElementsAre("ns-a"));
+  EXPECT_EQ(filed(pool->by_share.at("ns-a")), (Filed{{600, "g"}}));
+  EXPECT_EQ(index.Find("g")->share_group, "ns-a");
+  index.AddShare("g", GpuShare{600, 600, "ns-a"}, +1);  // full
+  EXPECT_TRUE(pool->by_share.empty());
+  EXPECT_TRUE(filed(pool->unshared).empty());
+  index.AddShare("g", GpuShare{600, 600, "ns-a"}, -1);
+  EXPECT_EQ(filed(pool->by_share.at("ns-a")), (Filed{{600, "g"}}));
+  // Unhealthy (re-put as the catalog does, its shares kept): in no tree.
+  Unit sick = *index.Find("g");
+  sick.healthy = false;
+  index.Put(sick);
+  EXPECT_TRUE(pool->by_share.empty());
+  EXPECT_TRUE(filed(pool->unshared).empty());
+  Unit well = *index.Find("g");
+  well.healthy = true;
+  index.Put(well);
+  EXPECT_EQ(filed(pool->by_share.at("ns-a")), (Filed{{600, "g"}}));
+  // The last share gone, any group may take it again.
+  index.AddShare("g", GpuShare{400, 400, "ns-a"}, -1);
+  EXPECT_EQ(index.Find("g")->share_group, "");
+  EXPECT_TRUE(pool->by_share.empty());
+  EXPECT_EQ(filed(pool->unshared), (Filed{{1000, "g"}}));
+  index.SetAllocation("g", "whole");
+  EXPECT_TRUE(filed(pool->unshared).empty());
+  index.SetAllocation("g", "");
+  index.Remove("g");
+  EXPECT_EQ(index.FindPool(kT4), nullptr);
+}
+
 // What each home offers follows its allocatable, whichever comes first.
 TEST(CapacityIndexTest, ByAllocatableFollowsTheNodesAllocatable) {
   CapacityIndex index;
