@@ -73,7 +73,12 @@ class AdmissionRound {
       reservations_.Forget(id);
       if (const auto& victims = ctx_.book->VictimsOf(id); !victims.empty()) {
         absl::StrAppend(&why, WaitingForVictims(victims.size()));
-        reservations_.HoldVictimNodes(id, p.priority, victims);
+        // A share's reclaim victims free quota, not the room it fits in
+        // (held by HoldFit): their nodes are not held for a fraction of a
+        // GPU.
+        if (!p.share.has_value()) {
+          reservations_.HoldVictimNodes(id, p.priority, victims);
+        }
         if (reclaim.milli > 0) reservations_.HoldFit(id, pool, rules);
       } else if (reclaim.milli > 0 && ctx_.preemption) {
         // Within its own quota, short of the cohort's: take back what
@@ -120,6 +125,10 @@ class AdmissionRound {
     } else if (int n = ctx_.preemption ? Preempt(id, p, *spec) : 0; n > 0) {
       absl::StrAppend(&reason, "; preempted ", n, " allocation",
                       n == 1 ? "" : "s", ", waiting for their grace");
+    } else if (spec->share.has_value()) {
+      // A share holds no reservation yet (README, "GPU sharing"); it does
+      // not take its pool's turn to reserve either, so that a whole request
+      // after it still holds the GPUs that free first.
     } else {
       absl::StrAppend(&reason, reservations_.Reserve(id, *spec, p.priority));
     }

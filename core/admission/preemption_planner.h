@@ -9,12 +9,14 @@
 // this very pass, that is either of lower priority than the request, or,
 // when the request's tenant may reclaim (quota_planner.h: ReclaimPossible),
 // of a cohort member that borrows the pool (such a borrower goes first, and
-// no more of a tenant's allocations are taken than it borrows, when they are
-// not of lower priority anyway). A GPU held in shares is freed only by taking
-// every share on it, all of lower priority, as one candidate, and not by a
-// reclaim on one node; a reclaim from anywhere (ChooseReclaimVictims) takes
-// shares as their fraction of a unit. A share preempts only shares of lower
-// priority on one GPU (README, "GPU sharing").
+// a tenant's allocations are taken only while it still borrows, when they
+// are not of lower priority anyway: the last taken may leave it under its
+// nominal quota, by up to that allocation's size less one thousandth). A GPU
+// held in shares is freed only by taking every share on it, all of lower
+// priority, as one candidate, and not by a reclaim on one node; a reclaim from
+// anywhere (ChooseReclaimVictims) takes shares as their fraction of a unit. A
+// share preempts only shares of lower priority on one GPU (README, "GPU
+// sharing").
 #ifndef ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
 #define ACCELSCHED_CORE_ADMISSION_PREEMPTION_PLANNER_H_
 
@@ -74,8 +76,8 @@ class PreemptionPlanner {
   // preempt, from anywhere, so that `reclaim.milli` comes back (a share
   // gives back its compute_milli, a unit 1000): the lowest
   // priority first, then the most recently admitted (the later id on a tie),
-  // no more of a tenant's than it borrows. Empty when what they borrow is
-  // not enough.
+  // a tenant's only while it still borrows (the last may leave it under its
+  // nominal quota). Empty when what they borrow is not enough.
   std::vector<std::string> ChooseReclaimVictims(const Allocation& request,
                                                 const Reclaim& reclaim) const;
 

@@ -124,8 +124,9 @@ bool ReclaimPossible(const AdmissionContext& ctx, const Allocation& p,
 
 bool MayReclaim(const AdmissionContext& ctx, const Allocation& p,
                 const MatchSpec& spec) {
-  // A share waits for quota; it does not take back what others borrow yet
-  // (README, "GPU sharing").
+  // A share takes back quota only where it fits now (ChooseReclaimVictims,
+  // before this is asked); it does not preempt borrowers to make room on a
+  // node (README, "GPU sharing").
   if (!ctx.preemption || spec.share.has_value()) return false;
   for (const PoolKey& key : PoolsFor(ctx.catalog->index(), spec)) {
     if (ReclaimPossible(ctx, p, key)) return true;

@@ -70,8 +70,9 @@ std::optional<MatchSpec> WithinQuota(const AdmissionContext& ctx,
 bool ReclaimPossible(const AdmissionContext& ctx, const Allocation& request,
                      const PoolKey& pool);
 
-// Whether ReclaimPossible for some pool of `spec`; false when preemption is
-// off or `spec` is a share.
+// Whether ReclaimPossible for some pool of `spec`, so that a request whose
+// shape did not fit may still preempt borrowers for room; false when
+// preemption is off or `spec` is a share (which reclaims only quota).
 bool MayReclaim(const AdmissionContext& ctx, const Allocation& request,
                 const MatchSpec& spec);
 

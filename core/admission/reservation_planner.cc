@@ -11,12 +11,10 @@
 namespace accelsched {
 namespace {
 
-// What to add to a holder's reason: "; holds n3 and 1 more from <start>",
-// or for one unit "; holds GPU-0 on n3 from <start>".
-std::string Holds(const std::vector<std::string>& nodes, absl::Time start,
-                  absl::string_view unit = "") {
+// What to add to a holder's reason.
+std::string Holds(const std::vector<std::string>& nodes, absl::Time start) {
   return absl::StrCat(
-      "; holds ", unit.empty() ? "" : absl::StrCat(unit, " on "), nodes.front(),
+      "; holds ", nodes.front(),
       nodes.size() > 1 ? absl::StrCat(" and ", nodes.size() - 1, " more") : "",
       " from ", absl::FormatTime(start));
 }
@@ -100,7 +98,6 @@ void ReservationPlanner::HoldVictimNodes(const std::string& id, int priority,
       if (ReservedForOther(pool, u->home, id, priority)) continue;
       Reservation& res = state_.reservations[pool][u->home];
       res.holder = id;
-      res.unit.clear();  // the node: what else its victims free is its too
       res.start = std::max(res.start, r.allocation.expires_at);
       res.nominated = true;
       res.priority = priority;
@@ -134,7 +131,7 @@ std::optional<std::string> ReservationPlanner::Reuse(const std::string& id) {
   }
   for (const Held& h : it->second) reserved_pools_.insert(*h.pool);
   std::sort(nodes.begin(), nodes.end());
-  return Holds(nodes, start, it->second.front().reservation->unit);
+  return Holds(nodes, start);
 }
 
 std::string ReservationPlanner::Reserve(const std::string& id,
@@ -155,7 +152,6 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     absl::Time start = absl::InfiniteFuture();
     PoolKey pool;
     std::vector<std::string> nodes;
-    std::string unit;  // a share's GPU
   } best;
   for (const PoolKey& key : PoolsFor(index_, spec)) {
     // The pool's first request that must wait is its holder, whether or
@@ -163,13 +159,6 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     if (!reserved_pools_.insert(key).second) continue;
     const CapacityIndex::Pool* pool = index_.FindPool(key);
     if (pool == nullptr) continue;
-    if (spec.share.has_value()) {
-      if (std::optional<ShareRoom> room =
-              FirstShareRoom(key, id, spec, priority, best.start, &cut)) {
-        best = Best{room->start, key, {room->node}, room->unit};
-      }
-      continue;
-    }
     absl::flat_hash_map<std::string, int> avail;
     // What the walk has freed so far of each node's CPU, memory and pods.
     absl::flat_hash_map<std::string, NodeResources> freed;
@@ -262,88 +251,8 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     return "";
   }
   for (const std::string& node : best.nodes) {
-    Reservation& r = state_.reservations[best.pool][node];
-    r = Reservation{best.start, id};
-    r.unit = best.unit;
+    state_.reservations[best.pool][node] = Reservation{best.start, id};
   }
-  return Holds(best.nodes, best.start, best.unit);
-}
-
-std::optional<ReservationPlanner::ShareRoom> ReservationPlanner::FirstShareRoom(
-    const PoolKey& key, const std::string& id, const MatchSpec& spec,
-    int priority, absl::Time before, bool* cut) const {
-  const GpuShare& share = *spec.share;
-  // A GPU as the walk has freed it so far.
-  struct Gpu {
-    int64_t milli;
-    int64_t memory;
-    size_t shares_left;  // the shares on it the walk has yet to see end
-  };
-  absl::flat_hash_map<std::string, Gpu> gpus;
-  // What the walk has freed so far of each node's CPU, memory and pods.
-  absl::flat_hash_map<std::string, NodeResources> freed;
-  absl::flat_hash_map<std::string, bool> eligible;
-  // Whether `u`, as freed to `g`, takes the share on a node that may.
-  auto fits = [&](const Unit& u, const Gpu& g) {
-    if (!u.healthy || u.sharing == GpuSharing::kNone) return false;
-    if (g.shares_left > 0 && u.share_group != share.group) return false;
-    if (g.milli < share.compute_milli ||
-        g.memory < ShareMemory(share, u.memory_bytes)) {
-      return false;
-    }
-    if (spec.pod_resources.has_value() &&
-        index_.Shortfall(u.home, *spec.pod_resources, freed[u.home]) !=
-            nullptr) {
-      return false;
-    }
-    auto [e, fresh] = eligible.try_emplace(u.home, false);
-    if (fresh) {
-      std::string domain;  // (a share has no topology_key: refused)
-      e->second = !ReservedForOther(key, u.home, id, priority) &&
-                  EligibleHome(ctx_, u.home, spec, &domain);
-    }
-    return e->second;
-  };
-  std::optional<ShareRoom> room;
-  size_t walked = 0;
-  ctx_.book->ForEachLiveByExpiry(key, [&](const AllocationBook::Record& r) {
-    const Allocation& a = r.allocation;
-    if (a.expires_at >= before) return false;
-    if (!ctx_.refresh_reservations && ctx_.reservation_walk_limit > 0 &&
-        ++walked > ctx_.reservation_walk_limit) {
-      *cut = true;
-      return false;
-    }
-    if (a.pod_resources.has_value()) {
-      for (const std::string& node : NodesOf(a))
-        freed[node] += *a.pod_resources;
-    }
-    if (const std::string* gpu = SharedUnitOf(a)) {
-      // A share gives back its part of its GPU.
-      const Unit* u = index_.Find(*gpu);
-      if (u == nullptr) return true;
-      auto [g, fresh] =
-          gpus.try_emplace(*gpu, Gpu{u->free_milli(), u->free_share_memory(),
-                                     ctx_.book->ShareHolderCount(*gpu)});
-      const GpuShare& held = *a.held_share();
-      g->second.milli += held.compute_milli;
-      g->second.memory += held.memory_bytes;
-      if (g->second.shares_left > 0) --g->second.shares_left;
-      if (fits(*u, g->second)) room = ShareRoom{a.expires_at, u->home, u->key};
-    } else {
-      // A GPU held whole comes free whole.
-      for (const std::string& unit : r.units) {
-        const Unit* u = index_.Find(unit);
-        if (u != nullptr &&
-            fits(*u,
-                 Gpu{kGpuMilli, static_cast<int64_t>(u->memory_bytes), 0})) {
-          room = ShareRoom{a.expires_at, u->home, u->key};
-          break;
-        }
-      }
-    }
-    return !room.has_value();
-  });
-  return room;
+  return Holds(best.nodes, best.start);
 }
 }  // namespace accelsched

@@ -4,9 +4,6 @@
 // builds one, under the scheduler's lock, and the context's catalog and book
 // must not change under it but through the pass's own actions.
 //
-// - A share that is the first of its pool to wait reserves one GPU, the one
-//   that first has room for it (FirstShareRoom), and only that GPU: the
-//   node's other GPUs stay open to every request.
 // - The first request of each pool that cannot be placed reserves the nodes
 //   that free first for it (known from leases): its lease-end order walk
 //   stops at the first point where spec.replicas eligible nodes (in one
@@ -81,13 +78,12 @@ class ReservationPlanner {
   // Reserves for `id` (a request of `priority` for `spec` that must wait),
   // when it is the first of one of its pools to wait this pass, the nodes of
   // that pool that free first (now, or at a lease end; the earliest pool
-  // wins, the first of spec's pools on a tie); for a share, the one GPU
-  // that first has room for it (FirstShareRoom). Between refreshes it first
+  // wins, the first of spec's pools on a tie). Between refreshes it first
   // takes over its last reservation as it was (unless a pool of it is held
   // already this pass), and one `unplaced` last time stays so and holds
   // nothing. Returns what to add to its reason: "; holds n3 and 1 more from
-  // <start>" ("; holds GPU-0 on n3 from <start>" for a share), or "" when it
-  // holds nothing (not first of any pool, nothing found, or `unplaced`).
+  // <start>", or "" when it holds nothing (not first of any pool, nothing
+  // found, or `unplaced`).
   std::string Reserve(const std::string& id, const MatchSpec& spec,
                       int priority);
 
@@ -95,27 +91,6 @@ class ReservationPlanner {
   ReservationState Take() { return std::move(state_); }
 
  private:
-  // Where and when a share first has room.
-  struct ShareRoom {
-    absl::Time start;
-    std::string node;
-    std::string unit;  // the GPU
-  };
-  // For a share (spec.share) of `priority`, allocation `id`: the GPU of
-  // `pool` that first has room for it (its compute, the memory it takes
-  // there, its group: another group's shares must all have ended, and its
-  // pod_resources on the node, counting what the walked leases free), on an
-  // eligible node not held for another, walking lease ends before `before`
-  // (a whole allocation frees its GPU whole); nullopt when none does.
-  // Sets `*cut` when the walk limit stopped it. Room there now is not
-  // looked for (the match would have found it), nor room that CPU freed by
-  // another pool's allocations makes: it may start later than it could,
-  // never earlier.
-  std::optional<ShareRoom> FirstShareRoom(const PoolKey& pool,
-                                          const std::string& id,
-                                          const MatchSpec& spec, int priority,
-                                          absl::Time before, bool* cut) const;
-
   // The last pass's reservation of `id`, taken over as it was, unless a pool
   // of it is already held this pass. nullopt when there is none to take.
   std::optional<std::string> Reuse(const std::string& id);

@@ -86,28 +86,20 @@ std::vector<Candidate> Candidates(const CapacityIndex& index,
   return out;
 }
 
-// The reservation that keeps `home`'s units of `pool` (all of them, or its
-// `unit` only) from this request, or nullptr.
-const Reservation* Blocking(const PoolKey& pool, const std::string& home,
-                            const EligibilityRules& rules) {
-  if (rules.reservations == nullptr) return nullptr;
+// Whether a reservation keeps `home`'s units of `pool` from this request.
+bool Reserved(const PoolKey& pool, const std::string& home,
+              const EligibilityRules& rules) {
+  if (rules.reservations == nullptr) return false;
   auto p = rules.reservations->find(pool);
-  if (p == rules.reservations->end()) return nullptr;
+  if (p == rules.reservations->end()) return false;
   auto r = p->second.find(home);
   if (r == p->second.end() || r->second.holder == rules.requester) {
-    return nullptr;
+    return false;
   }
   if (r->second.nominated && rules.priority > r->second.priority) {
-    return nullptr;
+    return false;
   }
-  return rules.ends_at > r->second.start ? &r->second : nullptr;
-}
-
-// Whether a reservation keeps unit `u` of `pool` from this request.
-bool Reserved(const PoolKey& pool, const Unit& u,
-              const EligibilityRules& rules) {
-  const Reservation* r = Blocking(pool, u.home, rules);
-  return r != nullptr && (r->unit.empty() || r->unit == u.key);
+  return rules.ends_at > r->second.start;
 }
 
 // `count` eligible free units of `home` in best-fit order, or nullopt.
@@ -118,17 +110,14 @@ std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
                                                 const MatchSpec& spec,
                                                 const EligibilityRules& rules) {
   // Every unit spans its home, so an ineligible home rules them all out.
-  const Reservation* reserved = Blocking(*c.key, home, rules);
   if (Ineligible(FindNode(nodes, home), spec, rules) != nullptr ||
-      Short(index, home, spec) ||
-      (reserved != nullptr && reserved->unit.empty())) {
+      Short(index, home, spec) || Reserved(*c.key, home, rules)) {
     return std::nullopt;
   }
   const CapacityIndex::Pool& pool = *c.pool;
   std::vector<const Unit*> chosen;
   for (const Unit* u : FreeUnitsBestFit(index, pool.homes.find(home)->second)) {
     if (static_cast<int>(chosen.size()) == spec.count) break;
-    if (reserved != nullptr && reserved->unit == u->key) continue;
     if (HostsEligible(index, *u, nodes, spec, rules)) chosen.push_back(u);
   }
   if (static_cast<int>(chosen.size()) < spec.count) return std::nullopt;
@@ -404,7 +393,7 @@ const Unit* MatchShare(const CapacityIndex& index, const NodeMap& nodes,
       const Unit* u = index.Find(e.home);
       if (!ShareFits(*u, share) ||
           Ineligible(FindNode(nodes, u->home), spec, rules) != nullptr ||
-          Short(index, u->home, spec) || Reserved(*c.key, *u, rules)) {
+          Short(index, u->home, spec) || Reserved(*c.key, u->home, rules)) {
         return true;
       }
       best = u;

@@ -68,10 +68,6 @@ struct Reservation {
   // its priority or lower only.
   bool nominated = false;
   int priority = 0;
-  // Empty: every unit of the pool on the node. Else only this unit: a
-  // share's reservation of one GPU, which leaves the node's other GPUs to
-  // others.
-  std::string unit;
 };
 // pool -> node -> reservation.
 using Reservations =

@@ -39,8 +39,9 @@ type Task struct {
 	// The pod container that gets the devices; "" means the first.
 	Container string
 	// A share of one GPU (compute_milli 1..1000, memory_bytes 0: the same
-	// fraction of the GPU's memory) instead of whole devices; Count is then
-	// 0 or 1. nil: whole devices.
+	// fraction of the GPU's memory; group: the shares on one GPU are all of
+	// one group, the pod's namespace where pods take the GPU's DRA claim)
+	// instead of whole devices; Count is then 0 or 1. nil: whole devices.
 	Share *pb.GpuShare
 	// How long the devices are held unless renewed; 0: the server default.
 	Lease time.Duration

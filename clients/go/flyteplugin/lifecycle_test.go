@@ -475,14 +475,19 @@ func TestSharesOfOneGpuShareItsClaim(t *testing.T) {
 	}
 	// A task that a plugin without share groups (here: without claims, which
 	// sends none) queued keeps waiting after the upgrade, not refused as
-	// another request under its id.
+	// another request under its id: asked for anew, with its group.
 	full := shareTask("wf4-n0-0", "wf4", "0.5")
 	old, _ := loaded(t, s, kube, false)
 	if info := round(t, old, taskContext(full)); info.Phase() != pluginsCore.PhaseWaitingForResources {
 		t.Fatalf("queued by the earlier plugin: %v %q", info.Phase(), info.Reason())
 	}
+	before := allocationOf(t, s.client(), full.name).GetId()
 	if info := round(t, p, taskContext(full)); info.Phase() != pluginsCore.PhaseWaitingForResources {
 		t.Errorf("after the upgrade: %v %q %v", info.Phase(), info.Reason(), info.Err())
+	}
+	if after := allocationOf(t, s.client(), full.name); after.GetId() == before ||
+		after.GetState() != pb.AllocationState_PENDING {
+		t.Errorf("after the upgrade: %s %v, want a new PENDING allocation, not %s", after.GetId(), after.GetState(), before)
 	}
 	// A fraction KAI would refuse fails the task, naming the annotation.
 	bad := shareTask("wf3-n0-0", "wf3", "1.5")

@@ -126,13 +126,20 @@ func (p *Plugin) Handle(ctx context.Context, tCtx pluginsCore.TaskExecutionConte
 	}
 	alloc, err := p.client.Allocate(ctx, req)
 	if status.Code(err) == codes.AlreadyExists && req.GetShare().GetGroup() != "" {
-		// Asked for by a plugin from before share groups, which sent none:
-		// the same request as it sent it, so that an upgrade does not fail
-		// the tasks it queued.
+		// Asked for by a plugin from before share groups, which sent none,
+		// so that an upgrade fails no task it queued: placed, it is kept as
+		// it is; still waiting, it is asked for anew with its group (a share
+		// of no group may join another namespace's on a GPU whose claim its
+		// pod could not use).
 		earlier := proto.Clone(req).(*pb.AllocateRequest)
 		earlier.Share.Group = ""
 		if a, earlierErr := p.client.Allocate(ctx, earlier); earlierErr == nil {
 			alloc, err = a, nil
+			if a.GetState() == pb.AllocationState_PENDING {
+				if _, releaseErr := p.client.Release(ctx, a.GetId()); releaseErr == nil {
+					alloc, err = p.client.Allocate(ctx, req)
+				}
+			}
 		}
 	}
 	if err != nil {

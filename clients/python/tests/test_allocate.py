@@ -194,6 +194,10 @@ def test_shares_of_one_gpu(client):
     assert capacity(client, "nvidia-tesla-t4").free_compute_milli == 250
     with pytest.raises(ResourceExhaustedError):
         client.allocate("too-big", T4, share=0.3)
+    # 250 milli are free, but the GPU's shares are of no group: a share of another group does
+    # not join them.
+    with pytest.raises(ResourceExhaustedError, match="with the share free"):
+        client.allocate("team-a", T4, share=pb.GpuShare(compute_milli=100, group="team-a"))
     for bad, error in ((0, ValueError), (1.5, ValueError), (0.0001, ValueError), (True, TypeError),
                        ("0.5", TypeError)):
         with pytest.raises(error):

@@ -5,8 +5,8 @@
 // shares are refused naming the field; the shares on one GPU are of one
 // group; shares wait in the queue, and whole requests waiting behind them
 // reserve their GPUs, and preempt every share on a GPU to free it; a share
-// preempts shares of lower priority; quotas and fair share count them as
-// their fraction of a GPU.
+// preempts shares of lower priority; quotas, fair share and reclaims count
+// them as their fraction of a GPU.
 #include <memory>
 #include <string>
 #include <vector>
@@ -526,54 +526,6 @@ TYPED_TEST(SchedulerGpuSharingTest, AWholeRequestReservesAGpuItsSharesFree) {
   EXPECT_EQ(got->state, AllocationState::kActive) << got->pending_reason;
   EXPECT_EQ(got->devices[0].device_id, "GPU-0");
   EXPECT_FALSE(got->devices[0].share.has_value());
-}
-
-// A share that fits nowhere, the first of its pool to wait, reserves the one
-// GPU that first has room for it: a later share that would outlast that
-// start does not take that GPU (it may take the node's other), one that ends
-// before then backfills, and the share goes there when room comes.
-TYPED_TEST(SchedulerGpuSharingTest, AShareReservesTheGpuThatFreesFirst) {
-  ASSERT_OK(this->s().RegisterNode(TwoMpsT4s()));
-  AllocationRequest s1 = WantShare("s1", "T4", 600);
-  s1.lease = absl::Minutes(10);
-  ASSERT_OK(this->s().Allocate(s1));
-  AllocationRequest s2 = WantShare("s2", "T4", 600);
-  s2.lease = absl::Hours(1);
-  ASSERT_OK(this->s().Allocate(s2));
-  ASSERT_EQ(this->s().GetAllocation({"", "s2"})->devices[0].device_id,
-            "n1-GPU-1");
-  absl::StatusOr<Allocation> big =
-      this->s().Allocate(Queued(WantShare("big", "T4", 900), absl::Hours(1)));
-  ASSERT_OK(big);
-  EXPECT_EQ(big->state, AllocationState::kPending);
-  EXPECT_THAT(big->pending_reason, HasSubstr("holds n1-GPU-0 on n1 from"));
-  auto share_for = [](const char* id, absl::Duration lease) {
-    AllocationRequest r = WantShare(id, "T4", 300);
-    r.lease = lease;
-    return r;
-  };
-  // Best fit would take GPU-0 (a tie, by key); it is held: GPU-1.
-  absl::StatusOr<Allocation> late =
-      this->s().Allocate(share_for("late", absl::Hours(1)));
-  ASSERT_OK(late);
-  EXPECT_EQ(late->devices[0].device_id, "n1-GPU-1");
-  EXPECT_THAT(this->s().Allocate(share_for("late-2", absl::Hours(1))).status(),
-              StatusIs(absl::StatusCode::kResourceExhausted, testing::_));
-  absl::StatusOr<Allocation> backfill =
-      this->s().Allocate(share_for("backfill", absl::Minutes(5)));
-  ASSERT_OK(backfill);
-  EXPECT_EQ(backfill->devices[0].device_id, "n1-GPU-0");
-  this->clock_.Advance(absl::Minutes(5));
-  ASSERT_OK(this->s().Heartbeat("n1", {}));
-  ASSERT_OK(this->s().Allocate(
-      Queued(WantShare("big", "T4", 900), absl::Hours(1))));  // polled
-  this->clock_.Advance(absl::Minutes(6));
-  ASSERT_OK(this->s().Heartbeat("n1", {}));
-  ASSERT_OK(this->s().Sweep());
-  absl::StatusOr<Allocation> got = this->s().GetAllocation({"", "big"});
-  ASSERT_OK(got);
-  EXPECT_EQ(got->state, AllocationState::kActive) << got->pending_reason;
-  EXPECT_EQ(got->devices[0].device_id, "n1-GPU-0");
 }
 
 // A whole request of higher priority frees a GPU held in shares by

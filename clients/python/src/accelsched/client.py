@@ -120,8 +120,9 @@ ShareLike = Union[float, pb.GpuShare, None]
 def to_share(share: ShareLike) -> pb.GpuShare | None:
     """A share of one GPU: a fraction of its compute (0 < x <= 1, as KAI-Scheduler's
     ``gpu-fraction`` annotation writes it; booked in thousandths, rounded to the nearest), or a
-    ``GpuShare`` as it is (``compute_milli``, and ``memory_bytes`` 0 for the same fraction of
-    the GPU's memory). None: whole devices.
+    ``GpuShare`` as it is (``compute_milli``, ``memory_bytes`` 0 for the same fraction of the
+    GPU's memory, and ``group``: the shares on one GPU are all of one group, the pod's namespace
+    where pods take the GPU's DRA claim). None: whole devices, and a fraction has no group.
 
     Raises ValueError for a fraction outside (0, 1] or under a thousandth, TypeError for
     anything else (a bool too)."""
