@@ -75,8 +75,8 @@ class AdmissionRound {
         absl::StrAppend(&why, WaitingForVictims(victims.size()));
         // A share's reclaim victims free quota, not the room it fits in
         // (held by HoldFit): their nodes are not held for a fraction of a
-        // GPU.
-        if (!p.share.has_value()) {
+        // GPU. (Its victims by priority, its only others, free its room.)
+        if (!p.share.has_value() || reclaim.milli == 0) {
           reservations_.HoldVictimNodes(id, p.priority, victims);
         }
         if (reclaim.milli > 0) reservations_.HoldFit(id, pool, rules);

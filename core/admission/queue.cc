@@ -34,7 +34,7 @@ std::string ShapeOf(const Allocation& p) {
   std::string share;
   if (p.share.has_value()) {
     share = absl::StrCat(p.share->compute_milli, "m", p.share->memory_bytes,
-                         "b", p.share->group);
+                         "b", p.share->group.size(), ":", p.share->group);
   }
   return absl::StrCat(static_cast<int>(p.device_class), "|",
                       absl::StrJoin(p.requested_models, ","), "|", p.partition,

@@ -130,7 +130,9 @@ func (p *Plugin) Handle(ctx context.Context, tCtx pluginsCore.TaskExecutionConte
 		// so that an upgrade fails no task it queued: placed, it is kept as
 		// it is; still waiting, it is asked for anew with its group (a share
 		// of no group may join another namespace's on a GPU whose claim its
-		// pod could not use).
+		// pod could not use), behind the requests queued meanwhile. Admitted
+		// between the two calls, it is released all the same: no pod holds
+		// it yet, and the task is placed anew.
 		earlier := proto.Clone(req).(*pb.AllocateRequest)
 		earlier.Share.Group = ""
 		if a, earlierErr := p.client.Allocate(ctx, earlier); earlierErr == nil {

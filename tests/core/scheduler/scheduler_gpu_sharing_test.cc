@@ -755,8 +755,9 @@ TYPED_TEST(SchedulerGpuSharingTest, SharesCountAgainstQuotasAsTheirFraction) {
 TYPED_TEST(SchedulerGpuSharingTest, AReclaimTakesBackSharesAsTheirFraction) {
   ASSERT_OK(this->s().RegisterNode(MakeNode(
       "n1", {SharedGpu("GPU-0", "T4", 0, GpuSharing::kMps, 16 * kGiB),
-             SharedGpu("GPU-1", "T4", 1, GpuSharing::kMps, 16 * kGiB),
-             SharedGpu("GPU-2", "T4", 2, GpuSharing::kMps, 16 * kGiB)})));
+             SharedGpu("GPU-1", "T4", 1, GpuSharing::kMps, 16 * kGiB)})));
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n2", {SharedGpu("GPU-2", "T4", 0, GpuSharing::kMps, 16 * kGiB)})));
   absl::StatusOr<TenantPolicies> p = ParseTenantPolicies(
       R"pb(tenants {
              name: "team-a"
@@ -797,8 +798,22 @@ TYPED_TEST(SchedulerGpuSharingTest, AReclaimTakesBackSharesAsTheirFraction) {
   }
   EXPECT_EQ(this->s().GetAllocation({"", "a1"})->state,
             AllocationState::kActive);
+  // Through the grace b holds n2, where it fits (GPU-2: a3's 400 and 600
+  // free), against requests of its priority; not n1, where a2 frees quota
+  // but b's room is not; in the pass that preempted and in the passes after.
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass > 0) ASSERT_OK(this->s().Sweep());
+    EXPECT_THAT(this->s().Allocate(WantShare("on-n2", "T4", 300)).status(),
+                StatusIs(absl::StatusCode::kResourceExhausted, testing::_))
+        << pass;
+  }
+  absl::StatusOr<Allocation> on_n1 =
+      this->s().Allocate(WantShare("on-n1", "T4", 100));
+  ASSERT_OK(on_n1);
+  EXPECT_EQ(on_n1->node, "n1");
   this->clock_.Advance(absl::Seconds(31));
   ASSERT_OK(this->s().Heartbeat("n1", {}));
+  ASSERT_OK(this->s().Heartbeat("n2", {}));
   ASSERT_OK(this->s().Sweep());
   absl::StatusOr<Allocation> got = this->s().GetAllocation({"", "b"});
   ASSERT_OK(got);
