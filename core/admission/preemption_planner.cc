@@ -347,7 +347,7 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseShareVictims(
           joins = joins || victims.size() == holders.size();
         }
         if (victims.empty() || !fits()) continue;
-        // The fewest victims, then the lowest priorities among them, then
+        // The fewest victims, then the lowest highest-victim priority, then
         // the GPU's key.
         if (!best.has_value() ||
             std::make_tuple(victims.size(), worst, u->key) <

@@ -79,8 +79,10 @@ TEST(CapacityIndexTest, SharingGpusAreFiledByTheirSharesGroup) {
   gpu.sharing = GpuSharing::kMps;
   gpu.memory_bytes = 1000;
   index.Put(gpu);
-  const CapacityIndex::Pool* pool = index.FindPool(kT4);
-  ASSERT_NE(pool, nullptr);
+  // Looked up each time: a unit put again is removed first, and its pool
+  // with it when it was the pool's last.
+  auto pool = [&] { return index.FindPool(kT4); };
+  ASSERT_NE(pool(), nullptr);
   // (free milli, unit key) of each tree.
   using Filed = std::vector<std::pair<int, std::string>>;
   auto filed = [](const HomeTree& tree) {
@@ -92,38 +94,38 @@ TEST(CapacityIndexTest, SharingGpusAreFiledByTheirSharesGroup) {
   };
   auto groups = [&] {
     std::vector<std::string> out;
-    for (const auto& [group, tree] : pool->by_share) out.push_back(group);
+    for (const auto& [group, tree] : pool()->by_share) out.push_back(group);
     return out;
   };
-  EXPECT_EQ(filed(pool->unshared), (Filed{{1000, "g"}}));
-  EXPECT_TRUE(pool->by_share.empty());
+  EXPECT_EQ(filed(pool()->unshared), (Filed{{1000, "g"}}));
+  EXPECT_TRUE(pool()->by_share.empty());
   index.AddShare("g", GpuShare{400, 400, "ns-a"}, +1);
-  EXPECT_TRUE(filed(pool->unshared).empty());
+  EXPECT_TRUE(filed(pool()->unshared).empty());
   EXPECT_THAT(groups(), ElementsAre("ns-a"));
-  EXPECT_EQ(filed(pool->by_share.at("ns-a")), (Filed{{600, "g"}}));
+  EXPECT_EQ(filed(pool()->by_share.at("ns-a")), (Filed{{600, "g"}}));
   EXPECT_EQ(index.Find("g")->share_group, "ns-a");
   index.AddShare("g", GpuShare{600, 600, "ns-a"}, +1);  // full
-  EXPECT_TRUE(pool->by_share.empty());
-  EXPECT_TRUE(filed(pool->unshared).empty());
+  EXPECT_TRUE(pool()->by_share.empty());
+  EXPECT_TRUE(filed(pool()->unshared).empty());
   index.AddShare("g", GpuShare{600, 600, "ns-a"}, -1);
-  EXPECT_EQ(filed(pool->by_share.at("ns-a")), (Filed{{600, "g"}}));
+  EXPECT_EQ(filed(pool()->by_share.at("ns-a")), (Filed{{600, "g"}}));
   // Unhealthy (re-put as the catalog does, its shares kept): in no tree.
   Unit sick = *index.Find("g");
   sick.healthy = false;
   index.Put(sick);
-  EXPECT_TRUE(pool->by_share.empty());
-  EXPECT_TRUE(filed(pool->unshared).empty());
+  EXPECT_TRUE(pool()->by_share.empty());
+  EXPECT_TRUE(filed(pool()->unshared).empty());
   Unit well = *index.Find("g");
   well.healthy = true;
   index.Put(well);
-  EXPECT_EQ(filed(pool->by_share.at("ns-a")), (Filed{{600, "g"}}));
+  EXPECT_EQ(filed(pool()->by_share.at("ns-a")), (Filed{{600, "g"}}));
   // The last share gone, any group may take it again.
   index.AddShare("g", GpuShare{400, 400, "ns-a"}, -1);
   EXPECT_EQ(index.Find("g")->share_group, "");
-  EXPECT_TRUE(pool->by_share.empty());
-  EXPECT_EQ(filed(pool->unshared), (Filed{{1000, "g"}}));
+  EXPECT_TRUE(pool()->by_share.empty());
+  EXPECT_EQ(filed(pool()->unshared), (Filed{{1000, "g"}}));
   index.SetAllocation("g", "whole");
-  EXPECT_TRUE(filed(pool->unshared).empty());
+  EXPECT_TRUE(filed(pool()->unshared).empty());
   index.SetAllocation("g", "");
   index.Remove("g");
   EXPECT_EQ(index.FindPool(kT4), nullptr);
