@@ -292,7 +292,10 @@ std::optional<VictimChoice> PreemptionPlanner::ChooseShareVictims(
         absl::StrCat("share|", key.model, "|", p.priority, "|", ShapeOf(p));
     if (no_victims_.contains(gate)) continue;
     const bool found_before = best.has_value();
-    for (const auto& [home, h] : pool->homes) {
+    for (const auto& home_entry : pool->homes) {
+      // Named, not a structured binding: the lambda below captures it.
+      const std::string& home = home_entry.first;
+      const CapacityIndex::Home& h = home_entry.second;
       std::string domain;  // (a share has no topology_key: refused)
       if (reservations_.ReservedForOther(key, home, id, p.priority) ||
           !EligibleHome(ctx_, home, spec, &domain)) {
