@@ -216,6 +216,47 @@ void BM_Match(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// Every unit the clusters hold is held by "pre-allocated", whose lease ends in
+// an hour.
+class OneLease : public LeaseView {
+ public:
+  absl::Time FreeAt(absl::string_view allocation) const override {
+    return allocation == "pre-allocated" ? kNow + absl::Hours(1)
+                                         : absl::InfinitePast();
+  }
+};
+
+// One match per iteration under a --packing policy (state.range(1): 0
+// fragmentation, with the six requests as the mix and the lease term; 1 best
+// fit), on the mixed cluster (state.range(2) 0) or on the accounted one with
+// half the nodes short of CPU and each request's pod_resources (1), so that
+// the policies are timed on one cluster in one run.
+void BM_MatchPacking(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const bool pods = state.range(2) != 0;
+  Cluster& c = pods ? Cached(FillCpuShort, n) : BuildCluster(n);
+  static const OneLease leases;
+  static const RequestMix mix = [] {
+    RequestMix m;
+    for (const MatchSpec& spec : kPodSpecs) CountInMix(spec, kNow, m);
+    return m;
+  }();
+  EligibilityRules rules = kRules;
+  rules.ends_at = kNow + absl::Hours(2);
+  if (state.range(1) == 0) {
+    rules.packing = {Packing::kFragmentation, &mix, &leases};
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    const MatchSpec& spec =
+        pods ? kPodSpecs[i % kPodSpecs.size()] : kSpecs[i % std::size(kSpecs)];
+    ++i;
+    auto units = Match(c.index, c.nodes, spec, rules);
+    benchmark::DoNotOptimize(units);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 // One match per iteration on a cluster whose nodes' CPU and memory are
 // accounted (`fill`): state.range(1) 1 with each request's pod_resources, 0
 // the same requests without them (not limited by CPU or memory), so that the
@@ -401,6 +442,10 @@ BENCHMARK(BM_MatchShare)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Match)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(
     benchmark::kMicrosecond);
+BENCHMARK(BM_MatchPacking)
+    ->ArgNames({"nodes", "best_fit", "pod_resources"})
+    ->ArgsProduct({{1000, 12500, 100000}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 // Named model (1), three acceptable models (3), any model (0).
 BENCHMARK(BM_MatchWide)
     ->ArgNames({"nodes", "models"})

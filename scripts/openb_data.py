@@ -11,6 +11,11 @@ in the originals' row order (nodes and pods are sorted by name there):
   pods_gpushareNN.csv  cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec
                        from openb_pod_list_gpushareNN.csv (drops name, qos,
                        pod_phase and the three times)
+  pods_default.csv     cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,
+                       creation_time,deletion_time
+                       from openb_pod_list_default.csv (drops name, qos,
+                       pod_phase and scheduled_time), for the replay with
+                       departures (bench/packing_bench)
 
 Values are copied unchanged. Usage, from the repository root:
 
@@ -26,6 +31,7 @@ import sys
 TRACES = ["gpushare20", "gpushare40", "gpushare60", "gpushare80", "gpushare100"]
 NODE_COLUMNS = ["cpu_milli", "memory_mib", "gpu", "model"]
 POD_COLUMNS = ["cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec"]
+TIMED_POD_COLUMNS = POD_COLUMNS + ["creation_time", "deletion_time"]
 
 
 def convert(source, target, key, columns):
@@ -56,6 +62,9 @@ def main():
         convert(os.path.join(csv_dir, f"openb_pod_list_{trace}.csv"),
                 os.path.join(args.out, f"pods_{trace}.csv"), "name",
                 POD_COLUMNS)
+    convert(os.path.join(csv_dir, "openb_pod_list_default.csv"),
+            os.path.join(args.out, "pods_default.csv"), "name",
+            TIMED_POD_COLUMNS)
 
 
 if __name__ == "__main__":

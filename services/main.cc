@@ -84,6 +84,11 @@ ABSL_FLAG(bool, preemption, true,
           "their quota, preempt ACTIVE allocations");
 ABSL_FLAG(absl::Duration, preemption_grace, absl::Seconds(30),
           "How long a preempted allocation keeps its devices");
+ABSL_FLAG(std::string, packing, "fragmentation",
+          "How a request's node is chosen among those that fit: "
+          "fragmentation (least fragmentation added under the recent mix of "
+          "requests, units that come free together), best_fit, first_fit "
+          "(node name order) or spread (most free first)");
 ABSL_FLAG(bool, metrics_per_device, false,
           "also export device statistics per device and MIG slice on /metrics "
           "(a series each: mind the cardinality), not only per node and model");
@@ -146,6 +151,7 @@ int main(int argc, char** argv) {
   options.pending_lease = absl::GetFlag(FLAGS_pending_lease);
   options.preemption = absl::GetFlag(FLAGS_preemption);
   options.preemption_grace = absl::GetFlag(FLAGS_preemption_grace);
+  options.packing = absl::GetFlag(FLAGS_packing);
   options.metrics_per_device = absl::GetFlag(FLAGS_metrics_per_device);
   options.placement.nvidia_visible_devices =
       absl::GetFlag(FLAGS_nvidia_visible_devices);

@@ -119,6 +119,15 @@ class CatalogCollector final : public prometheus::Collectable {
     }
     out.push_back(std::move(shares));
 
+    auto fragmentation = GaugeFamily(
+        "accelsched_fragmentation_ratio",
+        "Share (0 to 1) of a model's free whole devices that the recent mix "
+        "of requests could not use where they lie.");
+    for (const auto& [model, ratio] : stats.fragmentation) {
+      fragmentation.metric.push_back(Sample(ratio, {{"model", model}}));
+    }
+    out.push_back(std::move(fragmentation));
+
     auto active = GaugeFamily("accelsched_allocations_active",
                               "Live (ACTIVE) allocations by tenant.");
     for (const auto& [tenant, n] : stats.active_by_tenant) {

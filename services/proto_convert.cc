@@ -309,6 +309,12 @@ void ExplainToProto(const ExplainResult& r, const PlacementOptions& placement,
   proto->set_summary(r.explanation.summary);
   proto->set_queue_position(r.queue_position);
   proto->set_pending_reason(r.pending_reason);
+  for (const RankedPlacement& s : r.scores) {
+    v1::NodeScore* p = proto->add_scores();
+    p->set_node(s.node);
+    p->set_score(s.score.total);
+    p->set_detail(absl::StrCat(s.pool.model, ": ", DescribeScore(s.score)));
+  }
 }
 
 void TenantStandingToProto(const TenantStanding& t, v1::TenantUsage* proto) {

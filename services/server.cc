@@ -145,6 +145,7 @@ absl::Status Server::OpenScheduler(const Options& options) {
     return absl::InvalidArgumentError(
         "--preemption_grace must not be negative");
   }
+  ASSIGN_OR_RETURN(const Packing packing, ParsePacking(options.packing));
   if (IsPostgresUri(options.db)) {
     // Leases on the database's clock: a replica whose clock runs ahead would
     // otherwise, once leader, end its predecessor's leases early.
@@ -172,6 +173,7 @@ absl::Status Server::OpenScheduler(const Options& options) {
   scheduler_options.pending_lease = options.pending_lease;
   scheduler_options.preemption = options.preemption;
   scheduler_options.preemption_grace = options.preemption_grace;
+  scheduler_options.packing = packing;
   accelerator_types_ = options.accelerator_types;
   tenants_ = options.tenants;
   scheduler_ = std::make_unique<Scheduler>(

@@ -86,6 +86,8 @@ class Server {
     absl::Duration pending_lease = absl::Minutes(10);
     bool preemption = true;
     absl::Duration preemption_grace = absl::Seconds(30);
+    // --packing: one of ParsePacking's names.
+    std::string packing = "fragmentation";
     PlacementOptions placement;
     // Device statistics on /metrics per device and MIG slice too, not only
     // per node and model.

@@ -58,6 +58,14 @@ AllocationBook::Record* AllocationBook::FindMutable(absl::string_view id) {
   return it == allocations_.end() ? nullptr : &it->second;
 }
 
+absl::Time AllocationBook::FreeAt(absl::string_view allocation) const {
+  auto it = allocations_.find(allocation);
+  if (it == allocations_.end() || !it->second.allocation.live()) {
+    return absl::InfinitePast();
+  }
+  return it->second.allocation.expires_at;
+}
+
 std::string AllocationBook::NewId(absl::Time now) {
   // A counter and random bits keep ids unique across restarts and within one
   // microsecond. absl::BitGen is not thread-safe, and books in one process

@@ -29,6 +29,7 @@
 #include "core/commit/group_committer.h"
 #include "core/commit/store.h"
 #include "core/model/allocation_model.h"
+#include "core/packing/placement_score.h"
 
 namespace accelsched {
 
@@ -61,7 +62,7 @@ const std::string* SharedUnitOf(const Allocation& a);
 // The nodes an allocation's devices are on (where its pod_resources are held).
 std::set<std::string> NodesOf(const Allocation& a);
 
-class AllocationBook : public UnitOwners {
+class AllocationBook : public UnitOwners, public LeaseView {
  public:
   struct Record {
     Allocation allocation;
@@ -109,6 +110,10 @@ class AllocationBook : public UnitOwners {
   void End(Record& record, AllocationState state, absl::string_view reason,
            absl::Time now);
   void SetExpiry(Record& record, absl::Time expires_at);
+  // LeaseView: when a live allocation's units come free (its expiry: the
+  // lease end, a PREEMPTED one's grace end); InfinitePast when `allocation`
+  // is not live.
+  absl::Time FreeAt(absl::string_view allocation) const override;
 
   // The live and pending allocations whose leases (for PREEMPTED ones, their
   // grace) end at or before `now`, in expiry order.

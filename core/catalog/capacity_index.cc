@@ -13,6 +13,11 @@ void CapacityIndex::Count(const Unit& u, int sign) {
   pool.shared_milli += sign * u.shared_milli;
   // A unit with shares on it counts as allocated: no whole request may have
   // it (GetCapacity's free_compute_milli tells what is left of it).
+  if (!u.allocation.empty()) {
+    int& held = home.holders[u.allocation];
+    held += sign;
+    if (held == 0) home.holders.erase(u.allocation);
+  }
   if (u.held()) {
     pool.allocated += sign;
   } else if (!u.healthy) {

@@ -54,6 +54,9 @@ class CapacityIndex {
     // (kUnaccounted* when the node is not accounted).
     int64_t cpu = kUnaccountedCpu;
     int64_t memory = kUnaccountedMemory;
+    // The allocations holding units here whole, and how many each: when
+    // the home's units come free, without a walk of its units.
+    absl::flat_hash_map<std::string, int> holders;
   };
   // A home with free units, in best-fit order: fewest free units, then least
   // available CPU (kUnaccountedCpu when not accounted), then name; with its

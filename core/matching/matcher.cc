@@ -8,6 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+static_assert(accelsched::kUnaccountedCpu == accelsched::kUnlimited &&
+              accelsched::kUnaccountedMemory == accelsched::kUnlimited);
+
 namespace accelsched {
 namespace {
 
@@ -102,6 +105,69 @@ bool Reserved(const PoolKey& pool, const std::string& home,
   return rules.ends_at > r->second.start;
 }
 
+// The request's pools in the rule's tie order between models: most free
+// units first, model order kept for equal counts.
+std::vector<Candidate> PoolsInRuleOrder(const CapacityIndex& index,
+                                        const MatchSpec& spec) {
+  std::vector<Candidate> candidates = Candidates(index, spec);
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     return a.pool->free() > b.pool->free();
+                   });
+  return candidates;
+}
+
+// The most free units any home of `candidates` has.
+int MostFree(const std::vector<Candidate>& candidates) {
+  int most = 0;
+  for (const Candidate& c : candidates) {
+    most = std::max(most, static_cast<int>(c.pool->homes_with_free.size()) - 1);
+  }
+  return most;
+}
+
+// The CPU and memory a walk of by_free starts from and skips below: the
+// pod's, or the lowest int64_t when the request has no pod_resources.
+struct PodNeed {
+  int64_t cpu = std::numeric_limits<int64_t>::min();
+  int64_t memory = std::numeric_limits<int64_t>::min();
+};
+PodNeed NeedOf(const MatchSpec& spec) {
+  PodNeed need;
+  if (spec.pod_resources.has_value()) {
+    need.cpu = spec.pod_resources->cpu_milli;
+    need.memory = spec.pod_resources->memory_bytes;
+  }
+  return need;
+}
+
+// Whether the node `home` may take the request's units of `c`'s pool: it is
+// eligible, holds the pod and is not reserved for another.
+bool HomeEligible(const CapacityIndex& index, const NodeMap& nodes,
+                  const Candidate& c, const std::string& home,
+                  const MatchSpec& spec, const EligibilityRules& rules) {
+  return Ineligible(FindNode(nodes, home), spec, rules) == nullptr &&
+         !Short(index, home, spec) && !Reserved(*c.key, home, rules);
+}
+
+// How many of `home`'s units are held whole, and when the last of them
+// comes free: O(allocations holding units there).
+NodeLeases LeasesOf(const CapacityIndex::Home& home, const LeaseView& view) {
+  NodeLeases leases;
+  for (const auto& [allocation, units] : home.holders) {
+    leases.held += units;
+    leases.busy_until = std::max(leases.busy_until, view.FreeAt(allocation));
+  }
+  return leases;
+}
+
+// A candidate kFragmentation scored.
+struct Scored {
+  const Candidate* candidate;
+  const std::string* home;  // the index's key: stable while it is unchanged
+  PlacementScore score;
+};
+
 // `count` eligible free units of `home` in best-fit order, or nullopt.
 std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
                                                 const NodeMap& nodes,
@@ -110,10 +176,7 @@ std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
                                                 const MatchSpec& spec,
                                                 const EligibilityRules& rules) {
   // Every unit spans its home, so an ineligible home rules them all out.
-  if (Ineligible(FindNode(nodes, home), spec, rules) != nullptr ||
-      Short(index, home, spec) || Reserved(*c.key, home, rules)) {
-    return std::nullopt;
-  }
+  if (!HomeEligible(index, nodes, c, home, spec, rules)) return std::nullopt;
   const CapacityIndex::Pool& pool = *c.pool;
   std::vector<const Unit*> chosen;
   for (const Unit* u : FreeUnitsBestFit(index, pool.homes.find(home)->second)) {
@@ -122,6 +185,89 @@ std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
   }
   if (static_cast<int>(chosen.size()) < spec.count) return std::nullopt;
   return chosen;
+}
+
+// The candidates kFragmentation weighs, best first (equal scores in the
+// rule's order). Free counts of each pool are taken in the order of the
+// fragmentation change they would make on a node limited by units alone
+// (FGD's measure without CPU and memory, which the shapes give without
+// visiting a node), and a count is visited only while that change is below
+// the best score found: the lease term is never negative, so no node of
+// that count could win (with CPU or memory accounted the exact change may
+// differ; the order is then a heuristic). At most
+// PackingRules::kCandidatesPerCount eligible nodes per count, in by_free's
+// order, and PackingRules::kMaxScored in all.
+std::vector<Scored> ScoreCandidates(const CapacityIndex& index,
+                                    const NodeMap& nodes,
+                                    const std::vector<Candidate>& candidates,
+                                    const MatchSpec& spec,
+                                    const EligibilityRules& rules) {
+  const PodNeed need = NeedOf(spec);
+  const PackingRules& packing = rules.packing;
+  std::vector<std::vector<RequestShape>> shapes(candidates.size());
+  if (packing.mix != nullptr) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      shapes[i] = packing.mix->ShapesFor(*candidates[i].key, rules.now);
+    }
+  }
+  struct Level {
+    double change;  // units-only fragmentation change
+    int free;
+    size_t pool;
+  };
+  std::vector<Level> levels;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const CapacityIndex::Pool& pool = *candidates[i].pool;
+    for (int f = spec.count; f < static_cast<int>(pool.homes_with_free.size());
+         ++f) {
+      if (pool.HomesWithFree(f) == 0) continue;
+      levels.push_back(
+          Level{Fragmentation(NodeRoom{f - spec.count}, shapes[i]) -
+                    Fragmentation(NodeRoom{f}, shapes[i]),
+                f, i});
+    }
+  }
+  // Ties: fewest free first, then the pool's rank (the rule's order).
+  std::stable_sort(levels.begin(), levels.end(),
+                   [](const Level& a, const Level& b) {
+                     return std::tie(a.change, a.free, a.pool) <
+                            std::tie(b.change, b.free, b.pool);
+                   });
+  std::vector<Scored> out;
+  double best = std::numeric_limits<double>::infinity();
+  const int64_t cpu = need.cpu > 0 ? need.cpu : 0;
+  const int64_t memory = need.memory > 0 ? need.memory : 0;
+  for (const Level& level : levels) {
+    if (level.change >= best || out.size() >= PackingRules::kMaxScored) break;
+    const Candidate& c = candidates[level.pool];
+    int taken = 0;
+    c.pool->by_free.ForEachFrom(
+        {level.free, need.cpu, std::string()}, need.memory,
+        [&](const CapacityIndex::FreeEntry& e) {
+          if (e.free != level.free) return false;
+          if (!HomeEligible(index, nodes, c, e.home, spec, rules)) return true;
+          auto home = c.pool->homes.find(e.home);
+          NodeLeases leases;
+          if (packing.leases != nullptr) {
+            leases = LeasesOf(home->second, *packing.leases);
+          }
+          Scored s{&c, &home->first,
+                   ScorePlacement(NodeRoom{e.free, e.cpu, e.memory},
+                                  static_cast<int>(home->second.units.size()),
+                                  shapes[level.pool], spec.count, cpu, memory,
+                                  packing.leases != nullptr ? &leases : nullptr,
+                                  rules.now, rules.ends_at)};
+          best = std::min(best, s.score.total);
+          out.push_back(s);
+          return ++taken < PackingRules::kCandidatesPerCount &&
+                 out.size() < PackingRules::kMaxScored;
+        });
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Scored& a, const Scored& b) {
+                     return a.score.total < b.score.total;
+                   });
+  return out;
 }
 
 // Whether `share` may join the shares on `u`: they are of its group, or
@@ -202,6 +348,24 @@ const char* Ineligible(const Node* node, const MatchSpec& spec,
     return kStale;
   }
   return nullptr;
+}
+
+void CountInMix(const MatchSpec& spec, absl::Time now, RequestMix& mix) {
+  if (spec.share.has_value()) return;
+  const int64_t cpu =
+      spec.pod_resources.has_value() ? spec.pod_resources->cpu_milli : 0;
+  const int64_t memory =
+      spec.pod_resources.has_value() ? spec.pod_resources->memory_bytes : 0;
+  PoolKey key{spec.device_class, "", spec.partition};
+  if (spec.models.empty()) {
+    mix.Add(now, key, spec.count, cpu, memory, spec.replicas);
+    return;
+  }
+  const double weight = static_cast<double>(spec.replicas) / spec.models.size();
+  for (const std::string& model : spec.models) {
+    key.model = model;
+    mix.Add(now, key, spec.count, cpu, memory, weight);
+  }
 }
 
 MatchSpec MatchSpec::ForPool(const PoolKey& pool, int count,
@@ -330,35 +494,70 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
   return absl::OkStatus();
 }
 
+std::vector<RankedPlacement> RankPlacements(const CapacityIndex& index,
+                                            const NodeMap& nodes,
+                                            const MatchSpec& spec,
+                                            const EligibilityRules& rules) {
+  const std::vector<Candidate> candidates = PoolsInRuleOrder(index, spec);
+  std::vector<RankedPlacement> out;
+  for (const Scored& s :
+       ScoreCandidates(index, nodes, candidates, spec, rules)) {
+    out.push_back(RankedPlacement{*s.candidate->key, *s.home, s.score});
+  }
+  return out;
+}
+
+double FragmentationRatio(const CapacityIndex::Pool& pool,
+                          const std::vector<RequestShape>& shapes) {
+  double stranded = 0;
+  int64_t free = 0;
+  pool.by_free.ForEach([&](const CapacityIndex::FreeEntry& e) {
+    stranded += Fragmentation(NodeRoom{e.free, e.cpu, e.memory}, shapes);
+    free += e.free;
+    return true;
+  });
+  return free == 0 ? 0 : stranded / static_cast<double>(free);
+}
+
 std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
                                               const NodeMap& nodes,
                                               const MatchSpec& spec,
                                               const EligibilityRules& rules) {
-  std::vector<Candidate> candidates = Candidates(index, spec);
-  // The tie order between models; model order is kept for equal free counts.
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) {
-                     return a.pool->free() > b.pool->free();
-                   });
-  int most = 0;
-  for (const Candidate& c : candidates) {
-    most = std::max(most, static_cast<int>(c.pool->homes_with_free.size()) - 1);
-  }
-  // Pairs in the rule's order: fewest free units that fit, then the model's
-  // rank, then the node's available CPU and name (by_free's order within one
-  // free count), from the first node with the CPU the request needs, past
-  // every node short of the memory it needs.
-  const int64_t cpu = spec.pod_resources.has_value()
-                          ? spec.pod_resources->cpu_milli
-                          : std::numeric_limits<int64_t>::min();
-  const int64_t memory = spec.pod_resources.has_value()
-                             ? spec.pod_resources->memory_bytes
-                             : std::numeric_limits<int64_t>::min();
+  const std::vector<Candidate> candidates = PoolsInRuleOrder(index, spec);
   std::optional<std::vector<const Unit*>> found;
-  for (int f = spec.count; f <= most; ++f) {
+  switch (rules.packing.policy) {
+    case Packing::kFragmentation:
+      for (const Scored& s :
+           ScoreCandidates(index, nodes, candidates, spec, rules)) {
+        found = UnitsIn(index, nodes, *s.candidate, *s.home, spec, rules);
+        if (found.has_value()) return found;
+      }
+      return std::nullopt;
+    case Packing::kFirstFit:
+      for (const Candidate& c : candidates) {
+        for (const auto& [name, home] : c.pool->homes) {
+          if (home.free < spec.count) continue;
+          found = UnitsIn(index, nodes, c, name, spec, rules);
+          if (found.has_value()) return found;
+        }
+      }
+      return std::nullopt;
+    case Packing::kBestFit:
+    case Packing::kSpread:
+      break;
+  }
+  // Pairs in the rule's order: fewest free units that fit (kSpread: most),
+  // then the model's rank, then the node's available CPU and name (by_free's
+  // order within one free count), from the first node with the CPU the
+  // request needs, past every node short of the memory it needs.
+  const PodNeed need = NeedOf(spec);
+  const int most = MostFree(candidates);
+  const bool spread = rules.packing.policy == Packing::kSpread;
+  for (int i = 0; i <= most - spec.count; ++i) {
+    const int f = spread ? most - i : spec.count + i;
     for (const Candidate& c : candidates) {
       if (c.pool->HomesWithFree(f) == 0) continue;
-      c.pool->by_free.ForEachFrom({f, cpu, std::string()}, memory,
+      c.pool->by_free.ForEachFrom({f, need.cpu, std::string()}, need.memory,
                                   [&](const CapacityIndex::FreeEntry& e) {
                                     if (e.free != f) return false;
                                     found = UnitsIn(index, nodes, c, e.home,
@@ -414,11 +613,7 @@ const Unit* MatchShare(const CapacityIndex& index, const NodeMap& nodes,
 std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
     const CapacityIndex& index, const NodeMap& nodes, const MatchSpec& spec,
     const EligibilityRules& rules) {
-  std::vector<Candidate> candidates = Candidates(index, spec);
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) {
-                     return a.pool->free() > b.pool->free();
-                   });
+  const std::vector<Candidate> candidates = PoolsInRuleOrder(index, spec);
   struct Fit {
     int free;  // of the node, before the gang
     std::vector<const Unit*> units;

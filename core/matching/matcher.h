@@ -30,6 +30,9 @@
 #include "core/model/catalog_model.h"
 #include "core/model/gpu_share.h"
 #include "core/model/node_resources.h"
+#include "core/packing/packing_policy.h"
+#include "core/packing/placement_score.h"
+#include "core/packing/request_mix.h"
 
 namespace accelsched {
 
@@ -73,6 +76,28 @@ struct Reservation {
 using Reservations =
     std::map<PoolKey, absl::flat_hash_map<std::string, Reservation>>;
 
+// How Match chooses among the nodes that could take a request (the server's
+// --packing flag).
+struct PackingRules {
+  Packing policy = Packing::kBestFit;
+  // For kFragmentation: the recent mix of requests (null: none, so that
+  // fragmentation weighs nothing) and when allocations' units come free
+  // (null: no lease term). Not owned.
+  const RequestMix* mix = nullptr;
+  const LeaseView* leases = nullptr;
+  // kFragmentation scores at most this many eligible nodes per free count
+  // and pool, in best-fit order, and this many in all, so that a decision
+  // stays bounded.
+  static constexpr int kCandidatesPerCount = 2;
+  static constexpr size_t kMaxScored = 4;
+};
+
+// Counts `spec` in `mix` as of `now`: each of its groups (spec.replicas) as
+// one shape of spec.count units and its pod, for each model it accepts
+// (weight 1 / their number) or for any model. Shares are not counted: they
+// are placed per GPU, not by units.
+void CountInMix(const MatchSpec& spec, absl::Time now, RequestMix& mix);
+
 // What makes a node eligible beyond its free units.
 struct EligibilityRules {
   absl::Time now;
@@ -84,6 +109,7 @@ struct EligibilityRules {
   absl::string_view requester;  // the request's allocation id, if it has one
   absl::Time ends_at = absl::InfiniteFuture();
   int priority = 0;  // the request's
+  PackingRules packing;
 };
 
 // Why `node` cannot take part in a match for `spec` ("node_selector
@@ -105,14 +131,25 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
                               const MatchSpec& spec);
 
 // The units to allocate, all of one pool and on one node (a TPU slice: on its
-// hosts), chosen by the rule above; within the node, the GPUs with the fewest
-// free slices first, so that large requests still fit later. nullopt when
-// nothing fits now. Visits only pools of the request and, in each, homes in
-// free-count order: O(models x log nodes) plus the homes skipped as
-// ineligible (each O(log nodes) to reach when the request has
-// pod_resources); nodes short of CPU are skipped by the index's order (a lower
-// bound), those short of memory by its per-subtree largest memory (each
-// skipped run costs O(log nodes)); those short only of pods are visited.
+// hosts), chosen by rules.packing.policy:
+// - kBestFit: the rule above;
+// - kFragmentation: the eligible (pool, node) pair with the lowest
+//   ScorePlacement (core/packing/placement_score.h) among at most
+//   PackingRules::kCandidatesPerCount per free count and pool, taken in the
+//   rule's order, which also breaks ties (RankPlacements);
+// - kFirstFit: the first eligible node in name order, pools in the rule's
+//   model order;
+// - kSpread: as the rule, but the most free units first.
+// Within the node, the GPUs with the fewest free slices first, so that large
+// requests still fit later. nullopt when nothing fits now. Visits only pools
+// of the request and, in each, homes in free-count order: O(models x log
+// nodes) plus the homes skipped as ineligible (each O(log nodes) to reach
+// when the request has pod_resources); nodes short of CPU are skipped by the
+// index's order (a lower bound), those short of memory by its per-subtree
+// largest memory (each skipped run costs O(log nodes)); those short only of
+// pods are visited. kFragmentation visits at most kCandidatesPerCount eligible
+// nodes per free count and pool more, each O(units on the node + shapes);
+// kFirstFit visits nodes in name order, O(nodes of the pools) at worst.
 std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
                                               const NodeMap& nodes,
                                               const MatchSpec& spec,
@@ -143,6 +180,30 @@ const Unit* MatchShare(const CapacityIndex& index, const NodeMap& nodes,
 std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
     const CapacityIndex& index, const NodeMap& nodes, const MatchSpec& spec,
     const EligibilityRules& rules);
+
+// A candidate placement as kFragmentation weighs it.
+struct RankedPlacement {
+  PoolKey pool;
+  std::string node;
+  PlacementScore score;
+};
+
+// The candidates kFragmentation weighs for a request of whole units
+// (spec.replicas 1, no share), best first (Match takes the first whose
+// units are eligible), whatever rules.packing.policy says: what Explain
+// shows.
+std::vector<RankedPlacement> RankPlacements(const CapacityIndex& index,
+                                            const NodeMap& nodes,
+                                            const MatchSpec& spec,
+                                            const EligibilityRules& rules);
+
+// The share (0 to 1) of `pool`'s free units that a request drawn from
+// `shapes` could not use where they lie: Fragmentation summed over the
+// pool's nodes with free units (their available CPU and memory as the index
+// keeps them), over those units. 0 when none is free. O(nodes with free
+// units x shapes).
+double FragmentationRatio(const CapacityIndex::Pool& pool,
+                          const std::vector<RequestShape>& shapes);
 
 struct NodeVerdict {
   std::string node;

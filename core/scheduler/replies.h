@@ -26,7 +26,11 @@ struct ExplainResult {
   // When the request's request_id is PENDING.
   int queue_position = 0;
   std::string pending_reason;
+  // The fragmentation policy's candidates, best first (at most
+  // kExplainedScores).
+  std::vector<RankedPlacement> scores;
 };
+inline constexpr size_t kExplainedScores = 10;
 
 struct QueuePage {
   std::vector<Allocation> pending;  // admission order
@@ -68,6 +72,10 @@ struct SchedulerStats {
   // The accounted nodes' CPU, memory and pods (those with allocatable), by
   // name.
   std::map<std::string, NodeAccount> node_accounts;
+  // Per model of whole devices (partition ""), the share of its free units
+  // that the recent mix of requests could not use where they lie
+  // (FragmentationRatio); 0 with no free unit or no request seen.
+  std::map<std::string, double> fragmentation;
 };
 
 }  // namespace accelsched

@@ -134,6 +134,9 @@ EligibilityRules Scheduler::RulesAt(absl::Time now) const {
   EligibilityRules rules;
   rules.now = now;
   rules.heartbeat_timeout = options_.heartbeat_timeout;
+  rules.packing.policy = options_.packing;
+  rules.packing.mix = &mix_;
+  rules.packing.leases = &book_;
   return rules;
 }
 
@@ -313,6 +316,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
     } else {
       const CapacityIndex& index = catalog_.index();
       RETURN_IF_ERROR(CheckSatisfiable(index, spec));
+      CountInMix(spec, now, mix_);
       const AdmissionContext ctx = ContextAt(now);
       std::string quota;
       // Narrowed by the tenant's quota, where there are quotas at all.
@@ -526,6 +530,13 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
       now + (request.lease == absl::ZeroDuration() ? options_.default_lease
                                                    : request.lease);
   reserved.priority = request.priority;
+  if (options_.packing == Packing::kFragmentation && allowed->replicas == 1 &&
+      !allowed->share.has_value()) {
+    result.scores = RankPlacements(index, catalog_.nodes(), *allowed, reserved);
+    if (result.scores.size() > kExplainedScores) {
+      result.scores.resize(kExplainedScores);
+    }
+  }
   std::optional<std::vector<std::vector<const Unit*>>> groups =
       MatchRequest(ctx, *allowed, reserved);
   if (!groups.has_value()) return result;
@@ -580,6 +591,12 @@ SchedulerStats Scheduler::Stats() const {
       catalog_.NodeCounts();
   for (const auto& [node, account] : catalog_.index().accounts()) {
     if (account.allocatable.has_value()) stats.node_accounts[node] = account;
+  }
+  const absl::Time now = clock_->Now();
+  for (const auto& [key, pool] : catalog_.index().pools()) {
+    if (!key.partition.empty()) continue;
+    stats.fragmentation[key.model] =
+        FragmentationRatio(pool, mix_.ShapesFor(key, now));
   }
   return stats;
 }

@@ -88,6 +88,8 @@ class Scheduler {
     // devices.
     bool preemption = true;
     absl::Duration preemption_grace = absl::Seconds(30);
+    // How a request's node is chosen among those that fit (--packing).
+    Packing packing = Packing::kFragmentation;
   };
   template <typename T>
   using Callback = absl::AnyInvocable<void(absl::StatusOr<T>) &&>;
@@ -293,7 +295,10 @@ class Scheduler {
   std::vector<std::string> Assign(
       Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  EligibilityRules RulesAt(absl::Time now) const;
+  // Now, the heartbeat timeout and the packing policy with its mix and
+  // leases.
+  EligibilityRules RulesAt(absl::Time now) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // Queueing (scheduler_queue.cc).
   AdmissionContext ContextAt(absl::Time now) const
@@ -338,6 +343,9 @@ class Scheduler {
   Catalog catalog_ ABSL_GUARDED_BY(mu_){&book_};
   AllocationBook book_ ABSL_GUARDED_BY(mu_){&catalog_.mutable_index()};
   Queue queue_ ABSL_GUARDED_BY(mu_);
+  // Every request asked for (Allocate, a retry excepted): what the
+  // fragmentation policy measures free capacity against.
+  RequestMix mix_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const TenantPolicies> tenants_ ABSL_GUARDED_BY(mu_) =
       std::make_shared<const TenantPolicies>();
   // Made by the last admission pass; respected until the next.

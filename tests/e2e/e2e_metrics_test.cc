@@ -207,6 +207,7 @@ TEST_F(E2eTest, MetricsHaveTheContractFamiliesAndFollowAllocations) {
       {"accelsched_device_temperature_celsius", "gauge"},
       {"accelsched_device_power_watts", "gauge"},
       {"accelsched_gpu_share_milli", "gauge"},
+      {"accelsched_fragmentation_ratio", "gauge"},
   };
   for (const auto& [family, type] : kTypes) {
     EXPECT_EQ(s.types[family], type) << family;
@@ -350,6 +351,45 @@ TEST_F(E2eTest, ShareMetricsFollowShares) {
 // Issue 30 end to end: the real server on a real SQLite file places pods so
 // that their CPU and memory fit the node, shows it in GetNode and /metrics,
 // and keeps it across kill -9.
+// The default --packing=fragmentation through the real server: the ratio
+// on /metrics and the candidates in Explain.
+TEST_F(E2eTest, FragmentationRatioAndExplainScoresFollowTheMix) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> bad =
+      ServerProcess::Start(dir_.File("bad.db"), {"--packing=tightest"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("--packing: unknown policy \"tightest\""));
+  ASSERT_TRUE(StartServer());
+  v1::Node node;
+  node.set_name("h-node");
+  for (int i = 0; i < 4; ++i)
+    AddGpu(&node, absl::StrCat("GPU-h-", i), "H100", i);
+  ASSERT_TRUE(Register(node).ok());
+  const std::string ratio =
+      "accelsched_fragmentation_ratio{model=\"nvidia-h100\"}";
+  EXPECT_EQ(ScrapeMetrics(*server_).at(ratio), 0);  // no request seen yet
+  v1::Allocation three;
+  ASSERT_TRUE(Allocate(AllocateReq("three", "H100", 3), &three).ok());
+  // The one H100 left cannot take the only shape asked for: 3 GPUs.
+  EXPECT_EQ(ScrapeMetrics(*server_).at(ratio), 1);
+
+  v1::ExplainResponse explain;
+  ASSERT_TRUE(
+      Call(&Stub::Explain, AllocateReq("one", "H100", 1), &explain).ok());
+  ASSERT_TRUE(explain.feasible());
+  ASSERT_EQ(explain.scores_size(), 1);
+  EXPECT_EQ(explain.scores(0).node(), "h-node");
+  // It takes the stranded GPU: fragmentation falls by 1 x (3's weight).
+  EXPECT_LT(explain.scores(0).score(), 0);
+  EXPECT_THAT(explain.scores(0).detail(),
+              HasSubstr("nvidia-h100: strands 0.00 of 0 free units (was"));
+
+  v1::ReleaseRequest release;
+  release.set_allocation_id(three.id());
+  ASSERT_TRUE(Call(&Stub::Release, release, &three).ok());
+  EXPECT_EQ(ScrapeMetrics(*server_).at(ratio), 0);
+}
+
 TEST_F(E2eTest, PodResourcesFitTheNodeAcrossKillNine) {
   ASSERT_TRUE(StartServer());
   auto node = [](const std::string& name, int gpus, int64_t cpu_milli) {

@@ -206,7 +206,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37, 0}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38, 0}
 }
 
 // Wire-compatible with flyteidl2.core.GPUAccelerator (and v1 flyteidl.core.GPUAccelerator):
@@ -2570,6 +2570,71 @@ func (x *NodeVerdict) GetReasons() []string {
 	return nil
 }
 
+// A candidate node the packing policy weighed, and what it would strand.
+type NodeScore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Lower is better: the rise in expected fragmentation per unit of the node,
+	// plus the lease mismatch weighted (README "Packing").
+	Score float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
+	// "nvidia-h100: strands 0.50 of 4 free units (was 1.25 of 6); lease
+	// mismatch 0.10"
+	Detail        string `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeScore) Reset() {
+	*x = NodeScore{}
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeScore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeScore) ProtoMessage() {}
+
+func (x *NodeScore) ProtoReflect() protoreflect.Message {
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeScore.ProtoReflect.Descriptor instead.
+func (*NodeScore) Descriptor() ([]byte, []int) {
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *NodeScore) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeScore) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *NodeScore) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 type ExplainResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Feasible      bool                   `protobuf:"varint,1,opt,name=feasible,proto3" json:"feasible,omitempty"`
@@ -2579,13 +2644,16 @@ type ExplainResponse struct {
 	// When the request's request_id is PENDING: its place and what blocks it.
 	QueuePosition int32  `protobuf:"varint,5,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
 	PendingReason string `protobuf:"bytes,6,opt,name=pending_reason,json=pendingReason,proto3" json:"pending_reason,omitempty"`
+	// With --packing=fragmentation, for a request of whole units on one node:
+	// the candidates weighed, best first (at most 10).
+	Scores        []*NodeScore `protobuf:"bytes,7,rep,name=scores,proto3" json:"scores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2665,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2678,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExplainResponse) GetFeasible() bool {
@@ -2655,6 +2723,13 @@ func (x *ExplainResponse) GetPendingReason() string {
 	return ""
 }
 
+func (x *ExplainResponse) GetScores() []*NodeScore {
+	if x != nil {
+		return x.Scores
+	}
+	return nil
+}
+
 type GetQueueRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"` // empty: every tenant
@@ -2666,7 +2741,7 @@ type GetQueueRequest struct {
 
 func (x *GetQueueRequest) Reset() {
 	*x = GetQueueRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2678,7 +2753,7 @@ func (x *GetQueueRequest) String() string {
 func (*GetQueueRequest) ProtoMessage() {}
 
 func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2691,7 +2766,7 @@ func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetQueueRequest) GetTenant() string {
@@ -2737,7 +2812,7 @@ type PoolUsage struct {
 
 func (x *PoolUsage) Reset() {
 	*x = PoolUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2824,7 @@ func (x *PoolUsage) String() string {
 func (*PoolUsage) ProtoMessage() {}
 
 func (x *PoolUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2837,7 @@ func (x *PoolUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolUsage.ProtoReflect.Descriptor instead.
 func (*PoolUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PoolUsage) GetDeviceClass() DeviceClass {
@@ -2843,7 +2918,7 @@ type TenantUsage struct {
 
 func (x *TenantUsage) Reset() {
 	*x = TenantUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2855,7 +2930,7 @@ func (x *TenantUsage) String() string {
 func (*TenantUsage) ProtoMessage() {}
 
 func (x *TenantUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2868,7 +2943,7 @@ func (x *TenantUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsage.ProtoReflect.Descriptor instead.
 func (*TenantUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TenantUsage) GetTenant() string {
@@ -2924,7 +2999,7 @@ type GetQueueResponse struct {
 
 func (x *GetQueueResponse) Reset() {
 	*x = GetQueueResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +3011,7 @@ func (x *GetQueueResponse) String() string {
 func (*GetQueueResponse) ProtoMessage() {}
 
 func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3024,7 @@ func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetQueueResponse) GetPending() []*Allocation {
@@ -2989,7 +3064,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3001,7 +3076,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3014,7 +3089,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -3052,7 +3127,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3064,7 +3139,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3077,7 +3152,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Event) GetType() Event_Type {
@@ -3131,7 +3206,7 @@ type ListAcceleratorTypesRequest struct {
 
 func (x *ListAcceleratorTypesRequest) Reset() {
 	*x = ListAcceleratorTypesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3218,7 @@ func (x *ListAcceleratorTypesRequest) String() string {
 func (*ListAcceleratorTypesRequest) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3231,7 @@ func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesRequest.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListAcceleratorTypesRequest) GetName() string {
@@ -3175,7 +3250,7 @@ type ListAcceleratorTypesResponse struct {
 
 func (x *ListAcceleratorTypesResponse) Reset() {
 	*x = ListAcceleratorTypesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3187,7 +3262,7 @@ func (x *ListAcceleratorTypesResponse) String() string {
 func (*ListAcceleratorTypesResponse) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3200,7 +3275,7 @@ func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesResponse.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{39}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListAcceleratorTypesResponse) GetTypes() []*AcceleratorType {
@@ -3415,14 +3490,19 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\";\n" +
 	"\vNodeVerdict\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
-	"\areasons\x18\x02 \x03(\tR\areasons\"\x89\x02\n" +
+	"\areasons\x18\x02 \x03(\tR\areasons\"M\n" +
+	"\tNodeScore\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xbb\x02\n" +
 	"\x0fExplainResponse\x12\x1a\n" +
 	"\bfeasible\x18\x01 \x01(\bR\bfeasible\x12@\n" +
 	"\x0ewould_allocate\x18\x02 \x01(\v2\x19.accelsched.v1.AllocationR\rwouldAllocate\x120\n" +
 	"\x05nodes\x18\x03 \x03(\v2\x1a.accelsched.v1.NodeVerdictR\x05nodes\x12\x18\n" +
 	"\asummary\x18\x04 \x01(\tR\asummary\x12%\n" +
 	"\x0equeue_position\x18\x05 \x01(\x05R\rqueuePosition\x12%\n" +
-	"\x0epending_reason\x18\x06 \x01(\tR\rpendingReason\"e\n" +
+	"\x0epending_reason\x18\x06 \x01(\tR\rpendingReason\x120\n" +
+	"\x06scores\x18\a \x03(\v2\x18.accelsched.v1.NodeScoreR\x06scores\"e\n" +
 	"\x0fGetQueueRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -3526,7 +3606,7 @@ func file_accelsched_v1_accelsched_proto_rawDescGZIP() []byte {
 }
 
 var file_accelsched_v1_accelsched_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_accelsched_v1_accelsched_proto_goTypes = []any{
 	(GpuSharing)(0),                      // 0: accelsched.v1.GpuSharing
 	(AllocationState)(0),                 // 1: accelsched.v1.AllocationState
@@ -3562,112 +3642,114 @@ var file_accelsched_v1_accelsched_proto_goTypes = []any{
 	(*ListAllocationsRequest)(nil),       // 31: accelsched.v1.ListAllocationsRequest
 	(*ListAllocationsResponse)(nil),      // 32: accelsched.v1.ListAllocationsResponse
 	(*NodeVerdict)(nil),                  // 33: accelsched.v1.NodeVerdict
-	(*ExplainResponse)(nil),              // 34: accelsched.v1.ExplainResponse
-	(*GetQueueRequest)(nil),              // 35: accelsched.v1.GetQueueRequest
-	(*PoolUsage)(nil),                    // 36: accelsched.v1.PoolUsage
-	(*TenantUsage)(nil),                  // 37: accelsched.v1.TenantUsage
-	(*GetQueueResponse)(nil),             // 38: accelsched.v1.GetQueueResponse
-	(*WatchEventsRequest)(nil),           // 39: accelsched.v1.WatchEventsRequest
-	(*Event)(nil),                        // 40: accelsched.v1.Event
-	(*ListAcceleratorTypesRequest)(nil),  // 41: accelsched.v1.ListAcceleratorTypesRequest
-	(*ListAcceleratorTypesResponse)(nil), // 42: accelsched.v1.ListAcceleratorTypesResponse
-	nil,                                  // 43: accelsched.v1.Node.LabelsEntry
-	nil,                                  // 44: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	nil,                                  // 45: accelsched.v1.AllocateRequest.NodeSelectorEntry
-	nil,                                  // 46: accelsched.v1.Placement.NodeSelectorEntry
-	nil,                                  // 47: accelsched.v1.Placement.EnvEntry
-	(DeviceClass)(0),                     // 48: accelsched.v1.DeviceClass
-	(*timestamppb.Timestamp)(nil),        // 49: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 50: google.protobuf.Duration
-	(*AcceleratorType)(nil),              // 51: accelsched.v1.AcceleratorType
+	(*NodeScore)(nil),                    // 34: accelsched.v1.NodeScore
+	(*ExplainResponse)(nil),              // 35: accelsched.v1.ExplainResponse
+	(*GetQueueRequest)(nil),              // 36: accelsched.v1.GetQueueRequest
+	(*PoolUsage)(nil),                    // 37: accelsched.v1.PoolUsage
+	(*TenantUsage)(nil),                  // 38: accelsched.v1.TenantUsage
+	(*GetQueueResponse)(nil),             // 39: accelsched.v1.GetQueueResponse
+	(*WatchEventsRequest)(nil),           // 40: accelsched.v1.WatchEventsRequest
+	(*Event)(nil),                        // 41: accelsched.v1.Event
+	(*ListAcceleratorTypesRequest)(nil),  // 42: accelsched.v1.ListAcceleratorTypesRequest
+	(*ListAcceleratorTypesResponse)(nil), // 43: accelsched.v1.ListAcceleratorTypesResponse
+	nil,                                  // 44: accelsched.v1.Node.LabelsEntry
+	nil,                                  // 45: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	nil,                                  // 46: accelsched.v1.AllocateRequest.NodeSelectorEntry
+	nil,                                  // 47: accelsched.v1.Placement.NodeSelectorEntry
+	nil,                                  // 48: accelsched.v1.Placement.EnvEntry
+	(DeviceClass)(0),                     // 49: accelsched.v1.DeviceClass
+	(*timestamppb.Timestamp)(nil),        // 50: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 51: google.protobuf.Duration
+	(*AcceleratorType)(nil),              // 52: accelsched.v1.AcceleratorType
 }
 var file_accelsched_v1_accelsched_proto_depIdxs = []int32{
-	48, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
-	43, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
+	49, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
+	44, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
 	7,  // 2: accelsched.v1.Node.devices:type_name -> accelsched.v1.Device
-	49, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	50, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	5,  // 4: accelsched.v1.Node.allocatable:type_name -> accelsched.v1.NodeResources
 	5,  // 5: accelsched.v1.Node.available:type_name -> accelsched.v1.NodeResources
-	48, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
+	49, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
 	9,  // 7: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
 	8,  // 8: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
 	0,  // 9: accelsched.v1.Device.sharing:type_name -> accelsched.v1.GpuSharing
-	49, // 10: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
+	50, // 10: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
 	8,  // 11: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
 	4,  // 12: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
 	4,  // 13: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
-	44, // 14: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	48, // 15: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
+	45, // 14: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	49, // 15: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
 	20, // 16: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
 	3,  // 17: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
-	45, // 18: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
-	50, // 19: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
+	46, // 18: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
+	51, // 19: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
 	5,  // 20: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
 	6,  // 21: accelsched.v1.AllocateRequest.share:type_name -> accelsched.v1.GpuShare
 	1,  // 22: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
 	24, // 23: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
 	27, // 24: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
-	49, // 25: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
-	49, // 26: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
+	50, // 25: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
+	50, // 26: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
 	27, // 27: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
-	49, // 28: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
+	50, // 28: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
 	5,  // 29: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
 	6,  // 30: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
-	46, // 31: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
-	47, // 32: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
+	47, // 31: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
+	48, // 32: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
 	25, // 33: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
 	26, // 34: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
-	50, // 35: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
+	51, // 35: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
 	1,  // 36: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
 	23, // 37: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
 	23, // 38: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
 	33, // 39: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
-	48, // 40: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
-	36, // 41: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
-	23, // 42: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
-	37, // 43: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
-	2,  // 44: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
-	49, // 45: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
-	23, // 46: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
-	51, // 47: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
-	8,  // 48: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
-	10, // 49: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
-	11, // 50: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
-	12, // 51: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
-	14, // 52: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
-	16, // 53: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
-	17, // 54: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
-	19, // 55: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
-	22, // 56: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
-	28, // 57: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
-	29, // 58: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
-	30, // 59: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
-	31, // 60: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
-	22, // 61: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
-	39, // 62: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
-	35, // 63: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
-	41, // 64: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
-	4,  // 65: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
-	4,  // 66: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
-	13, // 67: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
-	15, // 68: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
-	4,  // 69: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
-	18, // 70: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
-	21, // 71: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
-	23, // 72: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
-	23, // 73: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
-	23, // 74: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
-	23, // 75: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
-	32, // 76: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
-	34, // 77: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
-	40, // 78: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
-	38, // 79: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
-	42, // 80: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
-	65, // [65:81] is the sub-list for method output_type
-	49, // [49:65] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	34, // 40: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
+	49, // 41: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
+	37, // 42: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
+	23, // 43: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
+	38, // 44: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
+	2,  // 45: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
+	50, // 46: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
+	23, // 47: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
+	52, // 48: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
+	8,  // 49: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
+	10, // 50: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
+	11, // 51: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
+	12, // 52: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
+	14, // 53: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
+	16, // 54: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
+	17, // 55: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
+	19, // 56: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
+	22, // 57: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
+	28, // 58: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
+	29, // 59: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
+	30, // 60: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
+	31, // 61: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
+	22, // 62: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
+	40, // 63: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
+	36, // 64: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
+	42, // 65: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
+	4,  // 66: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
+	4,  // 67: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
+	13, // 68: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
+	15, // 69: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
+	4,  // 70: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
+	18, // 71: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
+	21, // 72: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
+	23, // 73: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
+	23, // 74: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
+	23, // 75: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
+	23, // 76: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
+	32, // 77: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
+	35, // 78: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
+	41, // 79: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
+	39, // 80: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
+	43, // 81: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
+	66, // [66:82] is the sub-list for method output_type
+	50, // [50:66] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_accelsched_v1_accelsched_proto_init() }
@@ -3695,7 +3777,7 @@ func file_accelsched_v1_accelsched_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_accelsched_v1_accelsched_proto_rawDesc), len(file_accelsched_v1_accelsched_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

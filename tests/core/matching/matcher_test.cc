@@ -1,5 +1,9 @@
 #include "core/matching/matcher.h"
 
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "core/catalog/capacity_index.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -307,6 +311,145 @@ TEST(MatcherTest, AcrossModelsTheBestEligiblePairWins) {
   EXPECT_THAT(CheckSatisfiable(index, any),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("at most 2 whole NVIDIA_GPU devices")));
+}
+
+// Nodes of 8 T4s named by `free`'s keys, with all but that many held by
+// allocation "held-<node>".
+struct PackedCluster {
+  CapacityIndex index;
+  NodeMap nodes;
+  explicit PackedCluster(const std::map<std::string, int>& free) {
+    for (const auto& [name, n] : free) {
+      nodes[name] = Healthy(name);
+      for (int g = 0; g < 8; ++g) {
+        const std::string key = absl::StrCat(name, "-", g);
+        index.Put(T4(key, name, g));
+        if (g >= n) index.SetAllocation(key, "held-" + name);
+      }
+    }
+  }
+  std::string NodeFor(int count, const EligibilityRules& rules) {
+    MatchSpec spec = MatchSpec::ForPool(kT4, count);
+    std::optional<std::vector<const Unit*>> units =
+        Match(index, nodes, spec, rules);
+    return units.has_value() ? units->front()->home : "none";
+  }
+};
+
+class MapLeases : public LeaseView {
+ public:
+  absl::Time FreeAt(absl::string_view allocation) const override {
+    auto it = ends.find(std::string(allocation));
+    return it == ends.end() ? absl::InfinitePast() : it->second;
+  }
+  std::map<std::string, absl::Time> ends;
+};
+
+TEST(MatchPackingTest, EachPolicyPicksItsNode) {
+  PackedCluster c({{"a", 2}, {"b", 8}, {"c", 3}});
+  EligibilityRules rules = Rules();
+  RequestMix mix;
+  mix.Add(rules.now, kT4, 1, 0, 0);
+  mix.Add(rules.now, kT4, 2, 0, 0);
+  rules.packing.mix = &mix;
+  rules.packing.policy = Packing::kBestFit;
+  EXPECT_EQ(c.NodeFor(1, rules), "a");  // fewest free
+  rules.packing.policy = Packing::kFirstFit;
+  EXPECT_EQ(c.NodeFor(3, rules), "b");  // a is too small; b before c
+  rules.packing.policy = Packing::kSpread;
+  EXPECT_EQ(c.NodeFor(1, rules), "b");  // most free
+  // Fragmentation under a mix of 1s and 2s: one GPU taken of a's two
+  // strands the other for the 2s; one of c's three leaves a pair.
+  rules.packing.policy = Packing::kFragmentation;
+  EXPECT_EQ(c.NodeFor(1, rules), "c");
+  // Without a mix it is best fit.
+  rules.packing.mix = nullptr;
+  EXPECT_EQ(c.NodeFor(1, rules), "a");
+}
+
+TEST(MatchPackingTest, TheLeaseTermPutsARequestWithTheNodeItEndsWith) {
+  PackedCluster c({{"soon", 3}, {"late", 3}, {"empty", 8}});
+  EligibilityRules rules = Rules();
+  MapLeases leases;
+  leases.ends["held-soon"] = rules.now + absl::Hours(1);
+  leases.ends["held-late"] = rules.now + absl::Hours(72);
+  RequestMix mix;
+  mix.Add(rules.now, kT4, 1, 0, 0);
+  rules.packing.policy = Packing::kFragmentation;
+  rules.packing.mix = &mix;
+  rules.packing.leases = &leases;
+  rules.ends_at = rules.now + absl::Hours(70);
+  EXPECT_EQ(c.NodeFor(1, rules), "late");
+  rules.ends_at = rules.now + absl::Minutes(50);
+  EXPECT_EQ(c.NodeFor(1, rules), "soon");
+  // Best fit ignores leases: the name breaks the tie.
+  rules.packing.policy = Packing::kBestFit;
+  rules.ends_at = rules.now + absl::Hours(70);
+  EXPECT_EQ(c.NodeFor(1, rules), "late");
+  rules.ends_at = rules.now + absl::Minutes(50);
+  EXPECT_EQ(c.NodeFor(1, rules), "late");
+}
+
+// A count whose fragmentation change alone is no better than the best score
+// found is not visited: no node of it could win.
+TEST(MatchPackingTest, RankingStopsWhereNoNodeCouldWin) {
+  std::map<std::string, int> free;
+  for (int i = 0; i < 20; ++i) free[absl::StrCat("full-", i)] = 8;
+  free["pair"] = 2;
+  PackedCluster c(free);
+  EligibilityRules rules = Rules();
+  RequestMix mix;
+  mix.Add(rules.now, kT4, 8, 0, 0);
+  rules.packing.policy = Packing::kFragmentation;
+  rules.packing.mix = &mix;
+  MatchSpec spec = MatchSpec::ForPool(kT4, 1);
+  std::vector<RankedPlacement> ranked =
+      RankPlacements(c.index, c.nodes, spec, rules);
+  ASSERT_EQ(ranked.size(), 1u);
+  EXPECT_EQ(ranked[0].node, "pair");  // takes a fragment: -1 stranded
+  EXPECT_DOUBLE_EQ(ranked[0].score.total, -1);
+  // Breaking a whole node strands 7 for the 8s.
+  EXPECT_EQ(c.NodeFor(3, rules), "full-0");
+  ranked = RankPlacements(c.index, c.nodes, MatchSpec::ForPool(kT4, 3), rules);
+  ASSERT_EQ(ranked.size(), PackingRules::kCandidatesPerCount);
+  EXPECT_DOUBLE_EQ(ranked[0].score.total, 5 * 1.0);
+}
+
+// With leases every count may hold the best node: the walk stops at
+// kMaxScored.
+TEST(MatchPackingTest, RankingIsBoundedInAll) {
+  std::map<std::string, int> free;
+  for (int f = 1; f <= 8; ++f) {
+    for (int i = 0; i < 3; ++i) free[absl::StrCat("f", f, "-", i)] = f;
+  }
+  PackedCluster c(free);
+  EligibilityRules rules = Rules();
+  MapLeases leases;
+  for (const auto& [name, f] : free) {
+    leases.ends["held-" + name] = rules.now + absl::Hours(1 + f);
+  }
+  rules.packing.policy = Packing::kFragmentation;
+  rules.packing.leases = &leases;
+  rules.ends_at = rules.now + absl::Hours(100);
+  std::vector<RankedPlacement> ranked =
+      RankPlacements(c.index, c.nodes, MatchSpec::ForPool(kT4, 1), rules);
+  EXPECT_EQ(ranked.size(), PackingRules::kMaxScored);
+  for (size_t i = 1; i < ranked.size(); ++i) {
+    EXPECT_LE(ranked[i - 1].score.total, ranked[i].score.total);
+  }
+}
+
+TEST(MatchPackingTest, FragmentationRatioIsTheShareOfFreeUnitsStranded) {
+  PackedCluster c({{"a", 2}, {"b", 8}});
+  RequestMix mix;
+  mix.Add(absl::FromUnixSeconds(1000), kT4, 4, 0, 0);
+  const CapacityIndex::Pool* pool = c.index.FindPool(kT4);
+  ASSERT_NE(pool, nullptr);
+  // a's two cannot take a request of 4; b's eight can.
+  EXPECT_DOUBLE_EQ(FragmentationRatio(
+                       *pool, mix.ShapesFor(kT4, absl::FromUnixSeconds(1000))),
+                   2.0 / 10);
+  EXPECT_DOUBLE_EQ(FragmentationRatio(*pool, {}), 0);
 }
 
 }  // namespace

@@ -24,10 +24,14 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
-class SchedulerAllocationTest : public testing::Test {
+// The scheduler with a packing policy: the default (kFragmentation), or
+// best fit for the tests of its rule.
+template <Packing kPacking>
+class SchedulerWithPackingTest : public testing::Test {
  protected:
   static Scheduler::Options Opts() {
     Scheduler::Options o;
+    o.packing = kPacking;
     o.default_lease = absl::Hours(1);
     o.heartbeat_timeout = absl::Minutes(5);
     o.retention = absl::Hours(1);
@@ -56,6 +60,9 @@ class SchedulerAllocationTest : public testing::Test {
   FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
   BlockingScheduler s_{&store_, &clock_, BuiltinAcceleratorTypes(), Opts()};
 };
+using SchedulerAllocationTest =
+    SchedulerWithPackingTest<Packing::kFragmentation>;
+using SchedulerBestFitTest = SchedulerWithPackingTest<Packing::kBestFit>;
 
 TEST_F(SchedulerAllocationTest, WholeGpusAreAllocatedDurablyWithPlacement) {
   Register(MakeNode(
@@ -120,7 +127,7 @@ TEST_F(SchedulerAllocationTest,
   EXPECT_EQ(s_.GetAllocation({"", "task-1"})->id, next->id);
 }
 
-TEST_F(SchedulerAllocationTest, BestFitPrefersTheNodeWithFewestFreeDevices) {
+TEST_F(SchedulerBestFitTest, BestFitPrefersTheNodeWithFewestFreeDevices) {
   Register(MakeNode("a", {Gpu("a0", "T4", 0), Gpu("a1", "T4", 1),
                           Gpu("a2", "T4", 2), Gpu("a3", "T4", 3)}));
   Register(MakeNode("b", {Gpu("b0", "T4", 0), Gpu("b1", "T4", 1)}));
@@ -138,7 +145,7 @@ TEST_F(SchedulerAllocationTest, BestFitPrefersTheNodeWithFewestFreeDevices) {
           HasSubstr("0/2 nodes available: 2 no free nvidia-tesla-t4 device")));
 }
 
-TEST_F(SchedulerAllocationTest, MigRequestGoesToTheHalfUsedGpu) {
+TEST_F(SchedulerBestFitTest, MigRequestGoesToTheHalfUsedGpu) {
   // One node with two MIG A100s: fill half of the first, then ask for one more
   // slice.
   Register(MakeNode("n1", {MigA100("GPU-1", 0), MigA100("GPU-2", 1)}));
@@ -452,6 +459,44 @@ TEST_F(SchedulerAllocationTest, ExplainCountsEachNodesFirstReason) {
             "2/5 nodes available: 3 no free 1g.5gb slice");
   // Explain allocates nothing.
   EXPECT_EQ(Cap("nvidia-tesla-a100", "1g.5gb").free, 14);
+}
+
+// The default policy weighs fragmentation and leases; Explain shows the
+// candidates it weighed, best first, and what each would strand.
+TEST_F(SchedulerAllocationTest, ExplainShowsTheFragmentationPolicysScores) {
+  EXPECT_EQ(Scheduler::Options().packing, Packing::kFragmentation);
+  Register(MakeNode("a", {Gpu("a0", "T4", 0), Gpu("a1", "T4", 1),
+                          Gpu("a2", "T4", 2), Gpu("a3", "T4", 3)}));
+  Register(MakeNode("b", {Gpu("b0", "T4", 0), Gpu("b1", "T4", 1),
+                          Gpu("b2", "T4", 2), Gpu("b3", "T4", 3)}));
+  AllocationRequest long_job = Want("long", "T4", 2);
+  long_job.lease = absl::Hours(72);
+  ASSERT_EQ(s_.Allocate(long_job)->node, "a");  // a tie: the name
+  AllocationRequest next = Want("next", "T4", 2);
+  next.lease = absl::Hours(70);
+  absl::StatusOr<ExplainResult> e = s_.Explain(next);
+  ASSERT_OK(e);
+  ASSERT_TRUE(e->feasible);
+  EXPECT_EQ(e->would_allocate.node, "a");
+  ASSERT_EQ(e->scores.size(), 2u);
+  // On a, its 2 GPUs wait 2 h of 72 for the long job's; b would be taken
+  // half for 70 h (2 GPUs).
+  EXPECT_EQ(e->scores[0].node, "a");
+  EXPECT_DOUBLE_EQ(e->scores[0].score.total, 2 * 2.0 / 72);
+  EXPECT_EQ(DescribeScore(e->scores[0].score),
+            "strands 0.00 of 0 free units (was 0.00 of 2); lease mismatch "
+            "0.06");
+  EXPECT_EQ(e->scores[1].node, "b");
+  EXPECT_DOUBLE_EQ(e->scores[1].score.total, 2);
+  EXPECT_EQ(s_.Allocate(next)->node, "a");
+}
+
+TEST_F(SchedulerBestFitTest, ExplainShowsNoScoresForOtherPolicies) {
+  Register(MakeNode("a", {Gpu("a0", "T4", 0)}));
+  absl::StatusOr<ExplainResult> e = s_.Explain(Want("x", "T4"));
+  ASSERT_OK(e);
+  EXPECT_TRUE(e->feasible);
+  EXPECT_TRUE(e->scores.empty());
 }
 
 TEST_F(SchedulerAllocationTest, LeasesExpireRenewAndRelease) {

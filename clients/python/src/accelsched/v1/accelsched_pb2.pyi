@@ -467,21 +467,33 @@ class NodeVerdict(_message.Message):
     reasons: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, node: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class NodeScore(_message.Message):
+    __slots__ = ("node", "score", "detail")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    score: float
+    detail: str
+    def __init__(self, node: _Optional[str] = ..., score: _Optional[float] = ..., detail: _Optional[str] = ...) -> None: ...
+
 class ExplainResponse(_message.Message):
-    __slots__ = ("feasible", "would_allocate", "nodes", "summary", "queue_position", "pending_reason")
+    __slots__ = ("feasible", "would_allocate", "nodes", "summary", "queue_position", "pending_reason", "scores")
     FEASIBLE_FIELD_NUMBER: _ClassVar[int]
     WOULD_ALLOCATE_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     QUEUE_POSITION_FIELD_NUMBER: _ClassVar[int]
     PENDING_REASON_FIELD_NUMBER: _ClassVar[int]
+    SCORES_FIELD_NUMBER: _ClassVar[int]
     feasible: bool
     would_allocate: Allocation
     nodes: _containers.RepeatedCompositeFieldContainer[NodeVerdict]
     summary: str
     queue_position: int
     pending_reason: str
-    def __init__(self, feasible: _Optional[bool] = ..., would_allocate: _Optional[_Union[Allocation, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[NodeVerdict, _Mapping]]] = ..., summary: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ...) -> None: ...
+    scores: _containers.RepeatedCompositeFieldContainer[NodeScore]
+    def __init__(self, feasible: _Optional[bool] = ..., would_allocate: _Optional[_Union[Allocation, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[NodeVerdict, _Mapping]]] = ..., summary: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ...) -> None: ...
 
 class GetQueueRequest(_message.Message):
     __slots__ = ("tenant", "page_size", "page_token")
