@@ -6,11 +6,13 @@
 // CPU and memory) and its gpushare pod lists (each pod's CPU, memory and
 // GPUs), the pods shuffled and sampled until the GPU they ask reaches 130% of
 // the cluster's, no departures. Reports the unallocated share of the GPUs'
-// compute as arrivals reach 50% ... 130% of capacity for accelsched's rule
-// (the real CapacityIndex, Match for whole GPUs and MatchShare for a share,
-// pod_resources from each pod's CPU and memory, allocatable from each
-// node's) and for first fit in node order (the first node, and on it the
-// first GPU, that fits), each with and without CPU and memory accounting.
+// compute as arrivals reach 50% ... 130% of capacity for accelsched's
+// policies (the real CapacityIndex, Match for whole GPUs under --packing
+// best_fit and fragmentation, MatchShare for a share, pod_resources from
+// each pod's CPU and memory, allocatable from each node's), for first fit in
+// node order (the first node, and on it the first GPU, that fits), with and
+// without CPU and memory accounting, and for FGD as the paper defines it
+// (Fgd below, after its simulator's pkg/utils/frag.go).
 //
 // A pod that asks part of one GPU (gpu_milli < 1000) asks a share of
 // gpu_milli thousandths, on GPUs that all take shares (Device.sharing MPS);
@@ -106,18 +108,24 @@ std::vector<const Pod*> MakeStream(const std::vector<Pod>& workload,
   return stream;
 }
 
-enum class Policy { kAccelsched, kFirstFit };
+enum class Policy { kAccelsched, kFirstFit, kFgd };
 
 struct Variant {
   Policy policy;
   bool accounting;  // the policy checks the pod's CPU and memory
   const char* name;
+  // kAccelsched's --packing (whole GPUs; a share goes best fit per GPU
+  // under every policy).
+  Packing packing = Packing::kBestFit;
 };
 
 const Variant kVariants[] = {
-    {Policy::kAccelsched, true, "accelsched (Match, pod_resources)"},
+    {Policy::kAccelsched, true, "best_fit (Match, pod_resources)"},
+    {Policy::kAccelsched, true, "fragmentation (Match, pod_resources)",
+     Packing::kFragmentation},
     {Policy::kFirstFit, true, "first fit (node order)"},
-    {Policy::kAccelsched, false, "accelsched, no CPU accounting"},
+    {Policy::kFgd, true, "FGD (the paper's, in this bench)"},
+    {Policy::kAccelsched, false, "best_fit, no CPU accounting"},
     {Policy::kFirstFit, false, "first fit, no CPU accounting"},
 };
 
@@ -191,6 +199,76 @@ int KubePlace(const Truth& t, const Pod& p, CpuOnly how) {
   return best;
 }
 
+// A typical pod of FGD: what it asks (the simulator's PodResource: CPU, the
+// GPU per GPU in thousandths, the GPUs) and its share of the workload.
+struct TypicalPod {
+  int64_t cpu_milli = 0;
+  int64_t milli = 0;
+  int gpus = 0;
+  double weight = 0;
+};
+
+// FGD's workload: the stream's GPU pods by shape, most frequent first, taken
+// ten shapes at a time until they cover 60% of the pods, then renormalised
+// (kubernetes-scheduler-simulator pkg/utils/frag.go GetTypicalPods, with
+// DefaultTypicalPodPopularityThreshold = 60 and
+// DefaultTypicalPodIncreaseStep = 10 from pkg/type).
+std::vector<TypicalPod> TypicalPods(const std::vector<const Pod*>& stream) {
+  std::map<std::tuple<int64_t, int64_t, int>, double> counts;
+  double total = 0;
+  for (const Pod* p : stream) {
+    if (p->gpus == 0) continue;
+    const int64_t milli = p->shares ? p->trace_milli : kGpuMilli;
+    counts[{p->cpu_milli, milli, p->gpus}] += 1;
+    total += 1;
+  }
+  std::vector<TypicalPod> all;
+  for (const auto& [shape, n] : counts) {
+    const auto& [cpu, milli, gpus] = shape;
+    all.push_back(TypicalPod{cpu, milli, gpus, n});
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const TypicalPod& a, const TypicalPod& b) {
+                     return a.weight > b.weight;
+                   });
+  size_t taken = 0;
+  double covered = 0;
+  while (covered < 0.6 * total && taken < all.size()) {
+    for (size_t end = std::min(all.size(), taken + 10); taken < end; ++taken) {
+      covered += all[taken].weight;
+    }
+  }
+  all.resize(taken);
+  for (TypicalPod& t : all) t.weight /= covered;
+  return all;
+}
+
+// FGD's fragmentation of a node (frag.go NodeGpuShareFragAmount summed but
+// for Q3, with GetNodePodFrag): for each typical pod, all the node's free
+// GPU when the pod could not run there (too little CPU, or too few GPUs
+// with its GPU free), else the free GPU of the GPUs that cannot host it;
+// weighted by the pod's share. In thousandths of a GPU.
+double FgdFragmentation(int64_t cpu_left, const std::vector<int64_t>& free,
+                        const std::vector<TypicalPod>& typical) {
+  int64_t total = 0;
+  for (int64_t f : free) total += f;
+  double frag = 0;
+  for (const TypicalPod& t : typical) {
+    int hosts = 0;
+    int64_t short_of = 0;
+    for (int64_t f : free) {
+      if (f >= t.milli) {
+        ++hosts;
+      } else {
+        short_of += f;
+      }
+    }
+    const bool fits = hosts >= t.gpus && cpu_left >= t.cpu_milli;
+    frag += t.weight * static_cast<double>(fits ? short_of : total);
+  }
+  return frag;
+}
+
 // Where a pod goes: a node and the GPUs it takes there.
 struct Spot {
   int node = -1;
@@ -212,6 +290,57 @@ Spot FirstFit(const Truth& t, const Pod& p, bool accounting) {
     if (spot.gpus.size() == static_cast<size_t>(p.gpus)) return spot;
   }
   return {};
+}
+
+// FGD (Weng et al., USENIX ATC'23, section 4): of every node the pod fits
+// (CPU and memory, GPU model, GPUs), and on it every GPU a share fits (one
+// per distinct free amount) or its first whole free GPUs, the placement that
+// increases FgdFragmentation least; ties to the first node.
+Spot Fgd(const Truth& t, const Pod& p, const std::vector<TypicalPod>& typical) {
+  Spot best;
+  double best_change = 0;
+  const int64_t milli = p.shares ? p.trace_milli : kGpuMilli;
+  std::vector<int64_t> after;
+  for (size_t i = 0; i < t.nodes->size(); ++i) {
+    const NodeSpec& n = (*t.nodes)[i];
+    if (!Accepts(p, n) || !t.Room(i, p)) continue;
+    if (!p.shares && t.whole[i] < p.gpus) continue;
+    const std::vector<int64_t>& free = t.free[i];
+    const int64_t cpu_left = n.cpu_milli - t.cpu[i];
+    double before = -1;  // computed once a placement fits
+    std::vector<std::vector<size_t>> choices;
+    if (p.shares) {
+      std::vector<int64_t> seen;
+      for (size_t g = 0; g < free.size(); ++g) {
+        if (free[g] < milli ||
+            std::find(seen.begin(), seen.end(), free[g]) != seen.end()) {
+          continue;
+        }
+        seen.push_back(free[g]);
+        choices.push_back({g});
+      }
+    } else {
+      std::vector<size_t> gpus;
+      for (size_t g = 0;
+           g < free.size() && static_cast<int>(gpus.size()) < p.gpus; ++g) {
+        if (free[g] == kGpuMilli) gpus.push_back(g);
+      }
+      choices.push_back(std::move(gpus));
+    }
+    for (const std::vector<size_t>& gpus : choices) {
+      if (before < 0) before = FgdFragmentation(cpu_left, free, typical);
+      after = free;
+      for (size_t g : gpus) after[g] -= milli;
+      const double change =
+          FgdFragmentation(cpu_left - p.cpu_milli, after, typical) - before;
+      if (best.node < 0 || change < best_change) {
+        best.node = static_cast<int>(i);
+        best.gpus = gpus;
+        best_change = change;
+      }
+    }
+  }
+  return best;
 }
 
 NodeResources Need(const Pod& p) {
@@ -261,8 +390,16 @@ Run Replay(const std::vector<NodeSpec>& specs,
                            NodeResources{n.cpu_milli, n.memory_bytes, 0});
     }
   }
+  // FGD's workload, from the stream it replays (as the simulator takes it
+  // from the pod list).
+  const std::vector<TypicalPod> typical = v.policy == Policy::kFgd
+                                              ? TypicalPods(stream)
+                                              : std::vector<TypicalPod>();
   EligibilityRules rules;
   rules.now = absl::UnixEpoch();
+  RequestMix mix;  // the whole-GPU pods asked so far
+  rules.packing.policy = v.packing;
+  rules.packing.mix = &mix;
 
   Run run;
   int64_t asked = 0, allocated = 0, stranded = 0, trace_used = 0;
@@ -296,11 +433,14 @@ Run Replay(const std::vector<NodeSpec>& specs,
     Spot spot;
     if (v.policy == Policy::kFirstFit) {
       spot = FirstFit(truth, pod, v.accounting);
+    } else if (v.policy == Policy::kFgd) {
+      spot = Fgd(truth, pod, typical);
     } else {
       MatchSpec spec;
       spec.models = pod.models;
       spec.count = pod.gpus;
       if (v.accounting) spec.pod_resources = Need(pod);
+      if (!pod.shares) CountInMix(spec, rules.now, mix);
       std::vector<const Unit*> units;
       if (pod.shares) {
         spec.share = GpuShare{milli, 0};
@@ -346,7 +486,7 @@ Run Replay(const std::vector<NodeSpec>& specs,
       } else {
         // Its GPUs are held; the pod stays pending for CPU or memory.
         stranded += took;
-        const bool sees_all = v.policy == Policy::kFirstFit ||
+        const bool sees_all = v.policy != Policy::kAccelsched ||
                               cpu_only == CpuOnly::kNone || counted;
         if (v.accounting && sees_all && run.errors.size() < 5) {
           run.errors.push_back(

@@ -228,6 +228,10 @@ struct OpenbOutcome {
   int64_t shares_asked = 0, shares_rejected = 0;
   double unallocated_integral = 0;  // share unallocated x seconds
   double span = 0;
+  // The share unallocated at a quarter, half, three quarters and the end of
+  // the span.
+  double unallocated_at[4] = {0, 0, 0, 0};
+  int64_t cpu_only_unplaced = 0;  // pods asking no GPU that fit nowhere
 };
 
 // The openb pods on the openb cluster with departures. `compress` divides
@@ -282,9 +286,14 @@ OpenbOutcome ReplayOpenb(const std::vector<NodeSpec>& specs,
   out.span = end;
   int64_t allocated = 0;
   double last = 0;
+  int quarter = 0;
   auto advance = [&](double t) {
-    out.unallocated_integral +=
-        (t - last) * static_cast<double>(capacity - allocated) / capacity;
+    const double unallocated =
+        static_cast<double>(capacity - allocated) / capacity;
+    out.unallocated_integral += (t - last) * unallocated;
+    while (quarter < 4 && t >= end * (quarter + 1) / 4) {
+      out.unallocated_at[quarter++] = unallocated;
+    }
     last = t;
   };
   auto release = [&](size_t j) {
@@ -330,7 +339,9 @@ OpenbOutcome ReplayOpenb(const std::vector<NodeSpec>& specs,
           h.node = n.name;
         }
       }
-      if (!h.node.empty()) {
+      if (h.node.empty()) {
+        ++out.cpu_only_unplaced;
+      } else {
         index.AddHeld(h.node, need, +1);
         departures.push({at + duration, j});
       }
@@ -437,9 +448,10 @@ bool ReportOpenb(double compress, int seeds) {
   for (const bool estimated : {false, true}) {
     std::printf("leases %s\n", estimated ? "estimated (0.5x-3x the duration)"
                                          : "exact (the duration)");
-    std::printf("%-30s %10s %7s %7s %7s %7s %8s %10s %8s\n", "policy",
+    std::printf("%-30s %10s %7s %7s %7s %7s %8s %10s %8s  %s\n", "policy",
                 "GPU-h rej.", "1 GPU", "2 GPUs", "4 GPUs", "8 GPUs", "shares",
-                "unalloc.", "rej./bf");
+                "unalloc.", "rej./bf",
+                "unallocated at 1/4, 1/2, 3/4, end; no-GPU pods unplaced");
     std::vector<OpenbOutcome> sums(columns.size());
     const int runs = estimated ? seeds : 1;
     for (int seed = 1; seed <= runs; ++seed) {
@@ -464,6 +476,10 @@ bool ReportOpenb(double compress, int seeds) {
         s.shares_rejected += o.shares_rejected;
         s.unallocated_integral += o.unallocated_integral;
         s.span += o.span;
+        for (int q = 0; q < 4; ++q) {
+          s.unallocated_at[q] += o.unallocated_at[q] / runs;
+        }
+        s.cpu_only_unplaced += o.cpu_only_unplaced;
       }
     }
     auto rate = [](double r, double a) { return a == 0 ? 0.0 : 100 * r / a; };
@@ -474,13 +490,16 @@ bool ReportOpenb(double compress, int seeds) {
       const double rejected = rate(o.rejected_gpu_seconds, o.asked_gpu_seconds);
       std::printf(
           "%-30s %9.2f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %7.1f%% %9.1f%% "
-          "%8.2f\n",
+          "%8.2f  %.1f%% %.1f%% %.1f%% %.1f%%; %lld\n",
           columns[c].name.c_str(), rejected, rate(o.rejected[0], o.asked[0]),
           rate(o.rejected[1], o.asked[1]), rate(o.rejected[2], o.asked[2]),
           rate(o.rejected[3], o.asked[3]),
           rate(o.shares_rejected, o.shares_asked),
           rate(o.unallocated_integral, o.span),
-          best_fit > 0 ? rejected / best_fit : 0.0);
+          best_fit > 0 ? rejected / best_fit : 0.0, 100 * o.unallocated_at[0],
+          100 * o.unallocated_at[1], 100 * o.unallocated_at[2],
+          100 * o.unallocated_at[3],
+          static_cast<long long>(o.cpu_only_unplaced));
     }
   }
   return true;

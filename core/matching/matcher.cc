@@ -191,12 +191,16 @@ std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
 // rule's order). Free counts of each pool are taken in the order of the
 // fragmentation change they would make on a node limited by units alone
 // (FGD's measure without CPU and memory, which the shapes give without
-// visiting a node), and a count is visited only while that change is below
-// the best score found: the lease term is never negative, so no node of
-// that count could win (with CPU or memory accounted the exact change may
-// differ; the order is then a heuristic). At most
+// visiting a node), and a count is visited only while the lower bound of
+// that change on any node (ChangeOfTaking) is below the best score found:
+// the lease term is never negative, so no node of that count could win
+// (nodes whose CPU or memory is over-committed, available below 0, aside).
+// At most
 // PackingRules::kCandidatesPerCount eligible nodes per count, in by_free's
-// order, and PackingRules::kMaxScored in all.
+// order: with a pod's CPU and a mix that asks CPU, the first from the pod's
+// CPU (best fit) and the first from the pod's CPU plus the most a shape of
+// the mix asks (so that a node left with CPU for every shape is weighed);
+// PackingRules::kMaxScored in all.
 std::vector<Scored> ScoreCandidates(const CapacityIndex& index,
                                     const NodeMap& nodes,
                                     const std::vector<Candidate>& candidates,
@@ -211,7 +215,7 @@ std::vector<Scored> ScoreCandidates(const CapacityIndex& index,
     }
   }
   struct Level {
-    double change;  // units-only fragmentation change
+    FragmentationChange change;
     int free;
     size_t pool;
   };
@@ -221,47 +225,69 @@ std::vector<Scored> ScoreCandidates(const CapacityIndex& index,
     for (int f = spec.count; f < static_cast<int>(pool.homes_with_free.size());
          ++f) {
       if (pool.HomesWithFree(f) == 0) continue;
-      levels.push_back(
-          Level{Fragmentation(NodeRoom{f - spec.count}, shapes[i]) -
-                    Fragmentation(NodeRoom{f}, shapes[i]),
-                f, i});
+      levels.push_back(Level{ChangeOfTaking(f, spec.count, shapes[i]), f, i});
     }
   }
   // Ties: fewest free first, then the pool's rank (the rule's order).
   std::stable_sort(levels.begin(), levels.end(),
                    [](const Level& a, const Level& b) {
-                     return std::tie(a.change, a.free, a.pool) <
-                            std::tie(b.change, b.free, b.pool);
+                     return std::tie(a.change.units_only, a.free, a.pool) <
+                            std::tie(b.change.units_only, b.free, b.pool);
                    });
   std::vector<Scored> out;
+  size_t weighed = 0;  // nodes scored, kept in `out` or not
   double best = std::numeric_limits<double>::infinity();
   const int64_t cpu = need.cpu > 0 ? need.cpu : 0;
   const int64_t memory = need.memory > 0 ? need.memory : 0;
   for (const Level& level : levels) {
-    if (level.change >= best || out.size() >= PackingRules::kMaxScored) break;
+    if (weighed >= PackingRules::kMaxScored) break;
+    // The lease term is never negative: no node of this count can win.
+    if (level.change.lower_bound >= best) continue;
     const Candidate& c = candidates[level.pool];
-    int taken = 0;
-    c.pool->by_free.ForEachFrom(
-        {level.free, need.cpu, std::string()}, need.memory,
-        [&](const CapacityIndex::FreeEntry& e) {
-          if (e.free != level.free) return false;
-          if (!HomeEligible(index, nodes, c, e.home, spec, rules)) return true;
-          auto home = c.pool->homes.find(e.home);
-          NodeLeases leases;
-          if (packing.leases != nullptr) {
-            leases = LeasesOf(home->second, *packing.leases);
-          }
-          Scored s{&c, &home->first,
-                   ScorePlacement(NodeRoom{e.free, e.cpu, e.memory},
-                                  static_cast<int>(home->second.units.size()),
-                                  shapes[level.pool], spec.count, cpu, memory,
-                                  packing.leases != nullptr ? &leases : nullptr,
-                                  rules.now, rules.ends_at)};
-          best = std::min(best, s.score.total);
-          out.push_back(s);
-          return ++taken < PackingRules::kCandidatesPerCount &&
-                 out.size() < PackingRules::kMaxScored;
-        });
+    // Two walks of the count: from the request's CPU (best fit's node), and
+    // from what leaves every shape of the mix the CPU it asks (the node
+    // whose GPUs the request strands least for want of CPU); one walk of
+    // two nodes when they start alike.
+    int64_t most_cpu = 0;
+    for (const RequestShape& shape : shapes[level.pool]) {
+      most_cpu = std::max(most_cpu, shape.cpu_milli);
+    }
+    const bool two_walks =
+        need.cpu > std::numeric_limits<int64_t>::min() && most_cpu > 0;
+    const std::string* first = nullptr;
+    for (const int64_t from :
+         {need.cpu, two_walks ? cpu + most_cpu : need.cpu}) {
+      int taken = 0;
+      const int want = two_walks ? 1 : PackingRules::kCandidatesPerCount;
+      c.pool->by_free.ForEachFrom(
+          {level.free, from, std::string()}, need.memory,
+          [&](const CapacityIndex::FreeEntry& e) {
+            if (e.free != level.free) return false;
+            if ((first != nullptr && *first == e.home) ||
+                !HomeEligible(index, nodes, c, e.home, spec, rules)) {
+              return true;
+            }
+            if (first == nullptr) first = &e.home;  // the tree is not changed
+            ++weighed;
+            PlacementScore score = ScorePlacement(
+                NodeRoom{e.free, e.cpu, e.memory}, 0, shapes[level.pool],
+                spec.count, cpu, memory, nullptr, rules.now, rules.ends_at);
+            // The lease term only adds: a node whose fragmentation change
+            // alone is no better than the best is not looked up further.
+            if (score.total < best || out.empty()) {
+              auto home = c.pool->homes.find(e.home);
+              if (packing.leases != nullptr) {
+                AddLeaseTerm(LeasesOf(home->second, *packing.leases),
+                             static_cast<int>(home->second.units.size()),
+                             spec.count, rules.now, rules.ends_at, score);
+              }
+              best = std::min(best, score.total);
+              out.push_back(Scored{&c, &home->first, score});
+            }
+            return ++taken < want && weighed < PackingRules::kMaxScored;
+          });
+      if (!two_walks || weighed >= PackingRules::kMaxScored) break;
+    }
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const Scored& a, const Scored& b) {
@@ -532,7 +558,10 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
         found = UnitsIn(index, nodes, *s.candidate, *s.home, spec, rules);
         if (found.has_value()) return found;
       }
-      return std::nullopt;
+      // Scoring looks at the home node only: every candidate it weighed
+      // may have had a host of a multi-host slice ineligible. Best fit
+      // then, so that whatever fits is found.
+      break;
     case Packing::kFirstFit:
       for (const Candidate& c : candidates) {
         for (const auto& [name, home] : c.pool->homes) {

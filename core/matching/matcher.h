@@ -136,7 +136,9 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
 // - kFragmentation: the eligible (pool, node) pair with the lowest
 //   ScorePlacement (core/packing/placement_score.h) among at most
 //   PackingRules::kCandidatesPerCount per free count and pool, taken in the
-//   rule's order, which also breaks ties (RankPlacements);
+//   rule's order, which also breaks ties (RankPlacements); when none of
+//   them has its units eligible (a multi-host slice's other hosts), best
+//   fit;
 // - kFirstFit: the first eligible node in name order, pools in the rule's
 //   model order;
 // - kSpread: as the rule, but the most free units first.

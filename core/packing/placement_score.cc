@@ -19,6 +19,20 @@ double Fragmentation(const NodeRoom& room,
   return stranded * room.free;
 }
 
+FragmentationChange ChangeOfTaking(int free, int count,
+                                   const std::vector<RequestShape>& shapes) {
+  FragmentationChange change;
+  change.units_only = Fragmentation(NodeRoom{free - count}, shapes) -
+                      Fragmentation(NodeRoom{free}, shapes);
+  change.lower_bound = change.units_only;
+  for (const RequestShape& s : shapes) {
+    if ((s.cpu_milli > 0 || s.memory_bytes > 0) && free >= s.count) {
+      change.lower_bound -= s.weight * free;
+    }
+  }
+  return change;
+}
+
 double LeaseMismatch(const NodeLeases& leases, int size, int count,
                      absl::Time now, absl::Time ends_at) {
   if (size <= 0 || ends_at == absl::InfiniteFuture()) return 0;
@@ -51,11 +65,17 @@ PlacementScore ScorePlacement(const NodeRoom& room, int size,
   score.after = Fragmentation(after, shapes);
   score.free_before = room.free;
   score.free_after = after.free;
+  score.total = score.after - score.before;
   if (leases != nullptr) {
-    score.lease = LeaseMismatch(*leases, size, count, now, ends_at);
+    AddLeaseTerm(*leases, size, count, now, ends_at, score);
   }
-  score.total = score.after - score.before + kLeaseWeight * score.lease;
   return score;
+}
+
+void AddLeaseTerm(const NodeLeases& leases, int size, int count, absl::Time now,
+                  absl::Time ends_at, PlacementScore& score) {
+  score.lease = LeaseMismatch(leases, size, count, now, ends_at);
+  score.total = score.after - score.before + kLeaseWeight * score.lease;
 }
 
 std::string DescribeScore(const PlacementScore& score) {

@@ -65,6 +65,18 @@ inline constexpr double kLeaseWeight = 1.0;
 double Fragmentation(const NodeRoom& room,
                      const std::vector<RequestShape>& shapes);
 
+// The change in Fragmentation that taking `count` of a node's `free` units
+// makes when nothing but units limits the node (CPU and memory kUnlimited),
+// and a lower bound of the change on any node with `free` units whatever its
+// CPU and memory (not below 0): a shape that asks CPU or memory and fits
+// the units may count all `free` units as stranded before and none after.
+struct FragmentationChange {
+  double units_only = 0;
+  double lower_bound = 0;
+};
+FragmentationChange ChangeOfTaking(int free, int count,
+                                   const std::vector<RequestShape>& shapes);
+
 // How badly `ends_at`, the lease end of a request for `count` of the node's
 // `size` units, matches when the node's held units come free (`leases`), in
 // units (0 to size): the node's other units stay in a node partly taken for
@@ -94,6 +106,11 @@ PlacementScore ScorePlacement(const NodeRoom& room, int size,
                               int count, int64_t cpu_milli,
                               int64_t memory_bytes, const NodeLeases* leases,
                               absl::Time now, absl::Time ends_at);
+
+// Adds the lease term of a node with `size` units and `leases` to `score`
+// (ScorePlacement's, computed without leases).
+void AddLeaseTerm(const NodeLeases& leases, int size, int count, absl::Time now,
+                  absl::Time ends_at, PlacementScore& score);
 
 // What a candidate would strand, for Explain: "strands 0.50 of 4 free units
 // (was 1.25 of 5); lease mismatch 0.10".

@@ -27,10 +27,9 @@ struct ExplainResult {
   int queue_position = 0;
   std::string pending_reason;
   // The fragmentation policy's candidates, best first (at most
-  // kExplainedScores).
+  // PackingRules::kMaxScored).
   std::vector<RankedPlacement> scores;
 };
-inline constexpr size_t kExplainedScores = 10;
 
 struct QueuePage {
   std::vector<Allocation> pending;  // admission order

@@ -526,6 +526,11 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   }
   EligibilityRules reserved = rules;
   reserved.reservations = &reservations_.reservations;
+  // Allocate counts the request in the mix before it matches: so does the
+  // preview, on a copy (Explain holds mu_ shared only).
+  RequestMix mix = mix_;
+  CountInMix(spec, now, mix);
+  reserved.packing.mix = &mix;
   reserved.ends_at =
       now + (request.lease == absl::ZeroDuration() ? options_.default_lease
                                                    : request.lease);
@@ -533,9 +538,6 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   if (options_.packing == Packing::kFragmentation && allowed->replicas == 1 &&
       !allowed->share.has_value()) {
     result.scores = RankPlacements(index, catalog_.nodes(), *allowed, reserved);
-    if (result.scores.size() > kExplainedScores) {
-      result.scores.resize(kExplainedScores);
-    }
   }
   std::optional<std::vector<std::vector<const Unit*>>> groups =
       MatchRequest(ctx, *allowed, reserved);

@@ -2574,8 +2574,8 @@ func (x *NodeVerdict) GetReasons() []string {
 type NodeScore struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	// Lower is better: the rise in expected fragmentation per unit of the node,
-	// plus the lease mismatch weighted (README "Packing").
+	// Lower is better, in units of the pool: the rise in expected
+	// fragmentation plus the lease mismatch (README "Packing").
 	Score float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
 	// "nvidia-h100: strands 0.50 of 4 free units (was 1.25 of 6); lease
 	// mismatch 0.10"
@@ -2645,7 +2645,7 @@ type ExplainResponse struct {
 	QueuePosition int32  `protobuf:"varint,5,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
 	PendingReason string `protobuf:"bytes,6,opt,name=pending_reason,json=pendingReason,proto3" json:"pending_reason,omitempty"`
 	// With --packing=fragmentation, for a request of whole units on one node:
-	// the candidates weighed, best first (at most 10).
+	// the candidates weighed, best first (a bounded few).
 	Scores        []*NodeScore `protobuf:"bytes,7,rep,name=scores,proto3" json:"scores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/catalog/capacity_index.h"
@@ -411,7 +412,9 @@ TEST(MatchPackingTest, RankingStopsWhereNoNodeCouldWin) {
   // Breaking a whole node strands 7 for the 8s.
   EXPECT_EQ(c.NodeFor(3, rules), "full-0");
   ranked = RankPlacements(c.index, c.nodes, MatchSpec::ForPool(kT4, 3), rules);
-  ASSERT_EQ(ranked.size(), PackingRules::kCandidatesPerCount);
+  // The next full node scores no better (no lease term): it is not kept.
+  ASSERT_EQ(ranked.size(), 1u);
+  EXPECT_EQ(ranked[0].node, "full-0");
   EXPECT_DOUBLE_EQ(ranked[0].score.total, 5 * 1.0);
 }
 
@@ -450,6 +453,118 @@ TEST(MatchPackingTest, FragmentationRatioIsTheShareOfFreeUnitsStranded) {
                        *pool, mix.ShapesFor(kT4, absl::FromUnixSeconds(1000))),
                    2.0 / 10);
   EXPECT_DOUBLE_EQ(FragmentationRatio(*pool, {}), 0);
+}
+
+// With CPU accounted, a node whose CPU the mix's shapes already lack has
+// its GPUs stranded: taking one of them lowers fragmentation. The count of
+// such a node is not pruned by the units-only change.
+TEST(MatchPackingTest, ANodeShortOfCpuForTheMixIsWeighed) {
+  CapacityIndex index;
+  NodeMap nodes;
+  for (const auto& [name, size, free] :
+       {std::tuple<const char*, int, int>{"a", 8, 2}, {"b", 10, 8}}) {
+    nodes[name] = Healthy(name);
+    for (int g = 0; g < size; ++g) {
+      const std::string key = absl::StrCat(name, "-", g);
+      index.Put(T4(key, name, g));
+      if (g >= free) index.SetAllocation(key, "held");
+    }
+  }
+  index.SetAllocatable("b", NodeResources{1000, int64_t{1} << 40, 0});
+  EligibilityRules rules = Rules();
+  RequestMix mix;
+  for (int i = 0; i < 10; ++i) mix.Add(rules.now, kT4, 1, 2000, 0);
+  mix.Add(rules.now, kT4, 1, 1000, 0);
+  rules.packing.policy = Packing::kFragmentation;
+  rules.packing.mix = &mix;
+  MatchSpec spec = MatchSpec::ForPool(kT4, 1);
+  spec.pod_resources = NodeResources{1000, 0, 1};
+  std::vector<RankedPlacement> ranked =
+      RankPlacements(index, nodes, spec, rules);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].node, "b");
+  EXPECT_LT(ranked[0].score.total, 0);
+  std::optional<std::vector<const Unit*>> units =
+      Match(index, nodes, spec, rules);
+  ASSERT_TRUE(units.has_value());
+  EXPECT_EQ(units->front()->home, "b");
+}
+
+// Scoring looks at a slice's home only: when every slice it weighed has
+// another host cordoned, Match still finds the one that fits.
+TEST(MatchPackingTest, ASliceWhoseOtherHostIsCordonedIsPassedOver) {
+  const PoolKey tpu{DeviceClass::kGoogleTpu, "tpu-v5p-slice", "2x2x2"};
+  CapacityIndex index;
+  NodeMap nodes;
+  for (int i = 0; i < 4; ++i) {
+    const std::string home = absl::StrCat("a-", i);
+    const std::string other = absl::StrCat("b-", i);
+    nodes[home] = Healthy(home);
+    nodes[other] = Healthy(other);
+    if (i < 3) nodes[other].schedulable = false;
+    const std::string key = TpuUnitKey(absl::StrCat("slice-", i));
+    index.Put(Unit{key,
+                   tpu,
+                   home,
+                   {home, other},
+                   {{home, "chip-a", "", ""}, {other, "chip-b", "", ""}},
+                   "",
+                   0,
+                   true,
+                   ""});
+  }
+  EligibilityRules rules = Rules();
+  RequestMix mix;
+  mix.Add(rules.now, tpu, 1, 0, 0);
+  rules.packing.policy = Packing::kFragmentation;
+  rules.packing.mix = &mix;
+  std::optional<std::vector<const Unit*>> units =
+      Match(index, nodes, MatchSpec::ForPool(tpu, 1), rules);
+  ASSERT_TRUE(units.has_value());
+  EXPECT_EQ(units->front()->home, "a-3");
+}
+
+TEST(MatchPackingTest, CountInMixWeighsModelsAndReplicas) {
+  RequestMix mix;
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  MatchSpec two_models;
+  two_models.models = {"nvidia-l4", "nvidia-tesla-t4"};
+  two_models.count = 2;
+  CountInMix(two_models, now, mix);  // 1/2 each
+  MatchSpec gang = MatchSpec::ForPool(kT4, 4);
+  gang.replicas = 3;
+  CountInMix(gang, now, mix);  // 3 groups of 4
+  MatchSpec share = MatchSpec::ForPool(kT4, 1);
+  share.share = GpuShare{300, 0};
+  CountInMix(share, now, mix);  // not counted
+  std::vector<RequestShape> shapes = mix.ShapesFor(kT4, now);
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(shapes[0].count, 4);
+  EXPECT_DOUBLE_EQ(shapes[0].weight, 3 / 3.5);
+  EXPECT_EQ(shapes[1].count, 2);
+  EXPECT_DOUBLE_EQ(shapes[1].weight, 0.5 / 3.5);
+}
+
+// The index keeps who holds a home's units whole, through every change.
+TEST(CapacityIndexTest, HoldersFollowAllocationsPutAndRemove) {
+  CapacityIndex index;
+  index.Put(T4("a", "n1", 0));
+  index.Put(T4("b", "n1", 1));
+  index.SetAllocation("a", "x");
+  index.SetAllocation("b", "x");
+  const CapacityIndex::Pool* pool = index.FindPool(kT4);
+  ASSERT_NE(pool, nullptr);
+  const CapacityIndex::Home& home = pool->homes.at("n1");
+  EXPECT_EQ(home.holders.at("x"), 2);
+  // Put again while held (a re-registration): the new unit is free.
+  index.Put(T4("a", "n1", 0));
+  EXPECT_EQ(home.holders.at("x"), 1);
+  index.SetAllocation("a", "y");
+  EXPECT_EQ(home.holders.at("y"), 1);
+  index.Remove("b");
+  EXPECT_FALSE(home.holders.contains("x"));
+  index.SetAllocation("a", "");
+  EXPECT_TRUE(home.holders.empty());
 }
 
 }  // namespace

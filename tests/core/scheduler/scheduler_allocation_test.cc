@@ -491,6 +491,21 @@ TEST_F(SchedulerAllocationTest, ExplainShowsTheFragmentationPolicysScores) {
   EXPECT_EQ(s_.Allocate(next)->node, "a");
 }
 
+// Allocate counts the request in the mix before it matches; Explain's
+// preview does the same, so both name one node.
+TEST_F(SchedulerAllocationTest, ExplainPreviewsTheNodeAllocateTakes) {
+  Register(MakeNode(
+      "a", {Gpu("a0", "T4", 0), Gpu("a1", "T4", 1), Gpu("a2", "T4", 2)}));
+  Register(MakeNode("b", {Gpu("b0", "T4", 0), Gpu("b1", "T4", 1),
+                          Gpu("b2", "T4", 2), Gpu("b3", "T4", 3)}));
+  absl::StatusOr<ExplainResult> e = s_.Explain(Want("two", "T4", 2));
+  ASSERT_OK(e);
+  ASSERT_TRUE(e->feasible);
+  // Under a mix of 2s, a would be left with one GPU none of them can use.
+  EXPECT_EQ(e->would_allocate.node, "b");
+  EXPECT_EQ(s_.Allocate(Want("two", "T4", 2))->node, "b");
+}
+
 TEST_F(SchedulerBestFitTest, ExplainShowsNoScoresForOtherPolicies) {
   Register(MakeNode("a", {Gpu("a0", "T4", 0)}));
   absl::StatusOr<ExplainResult> e = s_.Explain(Want("x", "T4"));
