@@ -208,17 +208,18 @@ struct TypicalPod {
   double weight = 0;
 };
 
-// FGD's workload: the stream's GPU pods by shape, most frequent first, taken
-// ten shapes at a time until they cover 60% of the pods, then renormalised
-// (kubernetes-scheduler-simulator pkg/utils/frag.go GetTypicalPods, with
-// DefaultTypicalPodPopularityThreshold = 60 and
-// DefaultTypicalPodIncreaseStep = 10 from pkg/type).
+// FGD's workload: the stream's pods by shape (CPU, GPU per GPU, GPUs; the
+// pods asking no GPU too), most frequent first, taken one shape at a time
+// until they cover 95% of the pods, then renormalised: GetTypicalPods
+// (kubernetes-scheduler-simulator pkg/utils/frag.go) with the settings of
+// the simulator's experiment driver (scripts/generate_config_and_run.py:
+// isInvolvedCpuPods true, podPopularityThreshold 95, podIncreaseStep 1).
 std::vector<TypicalPod> TypicalPods(const std::vector<const Pod*>& stream) {
   std::map<std::tuple<int64_t, int64_t, int>, double> counts;
   double total = 0;
   for (const Pod* p : stream) {
-    if (p->gpus == 0) continue;
-    const int64_t milli = p->shares ? p->trace_milli : kGpuMilli;
+    const int64_t milli =
+        p->gpus == 0 ? 0 : (p->shares ? p->trace_milli : kGpuMilli);
     counts[{p->cpu_milli, milli, p->gpus}] += 1;
     total += 1;
   }
@@ -233,10 +234,8 @@ std::vector<TypicalPod> TypicalPods(const std::vector<const Pod*>& stream) {
                    });
   size_t taken = 0;
   double covered = 0;
-  while (covered < 0.6 * total && taken < all.size()) {
-    for (size_t end = std::min(all.size(), taken + 10); taken < end; ++taken) {
-      covered += all[taken].weight;
-    }
+  while (covered < 0.95 * total && taken < all.size()) {
+    covered += all[taken++].weight;
   }
   all.resize(taken);
   for (TypicalPod& t : all) t.weight /= covered;
@@ -245,9 +244,10 @@ std::vector<TypicalPod> TypicalPods(const std::vector<const Pod*>& stream) {
 
 // FGD's fragmentation of a node (frag.go NodeGpuShareFragAmount summed but
 // for Q3, with GetNodePodFrag): for each typical pod, all the node's free
-// GPU when the pod could not run there (too little CPU, or too few GPUs
-// with its GPU free), else the free GPU of the GPUs that cannot host it;
-// weighted by the pod's share. In thousandths of a GPU.
+// GPU when the pod asks no GPU (types XL and XR count whole) or could not
+// run there (too little CPU, or too few GPUs with its GPU free), else the
+// free GPU of the GPUs that cannot host it; weighted by the pod's share.
+// In thousandths of a GPU.
 double FgdFragmentation(int64_t cpu_left, const std::vector<int64_t>& free,
                         const std::vector<TypicalPod>& typical) {
   int64_t total = 0;
@@ -263,7 +263,7 @@ double FgdFragmentation(int64_t cpu_left, const std::vector<int64_t>& free,
         short_of += f;
       }
     }
-    const bool fits = hosts >= t.gpus && cpu_left >= t.cpu_milli;
+    const bool fits = t.milli > 0 && hosts >= t.gpus && cpu_left >= t.cpu_milli;
     frag += t.weight * static_cast<double>(fits ? short_of : total);
   }
   return frag;
@@ -295,7 +295,10 @@ Spot FirstFit(const Truth& t, const Pod& p, bool accounting) {
 // FGD (Weng et al., USENIX ATC'23, section 4): of every node the pod fits
 // (CPU and memory, GPU model, GPUs), and on it every GPU a share fits (one
 // per distinct free amount) or its first whole free GPUs, the placement that
-// increases FgdFragmentation least; ties to the first node.
+// increases FgdFragmentation least. The changes are compared exactly, ties
+// to the first node in list order (the simulator turns them into
+// kube-scheduler's integer node scores, among which ties are broken by the
+// scheduler).
 Spot Fgd(const Truth& t, const Pod& p, const std::vector<TypicalPod>& typical) {
   Spot best;
   double best_change = 0;

@@ -408,6 +408,18 @@ struct Column {
   bool leases = false;
 };
 
+// Every --packing policy, the fragmentation policy without and with its
+// lease term.
+std::vector<Column> PolicyColumns() {
+  return {
+      {"first_fit", Packing::kFirstFit},
+      {"spread", Packing::kSpread},
+      {"best_fit", Packing::kBestFit},
+      {"fragmentation, no lease term", Packing::kFragmentation, false},
+      {"fragmentation (accelsched)", Packing::kFragmentation, true},
+  };
+}
+
 // The openb replay for every policy but the pooled cluster, with exact and
 // estimated leases; false when the data cannot be read.
 bool ReportOpenb(double compress, int seeds) {
@@ -438,13 +450,7 @@ bool ReportOpenb(double compress, int seeds) {
       "for its own duration\n",
       specs->size(), static_cast<long long>(gpus), pods->size(), compress,
       offered(compress));
-  const std::vector<Column> columns = {
-      {"first_fit", Packing::kFirstFit},
-      {"spread", Packing::kSpread},
-      {"best_fit", Packing::kBestFit},
-      {"fragmentation, no lease term", Packing::kFragmentation, false},
-      {"fragmentation (accelsched)", Packing::kFragmentation, true},
-  };
+  const std::vector<Column> columns = PolicyColumns();
   for (const bool estimated : {false, true}) {
     std::printf("leases %s\n", estimated ? "estimated (0.5x-3x the duration)"
                                          : "exact (the duration)");
@@ -510,14 +516,8 @@ int Main() {
   const int seeds = absl::GetFlag(FLAGS_seeds);
   const int requests = absl::GetFlag(FLAGS_requests);
   const double load = absl::GetFlag(FLAGS_load);
-  const std::vector<Column> columns = {
-      {"first_fit", Packing::kFirstFit},
-      {"spread", Packing::kSpread},
-      {"best_fit", Packing::kBestFit},
-      {"fragmentation, no lease term", Packing::kFragmentation, false},
-      {"fragmentation (accelsched)", Packing::kFragmentation, true},
-      {"pooled (the limit)", std::nullopt},
-  };
+  std::vector<Column> columns = PolicyColumns();
+  columns.push_back({"pooled (the limit)", std::nullopt});
   std::printf(
       "%d nodes x %d GPUs, %d requests x %d seeds, offered load %.2f; "
       "requests of 1/2/4/8 GPUs equally likely, durations log-uniform "

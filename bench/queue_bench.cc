@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "config/accelerator_types_file.h"
 #include "core/base/clock.h"
+#include "core/packing/packing_policy.h"
 #include "core/scheduler/scheduler.h"
 #include "tests/support/blocking_scheduler.h"
 
@@ -30,6 +31,8 @@ ABSL_FLAG(int, tenants, 100, "tenants the allocations and requests belong to");
 ABSL_FLAG(std::string, pending, "0,1000,2000,5000,10000",
           "queue lengths to measure at");
 ABSL_FLAG(int, samples, 2000, "releases timed at each queue length");
+ABSL_FLAG(std::string, packing, "fragmentation",
+          "the scheduler's --packing policy");
 
 namespace accelsched {
 namespace {
@@ -87,6 +90,12 @@ int Run() {
   Scheduler::Options options;
   options.heartbeat_timeout = absl::ZeroDuration();
   options.pending_lease = absl::Hours(24 * 365);
+  absl::StatusOr<Packing> packing = ParsePacking(absl::GetFlag(FLAGS_packing));
+  if (!packing.ok()) {
+    std::fprintf(stderr, "%s\n", packing.status().ToString().c_str());
+    return 1;
+  }
+  options.packing = *packing;
   Scheduler scheduler(&store, &clock, BuiltinAcceleratorTypes(), options);
   BlockingScheduler s(&scheduler);
   if (!s.Load().ok()) return 1;

@@ -286,7 +286,11 @@ std::vector<Scored> ScoreCandidates(const CapacityIndex& index,
             }
             return ++taken < want && weighed < PackingRules::kMaxScored;
           });
-      if (!two_walks || weighed >= PackingRules::kMaxScored) break;
+      // The second walk sees a subset of the first's nodes.
+      if (!two_walks || first == nullptr ||
+          weighed >= PackingRules::kMaxScored) {
+        break;
+      }
     }
   }
   std::stable_sort(out.begin(), out.end(),
@@ -552,9 +556,13 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
   const std::vector<Candidate> candidates = PoolsInRuleOrder(index, spec);
   std::optional<std::vector<const Unit*>> found;
   switch (rules.packing.policy) {
-    case Packing::kFragmentation:
-      for (const Scored& s :
-           ScoreCandidates(index, nodes, candidates, spec, rules)) {
+    case Packing::kFragmentation: {
+      const std::vector<Scored> scored =
+          ScoreCandidates(index, nodes, candidates, spec, rules);
+      // None: no node had the free units, the pod's room and eligibility
+      // (nothing was pruned); best fit would find none either.
+      if (scored.empty()) return std::nullopt;
+      for (const Scored& s : scored) {
         found = UnitsIn(index, nodes, *s.candidate, *s.home, spec, rules);
         if (found.has_value()) return found;
       }
@@ -562,6 +570,7 @@ std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
       // may have had a host of a multi-host slice ineligible. Best fit
       // then, so that whatever fits is found.
       break;
+    }
     case Packing::kFirstFit:
       for (const Candidate& c : candidates) {
         for (const auto& [name, home] : c.pool->homes) {

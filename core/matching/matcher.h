@@ -190,10 +190,11 @@ struct RankedPlacement {
   PlacementScore score;
 };
 
-// The candidates kFragmentation weighs for a request of whole units
+// The candidates kFragmentation keeps for a request of whole units
 // (spec.replicas 1, no share), best first (Match takes the first whose
 // units are eligible), whatever rules.packing.policy says: what Explain
-// shows.
+// shows. A node weighed whose fragmentation change alone was no better than
+// the best found so far is not kept (the lease term only adds).
 std::vector<RankedPlacement> RankPlacements(const CapacityIndex& index,
                                             const NodeMap& nodes,
                                             const MatchSpec& spec,

@@ -9,10 +9,14 @@ namespace accelsched {
 double Fragmentation(const NodeRoom& room,
                      const std::vector<RequestShape>& shapes) {
   if (room.free <= 0) return 0;
+  // A node over-committed (available below 0, allocatable lowered under
+  // what is held) still takes a pod that asks none: as the matcher places
+  // it.
+  const int64_t cpu = std::max<int64_t>(room.cpu, 0);
+  const int64_t memory = std::max<int64_t>(room.memory, 0);
   double stranded = 0;
   for (const RequestShape& s : shapes) {
-    if (room.free < s.count || room.cpu < s.cpu_milli ||
-        room.memory < s.memory_bytes) {
+    if (room.free < s.count || cpu < s.cpu_milli || memory < s.memory_bytes) {
       stranded += s.weight;
     }
   }

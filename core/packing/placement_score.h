@@ -61,7 +61,8 @@ inline constexpr double kLeaseWeight = 1.0;
 
 // The expected units of `room` that a request drawn from `shapes` could not
 // use there: sum over shapes of weight * free, for the shapes whose count,
-// CPU or memory the node cannot give. 0 for an empty mix.
+// CPU or memory the node cannot give (CPU or memory below 0 counts as 0).
+// 0 for an empty mix.
 double Fragmentation(const NodeRoom& room,
                      const std::vector<RequestShape>& shapes);
 

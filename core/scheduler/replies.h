@@ -26,8 +26,8 @@ struct ExplainResult {
   // When the request's request_id is PENDING.
   int queue_position = 0;
   std::string pending_reason;
-  // The fragmentation policy's candidates, best first (at most
-  // PackingRules::kMaxScored).
+  // The fragmentation policy's candidates, best first (RankPlacements: at
+  // most PackingRules::kMaxScored).
   std::vector<RankedPlacement> scores;
 };
 

@@ -2645,7 +2645,8 @@ type ExplainResponse struct {
 	QueuePosition int32  `protobuf:"varint,5,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
 	PendingReason string `protobuf:"bytes,6,opt,name=pending_reason,json=pendingReason,proto3" json:"pending_reason,omitempty"`
 	// With --packing=fragmentation, for a request of whole units on one node:
-	// the candidates weighed, best first (a bounded few).
+	// the candidates weighed, best first (a bounded few; one whose
+	// fragmentation alone scored no better than the best so far is left out).
 	Scores        []*NodeScore `protobuf:"bytes,7,rep,name=scores,proto3" json:"scores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -104,6 +104,36 @@ TEST(FragmentationTest, ScoreTakesFragmentsBeforeBreakingWholeNodes) {
             "0.00");
 }
 
+// ChangeOfTaking's lower bound holds on every node of the free count,
+// whatever its CPU and memory, over-committed ones included: the matcher
+// prunes by it.
+TEST(FragmentationTest, TheLowerBoundHoldsForAnyCpuAndMemory) {
+  const std::vector<RequestShape> mix = {{1, 0, 0, 0.3},
+                                         {2, 2000, 0, 0.3},
+                                         {4, 0, int64_t{8} << 30, 0.2},
+                                         {8, 16000, int64_t{1} << 30, 0.2}};
+  for (int free = 1; free <= 8; ++free) {
+    for (int count = 1; count <= free; ++count) {
+      const FragmentationChange change = ChangeOfTaking(free, count, mix);
+      EXPECT_LE(change.lower_bound, change.units_only);
+      for (int64_t cpu : {int64_t{-1000}, int64_t{0}, int64_t{1500},
+                          int64_t{3000}, int64_t{20000}, kUnlimited}) {
+        for (int64_t memory : {int64_t{-1}, int64_t{0}, int64_t{4} << 30,
+                               int64_t{16} << 30, kUnlimited}) {
+          for (int64_t ask : {int64_t{0}, int64_t{1000}}) {
+            const PlacementScore s = ScorePlacement(
+                {free, cpu, memory}, 8, mix, count, ask, 0, nullptr, kT0, kT0);
+            EXPECT_GE(s.total, change.lower_bound - 1e-9)
+                << free << " " << count << " " << cpu << " " << memory;
+          }
+        }
+      }
+    }
+  }
+  // Over-committed, the node still takes the pods that ask nothing.
+  EXPECT_DOUBLE_EQ(Fragmentation({2, -1000, -1}, {{1, 0, 0, 1}}), 0);
+}
+
 TEST(LeaseMismatchTest, NodesWhoseLeasesEndTogetherMatch) {
   const absl::Time end = kT0 + absl::Hours(10);
   // Held units ending with the request: nothing waits.
