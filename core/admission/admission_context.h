@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "core/admission/tenant_policy.h"
@@ -29,6 +30,13 @@ struct ReservationState {
   // Holders whose reservation was not found within the walk limit: they look
   // again at the next refresh.
   absl::flat_hash_set<std::string> unplaced;
+  // What those holders asked for (ReservationPlanner's walk key): another
+  // request that asks the same waits for the refresh too, instead of walking
+  // the same leases to the same limit.
+  absl::flat_hash_set<std::string> unplaced_walks;
+  // Walk key -> the holder of the reservation that Reserve found for it (not
+  // nominated holds): a request of the same key takes it over next pass.
+  absl::flat_hash_map<std::string, std::string> walk_holders;
 };
 
 // Not owned: the pointers must outlive every planner built on the context.

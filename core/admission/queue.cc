@@ -10,6 +10,11 @@
 #include "absl/strings/str_join.h"
 
 namespace accelsched {
+namespace {
+
+constexpr uint32_t kNoShape = ~uint32_t{0};
+
+}  // namespace
 
 std::string ShapeOf(const Allocation& p) {
   std::string selector;
@@ -43,9 +48,23 @@ std::string ShapeOf(const Allocation& p) {
 }
 
 void Queue::Add(const Allocation& pending) {
-  Entry entry{pending.priority, pending.tenant, ShapeOf(pending), ""};
-  levels_[entry.priority][entry.tenant][entry.shape].insert(pending.id);
-  entries_.insert_or_assign(pending.id, std::move(entry));
+  Remove(pending.id);  // entered again: filed anew
+  std::string shape = ShapeOf(pending);
+  auto [interned, fresh] = shape_ids_.try_emplace(shape, 0);
+  if (fresh) {
+    if (free_shape_ids_.empty()) {
+      interned->second = static_cast<uint32_t>(shape_refs_.size());
+      shape_refs_.push_back(0);
+    } else {
+      interned->second = free_shape_ids_.back();
+      free_shape_ids_.pop_back();
+    }
+  }
+  const uint32_t shape_id = interned->second;
+  ++shape_refs_[shape_id];
+  Entry entry{pending.priority, pending.tenant, std::move(shape), shape_id, ""};
+  levels_[entry.priority][entry.tenant][shape_id].insert(pending.id);
+  entries_.emplace(pending.id, std::move(entry));
 }
 
 void Queue::Remove(const std::string& id) {
@@ -54,17 +73,24 @@ void Queue::Remove(const std::string& id) {
   const Entry& e = it->second;
   auto level = levels_.find(e.priority);
   auto tenant = level->second.find(e.tenant);
-  auto group = tenant->second.find(e.shape);
+  auto group = tenant->second.find(e.shape_id);
   group->second.erase(id);
   if (group->second.empty()) tenant->second.erase(group);
   if (tenant->second.empty()) level->second.erase(tenant);
   if (level->second.empty()) levels_.erase(level);
+  if (--shape_refs_[e.shape_id] == 0) {
+    shape_ids_.erase(e.shape);
+    free_shape_ids_.push_back(e.shape_id);
+  }
   entries_.erase(it);
 }
 
 void Queue::Clear() {
   levels_.clear();
   entries_.clear();
+  shape_ids_.clear();
+  shape_refs_.clear();
+  free_shape_ids_.clear();
 }
 
 void Queue::Walk(ShareFn share, VisitFn visit) const {
@@ -83,8 +109,13 @@ void Queue::Walk(ShareFn share, VisitFn visit) const {
     return std::tie(a.share, *a.head) > std::tie(b.share, *b.head);
   };
   struct Shape {
-    std::vector<Cursor> heap;  // std::push_heap order under `later`
-    uint64_t version = 0;      // bumped with every change of its top
+    // std::push_heap order under `later` once `heaped`; before, the first
+    // group lies at `best` (most shapes are given up on at their first
+    // visit, and need no heap).
+    std::vector<Cursor> heap;
+    bool heaped = false;
+    size_t best = 0;
+    uint64_t version = 0;  // bumped with every change of its top
     bool done = false;
   };
   struct Entry {
@@ -96,15 +127,20 @@ void Queue::Walk(ShareFn share, VisitFn visit) const {
   auto entry_later = [](const Entry& a, const Entry& b) {
     return std::tie(a.share, *a.head) > std::tie(b.share, *b.head);
   };
+  // A shape's place in `shapes` by its interned id (the ids are dense).
+  std::vector<uint32_t> shape_index(shape_refs_.size());
   for (const auto& [priority, tenants] : levels_) {
     std::vector<Shape> shapes;
-    absl::flat_hash_map<absl::string_view, size_t> shape_index;
+    std::fill(shape_index.begin(), shape_index.end(), kNoShape);
     for (const auto& [tenant, groups] : tenants) {
       const double s = share(tenant);
-      for (const auto& [shape, ids] : groups) {
-        auto [it, fresh] = shape_index.try_emplace(shape, shapes.size());
-        if (fresh) shapes.emplace_back();
-        shapes[it->second].heap.push_back(
+      for (const auto& [shape_id, ids] : groups) {
+        uint32_t& at = shape_index[shape_id];
+        if (at == kNoShape) {
+          at = static_cast<uint32_t>(shapes.size());
+          shapes.emplace_back();
+        }
+        shapes[at].heap.push_back(
             Cursor{s, &*ids.begin(), &tenant, ids.begin(), ids.end()});
       }
     }
@@ -113,11 +149,14 @@ void Queue::Walk(ShareFn share, VisitFn visit) const {
     auto file = [&](size_t i) {
       Shape& sh = shapes[i];
       if (sh.heap.empty()) return;
-      const Cursor& best = sh.heap.front();
+      const Cursor& best = sh.heaped ? sh.heap.front() : sh.heap[sh.best];
       top.push(Entry{best.share, best.head, i, ++sh.version});
     };
     for (size_t i = 0; i < shapes.size(); ++i) {
-      std::make_heap(shapes[i].heap.begin(), shapes[i].heap.end(), later);
+      Shape& sh = shapes[i];
+      for (size_t j = 1; j < sh.heap.size(); ++j) {
+        if (later(sh.heap[sh.best], sh.heap[j])) sh.best = j;
+      }
       file(i);
     }
     while (!top.empty()) {
@@ -125,11 +164,22 @@ void Queue::Walk(ShareFn share, VisitFn visit) const {
       top.pop();
       Shape& sh = shapes[e.shape];
       if (sh.done || e.version != sh.version) continue;
-      std::pop_heap(sh.heap.begin(), sh.heap.end(), later);
+      if (sh.heaped) {
+        std::pop_heap(sh.heap.begin(), sh.heap.end(), later);
+      } else {
+        std::swap(sh.heap[sh.best], sh.heap.back());
+      }
       Cursor c = sh.heap.back();
       sh.heap.pop_back();
+      // The rest of the shape's groups in heap order, once they are needed.
+      auto heapify = [&sh, &later] {
+        if (sh.heaped) return;
+        std::make_heap(sh.heap.begin(), sh.heap.end(), later);
+        sh.heaped = true;
+      };
       if (const double now = share(*c.tenant); now != c.share) {
         c.share = now;
+        heapify();
         sh.heap.push_back(c);
         std::push_heap(sh.heap.begin(), sh.heap.end(), later);
         file(e.shape);
@@ -142,6 +192,7 @@ void Queue::Walk(ShareFn share, VisitFn visit) const {
         case Verdict::kSkipGroup:
           break;
         case Verdict::kTaken:
+          heapify();
           if (++c.pos != c.end) {
             c.head = &*c.pos;
             c.share = share(*c.tenant);
@@ -150,6 +201,7 @@ void Queue::Walk(ShareFn share, VisitFn visit) const {
           }
           break;
       }
+      heapify();
       file(e.shape);
     }
   }

@@ -17,6 +17,7 @@
 #define ACCELSCHED_CORE_ADMISSION_QUEUE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -45,8 +46,8 @@ class Queue {
   using ShareFn = absl::FunctionRef<double(const std::string& tenant)>;
   using VisitFn = absl::FunctionRef<Verdict(const std::string& id)>;
 
-  // Enters a PENDING allocation. Ids sort by creation, so a group's order is
-  // its ids' order.
+  // Enters a PENDING allocation (one entered already is filed anew). Ids
+  // sort by creation, so a group's order is its ids' order.
   void Add(const Allocation& pending);
   // Takes it out (admitted, withdrawn, expired); no-op for an unknown id.
   void Remove(const std::string& id);
@@ -80,17 +81,23 @@ class Queue {
     int priority = 0;
     std::string tenant;
     std::string shape;
+    uint32_t shape_id = 0;  // `shape` interned
     std::string reason;
   };
   // Ids of one group, oldest first.
   using Group = std::set<std::string>;
-  // priority (highest first) -> tenant -> shape -> group.
-  using Levels =
-      std::map<int, std::map<std::string, std::map<std::string, Group>>,
-               std::greater<int>>;
+  // priority (highest first) -> tenant -> interned shape -> group.
+  using Levels = std::map<int, std::map<std::string, std::map<uint32_t, Group>>,
+                          std::greater<int>>;
 
   Levels levels_;
   absl::flat_hash_map<std::string, Entry> entries_;
+  // Shapes interned to small dense ids, so that a walk files each tenant's
+  // groups by index instead of hashing every group's shape every pass:
+  // shape -> id, the entries of each id, and the ids free for reuse.
+  absl::flat_hash_map<std::string, uint32_t> shape_ids_;
+  std::vector<uint32_t> shape_refs_;
+  std::vector<uint32_t> free_shape_ids_;
 };
 
 }  // namespace accelsched

@@ -7,9 +7,28 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace accelsched {
 namespace {
+
+// Everything the lease walk of Reserve depends on besides the cluster: two
+// requests with one key find the same nodes at the same lease (or none
+// within the walk limit). The lease is not in it: a walk does not read it.
+std::string WalkKey(const MatchSpec& spec, int priority) {
+  std::string pod;
+  if (spec.pod_resources.has_value()) {
+    pod = absl::StrCat(spec.pod_resources->cpu_milli, "m",
+                       spec.pod_resources->memory_bytes, "b",
+                       spec.pod_resources->pods, "p");
+  }
+  const std::string selector = spec.selector.ToString();
+  return absl::StrCat(static_cast<int>(spec.device_class), "|",
+                      absl::StrJoin(spec.models, ","), "|", spec.partition, "|",
+                      spec.count, "x", spec.replicas, "|",
+                      spec.topology_key.size(), ":", spec.topology_key, "|",
+                      selector.size(), ":", selector, "|", pod, "|", priority);
+}
 
 // What to add to a holder's reason.
 std::string Holds(const std::vector<std::string>& nodes, absl::Time start) {
@@ -37,6 +56,11 @@ ReservationPlanner::ReservationPlanner(
           kept_holders_.insert(r.holder);
         }
       }
+    }
+    // What was looked for in vain is not looked for again before the
+    // refresh, whoever asks for it next.
+    if (!ctx.refresh_reservations) {
+      state_.unplaced_walks = ctx.previous->unplaced_walks;
     }
   }
 }
@@ -105,7 +129,8 @@ void ReservationPlanner::HoldVictimNodes(const std::string& id, int priority,
   }
 }
 
-std::optional<std::string> ReservationPlanner::Reuse(const std::string& id) {
+std::optional<std::string> ReservationPlanner::Reuse(
+    const std::string& id, const std::string& walk_key) {
   if (ctx_.previous == nullptr || ctx_.refresh_reservations) {
     return std::nullopt;
   }
@@ -118,16 +143,33 @@ std::optional<std::string> ReservationPlanner::Reuse(const std::string& id) {
     }
   }
   auto it = previous_by_holder_.find(id);
-  if (it == previous_by_holder_.end()) return std::nullopt;
+  bool taken_over = false;
+  if (it == previous_by_holder_.end()) {
+    // Another request that asked the same held it last pass (it was
+    // admitted, or is no longer first): the same nodes serve this one.
+    auto last = ctx_.previous->walk_holders.find(walk_key);
+    if (last == ctx_.previous->walk_holders.end()) return std::nullopt;
+    it = previous_by_holder_.find(last->second);
+    if (it == previous_by_holder_.end()) return std::nullopt;
+    taken_over = true;
+  }
   std::vector<std::string> nodes;
   absl::Time start = absl::InfinitePast();
   for (const Held& h : it->second) {
     if (reserved_pools_.contains(*h.pool)) return std::nullopt;
+    if (taken_over && h.reservation->nominated) return std::nullopt;
   }
   for (const Held& h : it->second) {
-    state_.reservations[*h.pool][*h.node] = *h.reservation;
+    Reservation& r = state_.reservations[*h.pool][*h.node];
+    r = *h.reservation;
+    r.holder = id;
     nodes.push_back(*h.node);
     start = std::max(start, h.reservation->start);
+  }
+  if (auto last = ctx_.previous->walk_holders.find(walk_key);
+      taken_over ||
+      (last != ctx_.previous->walk_holders.end() && last->second == id)) {
+    state_.walk_holders[walk_key] = id;
   }
   for (const Held& h : it->second) reserved_pools_.insert(*h.pool);
   std::sort(nodes.begin(), nodes.end());
@@ -136,14 +178,18 @@ std::optional<std::string> ReservationPlanner::Reuse(const std::string& id) {
 
 std::string ReservationPlanner::Reserve(const std::string& id,
                                         const MatchSpec& spec, int priority) {
-  if (std::optional<std::string> reused = Reuse(id)) return *reused;
+  std::string walk_key = WalkKey(spec, priority);
+  if (std::optional<std::string> reused = Reuse(id, walk_key)) return *reused;
   if (!ctx_.refresh_reservations && ctx_.previous != nullptr &&
-      ctx_.previous->unplaced.contains(id)) {
-    // Looked for in vain under the walk limit: again at the next refresh.
+      (ctx_.previous->unplaced.contains(id) ||
+       ctx_.previous->unplaced_walks.contains(walk_key))) {
+    // Looked for in vain under the walk limit (this request, or one that
+    // asks the same): again at the next refresh.
     for (const PoolKey& key : PoolsFor(index_, spec)) {
       reserved_pools_.insert(key);
     }
     state_.unplaced.insert(id);
+    state_.unplaced_walks.insert(std::move(walk_key));
     return "";
   }
   Forget(id);  // what it held is looked for again
@@ -159,11 +205,13 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     if (!reserved_pools_.insert(key).second) continue;
     const CapacityIndex::Pool* pool = index_.FindPool(key);
     if (pool == nullptr) continue;
-    absl::flat_hash_map<std::string, int> avail;
+    // Keyed by the index's own home names, which outlive the pass: the walk
+    // visits up to the walk limit of leases and copies no name per lease.
+    absl::flat_hash_map<absl::string_view, int> avail;
     // What the walk has freed so far of each node's CPU, memory and pods.
     absl::flat_hash_map<std::string, NodeResources> freed;
-    absl::flat_hash_set<std::string> counted;  // homes in `ready`
-    absl::flat_hash_map<std::string, bool> eligible;
+    absl::flat_hash_set<absl::string_view> counted;  // homes in `ready`
+    absl::flat_hash_map<absl::string_view, bool> eligible;
     std::map<std::string, std::vector<std::string>> ready;
     std::optional<absl::Time> start;
     std::vector<std::string>* chosen = nullptr;
@@ -205,6 +253,7 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     });
     if (!start.has_value()) {
       size_t walked = 0;
+
       // Shares the walk has yet to see end, per shared GPU: it frees whole
       // when the last one has.
       absl::flat_hash_map<std::string, size_t> shares_left;
@@ -247,12 +296,16 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     }
   }
   if (best.nodes.empty()) {
-    if (cut) state_.unplaced.insert(id);
+    if (cut) {
+      state_.unplaced.insert(id);
+      state_.unplaced_walks.insert(std::move(walk_key));
+    }
     return "";
   }
   for (const std::string& node : best.nodes) {
     state_.reservations[best.pool][node] = Reservation{best.start, id};
   }
+  state_.walk_holders[std::move(walk_key)] = id;
   return Holds(best.nodes, best.start);
 }
 }  // namespace accelsched

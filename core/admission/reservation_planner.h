@@ -15,9 +15,13 @@
 //   reserved node only if its own lease ends by the reservation's start
 //   (EligibilityRules, in the matcher).
 // - Between refreshes (ctx.refresh_reservations false) a holder takes over
-//   the last pass's reservation as it was, and a new one walks at most
-//   ctx.reservation_walk_limit leases: one not found within it is `unplaced`
-//   and waits for the next refresh.
+//   the last pass's reservation as it was (its own, or one Reserve found for
+//   another request of the same walk key: same spec and priority, the lease
+//   aside), and a new one walks at most ctx.reservation_walk_limit leases:
+//   one not found within it is `unplaced` and waits for the next refresh, as
+//   does every request of its walk key until then. The first request of a
+//   pool changes with the tenants' shares from pass to pass; without these a
+//   release would walk thousands of leases for each new one.
 // - A preemptor holds its victims' nodes (nominated) against requests of its
 //   priority or lower until it is admitted: those holds are kept from pass
 //   to pass while it is still queued.
@@ -79,11 +83,12 @@ class ReservationPlanner {
   // when it is the first of one of its pools to wait this pass, the nodes of
   // that pool that free first (now, or at a lease end; the earliest pool
   // wins, the first of spec's pools on a tie). Between refreshes it first
-  // takes over its last reservation as it was (unless a pool of it is held
-  // already this pass), and one `unplaced` last time stays so and holds
-  // nothing. Returns what to add to its reason: "; holds n3 and 1 more from
-  // <start>", or "" when it holds nothing (not first of any pool, nothing
-  // found, or `unplaced`).
+  // takes over its last reservation, or the last pass's reservation of
+  // another request of its walk key, as it was (unless a pool of it is held
+  // already this pass), and one `unplaced` (or of an unplaced walk key)
+  // since the refresh stays so and holds nothing. Returns what to add to its
+  // reason: "; holds n3 and 1 more from <start>", or "" when it holds
+  // nothing (not first of any pool, nothing found, or `unplaced`).
   std::string Reserve(const std::string& id, const MatchSpec& spec,
                       int priority);
 
@@ -93,7 +98,10 @@ class ReservationPlanner {
  private:
   // The last pass's reservation of `id`, taken over as it was, unless a pool
   // of it is already held this pass. nullopt when there is none to take.
-  std::optional<std::string> Reuse(const std::string& id);
+  // Also the last pass's reservation made by Reserve for another request of
+  // the same `walk_key`, now held by `id`.
+  std::optional<std::string> Reuse(const std::string& id,
+                                   const std::string& walk_key);
 
   const AdmissionContext& ctx_;
   const CapacityIndex& index_;

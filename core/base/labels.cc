@@ -127,6 +127,28 @@ LabelSelector LabelSelector::FromMap(const Labels& required) {
   return selector;
 }
 
+std::string LabelSelector::ToString() const {
+  std::string text;
+  for (const Term& t : terms_) {
+    if (!text.empty()) text += ',';
+    switch (t.op) {
+      case Op::kEquals:
+        absl::StrAppend(&text, t.key, "=", t.value);
+        break;
+      case Op::kNotEquals:
+        absl::StrAppend(&text, t.key, "!=", t.value);
+        break;
+      case Op::kExists:
+        text += t.key;
+        break;
+      case Op::kNotExists:
+        absl::StrAppend(&text, "!", t.key);
+        break;
+    }
+  }
+  return text;
+}
+
 bool LabelSelector::Matches(const Labels& labels) const {
   for (const Term& t : terms_) {
     auto it = labels.find(t.key);

@@ -47,6 +47,10 @@ class LabelSelector {
 
   bool Matches(const Labels& labels) const;
   bool empty() const { return terms_.empty(); }
+  // The terms in the selector syntax, in the order given ("k=v,k2!=v2,k3,
+  // !k4"): equal selectors spell the same, and one selector spelled two ways
+  // may not.
+  std::string ToString() const;
 
  private:
   enum class Op { kEquals, kNotEquals, kExists, kNotExists };

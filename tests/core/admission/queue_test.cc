@@ -98,6 +98,57 @@ TEST(QueueTest, SkippingAShapeSkipsItForEveryTenant) {
   EXPECT_THAT(visited, ElementsAre("a-1", "a-3", "a-4"));
 }
 
+TEST(QueueTest, AGroupSkippedFirstLeavesItsShapesOthersInOrder) {
+  Queue q;
+  q.Add(Pending("a-1", "x"));
+  q.Add(Pending("a-2", "y"));
+  q.Add(Pending("a-3", "z"));
+  q.Add(Pending("a-4", "w"));
+  q.Add(Pending("a-5", "y"));
+  std::vector<std::string> visited;
+  q.Walk(
+      [](const std::string& t) {
+        return t == "y" ? 0.1 : t == "z" ? 0.2 : t == "x" ? 0.3 : 0.4;
+      },
+      [&](const std::string& id) {
+        visited.push_back(id);
+        return id == "a-2" ? Queue::Verdict::kSkipGroup
+                           : Queue::Verdict::kTaken;
+      });
+  EXPECT_THAT(visited, ElementsAre("a-2", "a-3", "a-1", "a-4"));
+}
+
+TEST(QueueTest, AShapeThatLeftAndCameBackIsOneShapeAgain) {
+  Queue q;
+  q.Add(Pending("a-1", "x", 0, 8));
+  q.Remove("a-1");  // its shape's last request: the shape is forgotten
+  q.Add(Pending("a-2", "x", 0, 1));
+  q.Add(Pending("a-3", "y", 0, 8));
+  q.Add(Pending("a-4", "z", 0, 8));
+  q.Add(Pending("a-5", "w", 0, 1));
+  std::vector<std::string> visited;
+  q.Walk([](const std::string&) { return 0.0; },
+         [&](const std::string& id) {
+           visited.push_back(id);
+           return id == "a-3" ? Queue::Verdict::kSkipShape
+                              : Queue::Verdict::kTaken;
+         });
+  // a-4 shares a-3's shape; a-2 and a-5 share the other.
+  EXPECT_THAT(visited, ElementsAre("a-2", "a-3", "a-5"));
+}
+
+TEST(QueueTest, ARequestEnteredAgainIsFiledOnce) {
+  Queue q;
+  q.Add(Pending("a-1", "x", 0, 1));
+  q.Add(Pending("a-1", "x", 0, 8));
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_THAT(Walked(q, {}), ElementsAre("a-1"));
+  EXPECT_EQ(q.Shape("a-1"), ShapeOf(Pending("a-1", "x", 0, 8)));
+  q.Remove("a-1");
+  EXPECT_TRUE(q.empty());
+  EXPECT_THAT(Walked(q, {}), ElementsAre());
+}
+
 TEST(QueueTest, RemoveAndReasons) {
   Queue q;
   q.Add(Pending("a-1", "t"));

@@ -303,6 +303,79 @@ TEST_F(ReservationPlannerTest, PastTheWalkLimitTheHolderWaitsForARefresh) {
   EXPECT_THAT(refreshed.Take().unplaced, IsEmpty());
 }
 
+TEST_F(ReservationPlannerTest, ARequestAskingWhatWasNotFoundWaitsToo) {
+  AddNode("n1", 2);
+  AddLive(
+      {.id = "x-1", .tenant = "x", .node = "n1", .lease_left = absl::Hours(1)});
+  AddLive(
+      {.id = "x-2", .tenant = "x", .node = "n1", .lease_left = absl::Hours(2)});
+  const ReservationState none{};
+  ctx_.previous = &none;
+  ctx_.reservation_walk_limit = 1;
+  ctx_.refresh_reservations = false;
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0), "");
+  const ReservationState cut = planner.Take();
+
+  // Two passes on, with a walk limit that would find n1 (p-1 was admitted
+  // elsewhere; a pass in between saw no request of that walk): p-2 asks the
+  // same and is not walked for before the refresh.
+  ctx_.reservation_walk_limit = 10;
+  ctx_.previous = &cut;
+  ReservationPlanner between(ctx_, NoneWaiting);
+  EXPECT_EQ(between.Reserve("p-9", T4s(1), 0),
+            HoldsFrom("n1", T0() + absl::Hours(1)));
+  const ReservationState passed = between.Take();
+  ctx_.previous = &passed;
+  ReservationPlanner planner2(ctx_, NoneWaiting);
+  EXPECT_EQ(planner2.Reserve("p-2", T4s(2), 0), "");
+  // Another priority is another walk: found.
+  ReservationPlanner other(ctx_, NoneWaiting);
+  EXPECT_EQ(other.Reserve("p-3", T4s(2), 5),
+            HoldsFrom("n1", T0() + absl::Hours(2)));
+  EXPECT_THAT(planner2.Take().unplaced, UnorderedElementsAre("p-2"));
+
+  ctx_.refresh_reservations = true;
+  ReservationPlanner refreshed(ctx_, NoneWaiting);
+  EXPECT_EQ(refreshed.Reserve("p-2", T4s(2), 0),
+            HoldsFrom("n1", T0() + absl::Hours(2)));
+  EXPECT_THAT(refreshed.Take().unplaced_walks, IsEmpty());
+}
+
+TEST_F(ReservationPlannerTest,
+       AReservationPassesToTheNextRequestAskingTheSame) {
+  AddNode("n1", 2);
+  AddLive(
+      {.id = "x-1", .tenant = "x", .node = "n1", .lease_left = absl::Hours(1)});
+  AddLive(
+      {.id = "x-2", .tenant = "x", .node = "n1", .lease_left = absl::Hours(2)});
+  ReservationPlanner planner(ctx_, NoneWaiting);  // a refresh
+  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0),
+            HoldsFrom("n1", T0() + absl::Hours(2)));
+  const ReservationState found = planner.Take();
+
+  // p-1 is gone; p-2 asks the same and is first now. A walk would be cut.
+  ctx_.previous = &found;
+  ctx_.reservation_walk_limit = 1;
+  ctx_.refresh_reservations = false;
+  ReservationPlanner next(ctx_, NoneWaiting);
+  EXPECT_EQ(next.Reserve("p-2", T4s(2), 0),
+            HoldsFrom("n1", T0() + absl::Hours(2)));
+  EXPECT_EQ(Held(*next.reservations()),
+            (HeldMap{{"n1", {"p-2", T0() + absl::Hours(2)}}}));
+  const ReservationState passed = next.Take();
+  EXPECT_THAT(passed.unplaced, IsEmpty());
+
+  // And on to p-3 the pass after; a request asking otherwise walks (cut).
+  ctx_.previous = &passed;
+  ReservationPlanner third(ctx_, NoneWaiting);
+  EXPECT_EQ(third.Reserve("p-3", T4s(2), 0),
+            HoldsFrom("n1", T0() + absl::Hours(2)));
+  ReservationPlanner other(ctx_, NoneWaiting);
+  EXPECT_EQ(other.Reserve("p-4", T4s(2), 1), "");
+  EXPECT_THAT(other.Take().unplaced, UnorderedElementsAre("p-4"));
+}
+
 TEST_F(ReservationPlannerTest, BetweenRefreshesAHolderTakesItsOldOneOver) {
   AddNode("n1", 2);
   AddNode("n2", 2);

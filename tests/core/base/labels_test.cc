@@ -62,6 +62,16 @@ TEST(LabelSelectorTest, TermsAllMustHold) {
   EXPECT_FALSE(match("!spot"));
 }
 
+TEST(LabelSelectorTest, ToStringSpellsTheTermsInTheirOrder) {
+  absl::StatusOr<LabelSelector> s =
+      LabelSelector::Parse("zone==z1, pool!=a100,spot,!reserved", "selector");
+  ASSERT_OK(s);
+  EXPECT_EQ(s->ToString(), "zone=z1,pool!=a100,spot,!reserved");
+  EXPECT_EQ(LabelSelector().ToString(), "");
+  EXPECT_EQ(LabelSelector::FromMap({{"a", "1"}, {"b", ""}}).ToString(),
+            "a=1,b=");
+}
+
 TEST(LabelSelectorTest, MalformedSelectorIsInvalidArgument) {
   for (const char* bad :
        {"=v", "a=b=c d", ",", "a,,b", "!", "a b=c", "a=b c"}) {
