@@ -12,9 +12,11 @@
 namespace accelsched {
 namespace {
 
-// Everything the lease walk of Reserve depends on besides the cluster: two
-// requests with one key find the same nodes at the same lease (or none
-// within the walk limit). The lease is not in it: a walk does not read it.
+// What the lease walk of Reserve depends on besides the cluster and the
+// holds of the pass: two requests with one key find the same nodes at the
+// same lease (or none within the walk limit) where no pool of theirs is
+// held for another and no node is (Reserve records a cut walk only then).
+// The lease is not in it: a walk does not read it.
 std::string WalkKey(const MatchSpec& spec, int priority) {
   std::string pod;
   if (spec.pod_resources.has_value()) {
@@ -66,6 +68,7 @@ ReservationPlanner::ReservationPlanner(
 }
 
 void ReservationPlanner::Forget(const std::string& id) {
+  forgotten_.insert(id);
   for (auto pool = state_.reservations.begin();
        pool != state_.reservations.end();) {
     absl::erase_if(pool->second, [&](const auto& entry) {
@@ -148,7 +151,12 @@ std::optional<std::string> ReservationPlanner::Reuse(
     // Another request that asked the same held it last pass (it was
     // admitted, or is no longer first): the same nodes serve this one.
     auto last = ctx_.previous->walk_holders.find(walk_key);
-    if (last == ctx_.previous->walk_holders.end()) return std::nullopt;
+    // Not from one that had its turn this pass: admitted (perhaps onto
+    // those very nodes), or no longer holding.
+    if (last == ctx_.previous->walk_holders.end() ||
+        forgotten_.contains(last->second)) {
+      return std::nullopt;
+    }
     it = previous_by_holder_.find(last->second);
     if (it == previous_by_holder_.end()) return std::nullopt;
     taken_over = true;
@@ -194,6 +202,9 @@ std::string ReservationPlanner::Reserve(const std::string& id,
   }
   Forget(id);  // what it held is looked for again
   bool cut = false;
+  // Whether the walk saw all it would see for any request of its walk key:
+  // no pool of it taken by another this pass, no node held for another.
+  bool exact = true;
   struct Best {
     absl::Time start = absl::InfiniteFuture();
     PoolKey pool;
@@ -202,7 +213,10 @@ std::string ReservationPlanner::Reserve(const std::string& id,
   for (const PoolKey& key : PoolsFor(index_, spec)) {
     // The pool's first request that must wait is its holder, whether or
     // not a reservation is found for it.
-    if (!reserved_pools_.insert(key).second) continue;
+    if (!reserved_pools_.insert(key).second) {
+      exact = false;
+      continue;
+    }
     const CapacityIndex::Pool* pool = index_.FindPool(key);
     if (pool == nullptr) continue;
     // Keyed by the index's own home names, which outlive the pass: the walk
@@ -233,8 +247,9 @@ std::string ReservationPlanner::Reserve(const std::string& id,
       auto [e, fresh] = eligible.try_emplace(home, false);
       std::string domain;
       if (fresh) {
-        e->second = !ReservedForOther(key, home, id, priority) &&
-                    EligibleHome(ctx_, home, spec, &domain);
+        const bool other = ReservedForOther(key, home, id, priority);
+        exact = exact && !other;
+        e->second = !other && EligibleHome(ctx_, home, spec, &domain);
       } else if (e->second && !spec.topology_key.empty()) {
         EligibleHome(ctx_, home, spec, &domain);
       }
@@ -298,7 +313,7 @@ std::string ReservationPlanner::Reserve(const std::string& id,
   if (best.nodes.empty()) {
     if (cut) {
       state_.unplaced.insert(id);
-      state_.unplaced_walks.insert(std::move(walk_key));
+      if (exact) state_.unplaced_walks.insert(std::move(walk_key));
     }
     return "";
   }

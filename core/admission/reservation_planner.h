@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "core/admission/admission_context.h"
@@ -57,7 +58,8 @@ class ReservationPlanner {
   // Preemptors whose nominated holds were kept from the last pass.
   const std::set<std::string>& kept_holders() const { return kept_holders_; }
 
-  // Drops every reservation `id` holds (admitted, or held afresh).
+  // Drops every reservation `id` holds (admitted, or held afresh); what it
+  // held last pass passes to no other request this pass.
   void Forget(const std::string& id);
 
   // Whether node `home` of `pool` is held for a request other than `id`
@@ -117,6 +119,9 @@ class ReservationPlanner {
   bool previous_indexed_ = false;
   absl::flat_hash_map<std::string, std::vector<Held>> previous_by_holder_;
   std::set<std::string> kept_holders_;
+  // Ids Forget was called for this pass (admitted, holding nothing, or
+  // looked for again): their last reservation passes to nobody.
+  absl::flat_hash_set<std::string> forgotten_;
 };
 
 }  // namespace accelsched

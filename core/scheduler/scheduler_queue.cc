@@ -15,7 +15,9 @@ namespace {
 
 // See AdmissionContext::reservation_walk_limit. About 1 us a lease on a
 // cluster of 80,000 leases (bench/queue_bench, whose max column is such a
-// walk): up to 2-3 ms, paid once per walk key between refreshes.
+// walk): up to 2-3 ms for a walk the limit cuts, which happens once per
+// walk key between refreshes (ReservationPlanner); a walk that ends sooner
+// is done again only by a request that takes no reservation over.
 constexpr size_t kReservationWalkLimit = 2048;
 
 }  // namespace
@@ -36,7 +38,9 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
     absl::Time now, bool refresh_reservations) {
   if (queue_.empty()) {
     if (!reservations_.reservations.empty() ||
-        !reservations_.unplaced.empty()) {
+        !reservations_.unplaced.empty() ||
+        !reservations_.unplaced_walks.empty() ||
+        !reservations_.walk_holders.empty()) {
       reservations_ = ReservationState();
     }
     return nullptr;

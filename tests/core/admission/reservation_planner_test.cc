@@ -376,6 +376,80 @@ TEST_F(ReservationPlannerTest,
   EXPECT_THAT(other.Take().unplaced, UnorderedElementsAre("p-4"));
 }
 
+TEST_F(ReservationPlannerTest, NothingPassesOnFromAHolderAdmittedThisPass) {
+  AddNode("n1", 2);
+  AddNode("n2", 2);
+  // h held n1 from +1 h last pass; x-1 ended early and h was admitted onto
+  // n1 this pass (for 4 h); n2 frees at +2 h.
+  AddLive({.id = "h",
+           .tenant = "x",
+           .node = "n1",
+           .units = 2,
+           .lease_left = absl::Hours(4)});
+  AddLive({.id = "x-2",
+           .tenant = "x",
+           .node = "n2",
+           .units = 2,
+           .lease_left = absl::Hours(2)});
+  ReservationState previous;
+  previous.reservations[GpuPool(kT4)]["n1"] =
+      Reservation{T0() + absl::Hours(1), "h"};
+  {
+    // The walk key as Reserve records it: taken from a real reservation.
+    ReservationPlanner planner(ctx_, NoneWaiting);
+    planner.Reserve("h", T4s(2), 0);
+    previous.walk_holders = planner.Take().walk_holders;
+    ASSERT_EQ(previous.walk_holders.size(), 1u);
+  }
+  ctx_.previous = &previous;
+  ctx_.refresh_reservations = false;
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  planner.Forget("h");  // as the pass does when it admits h
+  EXPECT_EQ(planner.Reserve("p", T4s(2), 0),
+            HoldsFrom("n2", T0() + absl::Hours(2)));
+}
+
+TEST_F(ReservationPlannerTest, AWalkThatMissedAPoolIsNotRememberedForOthers) {
+  AddNode("n1", 2, kL4);
+  AddNode("n2", 2);
+  AddLive({.id = "x-1",
+           .tenant = "x",
+           .node = "n1",
+           .lease_left = absl::Hours(2),
+           .model = kL4});
+  AddLive({.id = "x-2",
+           .tenant = "x",
+           .node = "n1",
+           .lease_left = absl::Hours(3),
+           .model = kL4});
+  AddLive({.id = "x-3",
+           .tenant = "x",
+           .node = "n2",
+           .units = 2,
+           .lease_left = absl::Hours(1)});
+  MatchSpec either = T4s(2);
+  either.models = {kL4, kT4};
+  const ReservationState none{};
+  ctx_.previous = &none;
+  ctx_.reservation_walk_limit = 1;
+  ctx_.refresh_reservations = false;
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  // y holds the T4s; a walks the L4s alone and is cut (n1 frees with its
+  // second lease, past the limit of one).
+  EXPECT_EQ(planner.Reserve("y", T4s(1), 0),
+            HoldsFrom("n2", T0() + absl::Hours(1)));
+  EXPECT_EQ(planner.Reserve("a", either, 0), "");
+  const ReservationState cut = planner.Take();
+  EXPECT_THAT(cut.unplaced, UnorderedElementsAre("a"));
+  EXPECT_THAT(cut.unplaced_walks, IsEmpty());
+  // Next pass, first of both pools, c walks both: the L4s are cut again,
+  // the T4s free at +1 h (x-3, one lease).
+  ctx_.previous = &cut;
+  ReservationPlanner next(ctx_, NoneWaiting);
+  EXPECT_EQ(next.Reserve("c", either, 0),
+            HoldsFrom("n2", T0() + absl::Hours(1)));
+}
+
 TEST_F(ReservationPlannerTest, BetweenRefreshesAHolderTakesItsOldOneOver) {
   AddNode("n1", 2);
   AddNode("n2", 2);
