@@ -196,8 +196,10 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     for (const PoolKey& key : PoolsFor(index_, spec)) {
       reserved_pools_.insert(key);
     }
+    // The key, when remembered, was copied over already: one unplaced
+    // by its id alone (its walk saw less than another would) stays so
+    // without it.
     state_.unplaced.insert(id);
-    state_.unplaced_walks.insert(std::move(walk_key));
     return "";
   }
   Forget(id);  // what it held is looked for again

@@ -15,9 +15,10 @@ namespace {
 
 // See AdmissionContext::reservation_walk_limit. About 1 us a lease on a
 // cluster of 80,000 leases (bench/queue_bench, whose max column is such a
-// walk): up to 2-3 ms for a walk the limit cuts, which happens once per
-// walk key between refreshes (ReservationPlanner); a walk that ends sooner
-// is done again only by a request that takes no reservation over.
+// walk): up to 2-3 ms for a walk the limit cuts. One cut with every pool of
+// its spec seen and no node held for another is not repeated for its walk
+// key before the refresh (ReservationPlanner); other walks are done again by
+// a request that takes no reservation over.
 constexpr size_t kReservationWalkLimit = 2048;
 
 }  // namespace
@@ -94,6 +95,8 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
   for (Record* r : written) {
     if (r->allocation.live()) queue_.Remove(r->allocation.id);
   }
+  // Emptied: nothing of this pass is for the requests that come next.
+  if (queue_.empty()) reservations_ = ReservationState();
   ++generation_;
   if (write.mutations.empty()) return nullptr;
   auto ticket = Commit(std::move(write));

@@ -442,9 +442,17 @@ TEST_F(ReservationPlannerTest, AWalkThatMissedAPoolIsNotRememberedForOthers) {
   const ReservationState cut = planner.Take();
   EXPECT_THAT(cut.unplaced, UnorderedElementsAre("a"));
   EXPECT_THAT(cut.unplaced_walks, IsEmpty());
-  // Next pass, first of both pools, c walks both: the L4s are cut again,
-  // the T4s free at +1 h (x-3, one lease).
+  // Next pass a, still unplaced by its id, holds nothing again, and its
+  // key is not remembered for others either.
   ctx_.previous = &cut;
+  ReservationPlanner again(ctx_, NoneWaiting);
+  EXPECT_EQ(again.Reserve("a", either, 0), "");
+  const ReservationState still = again.Take();
+  EXPECT_THAT(still.unplaced, UnorderedElementsAre("a"));
+  EXPECT_THAT(still.unplaced_walks, IsEmpty());
+  // The pass after, first of both pools, c walks both: the L4s are cut
+  // again, the T4s free at +1 h (x-3, one lease).
+  ctx_.previous = &still;
   ReservationPlanner next(ctx_, NoneWaiting);
   EXPECT_EQ(next.Reserve("c", either, 0),
             HoldsFrom("n2", T0() + absl::Hours(1)));
