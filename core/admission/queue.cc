@@ -16,6 +16,12 @@ constexpr uint32_t kNoShape = ~uint32_t{0};
 
 }  // namespace
 
+std::string PodNeedKey(const std::optional<NodeResources>& need) {
+  if (!need.has_value()) return "";
+  return absl::StrCat(need->cpu_milli, "m", need->memory_bytes, "b", need->pods,
+                      "p");
+}
+
 std::string ShapeOf(const Allocation& p) {
   std::string selector;
   for (const auto& [key, value] : p.node_selector) {
@@ -28,12 +34,7 @@ std::string ShapeOf(const Allocation& p) {
   const int lease_bucket =
       seconds <= 0 ? -1 : std::bit_width(static_cast<uint64_t>(seconds));
   // Exact pod resources: a smaller need may fit where a larger one did not.
-  std::string pod;
-  if (p.pod_resources.has_value()) {
-    pod = absl::StrCat(p.pod_resources->cpu_milli, "m",
-                       p.pod_resources->memory_bytes, "b",
-                       p.pod_resources->pods, "p");
-  }
+  const std::string pod = PodNeedKey(p.pod_resources);
   // Exact shares likewise: a smaller share may fit where a larger did not,
   // and one of another group on GPUs that this one's group may not join.
   std::string share;

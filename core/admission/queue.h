@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,12 +28,17 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "core/model/allocation_model.h"
+#include "core/model/node_resources.h"
 
 namespace accelsched {
 
 // What decides where a request can go; equal shapes compete for the same
 // units.
 std::string ShapeOf(const Allocation& pending);
+
+// A pod's exact need as ShapeOf spells it ("4000m1073741824b1p"), "" for
+// none: keys that compare requests by it (ReservationPlanner's walk key).
+std::string PodNeedKey(const std::optional<NodeResources>& need);
 
 class Queue {
  public:

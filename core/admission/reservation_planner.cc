@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/admission/queue.h"
 
 namespace accelsched {
 namespace {
@@ -18,18 +19,12 @@ namespace {
 // held for another and no node is (Reserve records a cut walk only then).
 // The lease is not in it: a walk does not read it.
 std::string WalkKey(const MatchSpec& spec, int priority) {
-  std::string pod;
-  if (spec.pod_resources.has_value()) {
-    pod = absl::StrCat(spec.pod_resources->cpu_milli, "m",
-                       spec.pod_resources->memory_bytes, "b",
-                       spec.pod_resources->pods, "p");
-  }
   const std::string selector = spec.selector.ToString();
-  return absl::StrCat(static_cast<int>(spec.device_class), "|",
-                      absl::StrJoin(spec.models, ","), "|", spec.partition, "|",
-                      spec.count, "x", spec.replicas, "|",
-                      spec.topology_key.size(), ":", spec.topology_key, "|",
-                      selector.size(), ":", selector, "|", pod, "|", priority);
+  return absl::StrCat(
+      static_cast<int>(spec.device_class), "|", absl::StrJoin(spec.models, ","),
+      "|", spec.partition, "|", spec.count, "x", spec.replicas, "|",
+      spec.topology_key.size(), ":", spec.topology_key, "|", selector.size(),
+      ":", selector, "|", PodNeedKey(spec.pod_resources), "|", priority);
 }
 
 // What to add to a holder's reason.
@@ -270,7 +265,6 @@ std::string ReservationPlanner::Reserve(const std::string& id,
     });
     if (!start.has_value()) {
       size_t walked = 0;
-
       // Shares the walk has yet to see end, per shared GPU: it frees whole
       // when the last one has.
       absl::flat_hash_map<std::string, size_t> shares_left;
