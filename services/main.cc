@@ -89,6 +89,10 @@ ABSL_FLAG(std::string, packing, "fragmentation",
           "fragmentation (least fragmentation added under the recent mix of "
           "requests, units that come free together), best_fit, first_fit "
           "(node name order) or spread (most free first)");
+ABSL_FLAG(absl::Duration, mig_relayout_timeout, absl::Minutes(10),
+          "How long a node has to apply a planned MIG re-layout before the "
+          "plan is dropped (the request waits again), and how long a GPU "
+          "whose plan failed or was dropped is not planned for again");
 ABSL_FLAG(bool, metrics_per_device, false,
           "also export device statistics per device and MIG slice on /metrics "
           "(a series each: mind the cardinality), not only per node and model");
@@ -152,6 +156,7 @@ int main(int argc, char** argv) {
   options.preemption = absl::GetFlag(FLAGS_preemption);
   options.preemption_grace = absl::GetFlag(FLAGS_preemption_grace);
   options.packing = absl::GetFlag(FLAGS_packing);
+  options.mig_relayout_timeout = absl::GetFlag(FLAGS_mig_relayout_timeout);
   options.metrics_per_device = absl::GetFlag(FLAGS_metrics_per_device);
   options.placement.nvidia_visible_devices =
       absl::GetFlag(FLAGS_nvidia_visible_devices);

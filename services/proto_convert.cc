@@ -140,7 +140,21 @@ void NodeToProto(const Node& node, v1::Node* proto) {
     p->set_tpu_slice_id(d.tpu_slice_id);
     p->set_tpu_topology(d.tpu_topology);
     p->set_sharing(static_cast<v1::GpuSharing>(d.sharing));
+    if (d.mig_plan.has_value())
+      MigPlanToProto(*d.mig_plan, p->mutable_mig_plan());
   }
+}
+
+void MigPlanToProto(const MigPlan& plan, v1::MigLayout* proto) {
+  for (const MigSlice& s : plan.slices) {
+    v1::MigSlice* ps = proto->add_slices();
+    ps->set_id(s.id);
+    ps->set_profile(s.profile);
+    ps->set_start(s.start);
+  }
+  proto->set_generation(plan.generation);
+  proto->set_allocation_id(plan.allocation_id);
+  ToTimestamp(plan.deadline, proto->mutable_deadline());
 }
 
 absl::StatusOr<DeviceStatsMap> DeviceStatsFromProto(

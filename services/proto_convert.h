@@ -17,7 +17,9 @@
 namespace accelsched {
 
 absl::StatusOr<Node> NodeFromProto(const v1::Node& proto);
+// Device.mig_plan included (output only: NodeFromProto ignores it).
 void NodeToProto(const Node& node, v1::Node* proto);
+void MigPlanToProto(const MigPlan& plan, v1::MigLayout* proto);
 void CapacityToProto(const CapacityEntry& entry, v1::CapacityEntry* proto);
 
 // A heartbeat's device_stats, converted and checked by ValidateDeviceStats in

@@ -18,6 +18,47 @@
 #include "services/proto_convert.h"
 
 namespace accelsched {
+namespace {
+
+// The longest error text an agent may report of a failed re-layout.
+constexpr size_t kMaxRelayoutErrorBytes = 4096;
+
+// A heartbeat's mig_relayout_failures, checked in device id order so that
+// the first error named is the same every time.
+absl::StatusOr<std::vector<Scheduler::RelayoutFailure>>
+RelayoutFailuresFromProto(
+    const google::protobuf::Map<std::string, v1::MigRelayoutFailure>& proto) {
+  if (proto.size() > kMaxDevicesPerNode) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mig_relayout_failures has ", proto.size(),
+                     " entries; at most ", kMaxDevicesPerNode));
+  }
+  std::vector<Scheduler::RelayoutFailure> out;
+  for (const auto& [id, failure] : proto) {
+    out.push_back(
+        Scheduler::RelayoutFailure{id, failure.generation(), failure.error()});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.device_id < b.device_id;
+  });
+  for (const Scheduler::RelayoutFailure& f : out) {
+    const std::string field = absl::StrCat(
+        "mig_relayout_failures[\"", absl::CHexEscape(f.device_id), "\"]");
+    RETURN_IF_ERROR(ValidateId(f.device_id, field));
+    if (f.generation == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".generation must be the failed plan's (1 or more)"));
+    }
+    if (f.error.size() > kMaxRelayoutErrorBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".error has ", f.error.size(), " bytes; at most ",
+                       kMaxRelayoutErrorBytes));
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 SchedulerService::Done::Done(Done&& other) noexcept
     : service_(other.service_),
@@ -181,7 +222,7 @@ grpc::ServerUnaryReactor* SchedulerService::SetNodeSchedulable(
 
 grpc::ServerUnaryReactor* SchedulerService::Heartbeat(
     grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* req,
-    v1::HeartbeatResponse*) {
+    v1::HeartbeatResponse* resp) {
   return Begin(ctx, "Heartbeat", [&](Done& done) -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
     std::vector<std::string> ids(req->unhealthy_device_ids().begin(),
@@ -210,10 +251,37 @@ grpc::ServerUnaryReactor* SchedulerService::Heartbeat(
     // Stored under the scheduler's lock once the heartbeat is accepted, so
     // that a concurrent RemoveNode (which erases them after its own removal)
     // cannot be overtaken by a late report.
+    ASSIGN_OR_RETURN(std::vector<Scheduler::RelayoutFailure> failures,
+                     RelayoutFailuresFromProto(req->mig_relayout_failures()));
+    // After the heartbeat, the failures it reports (which may end plans),
+    // then the plans that stand for the node's GPUs.
+    Scheduler* scheduler = scheduler_;
+    std::string name = req->name();
+    auto answer = [scheduler, name, resp,
+                   done = std::move(done)](absl::Status s) mutable {
+      if (s.ok()) {
+        if (absl::StatusOr<Node> node = scheduler->GetNode(name); node.ok()) {
+          for (const Device& d : node->devices) {
+            if (d.mig_plan.has_value()) {
+              MigPlanToProto(*d.mig_plan, &(*resp->mutable_mig_plans())[d.id]);
+            }
+          }
+        }
+      }
+      std::move(done)(s);
+    };
     scheduler_->Heartbeat(
         req->name(), ids, reported,
         [&] { stats_->Put(req->name(), std::move(stats), now); },
-        std::move(done));
+        [scheduler, name, failures = std::move(failures),
+         answer = std::move(answer)](absl::Status s) mutable {
+          if (!s.ok() || failures.empty()) {
+            std::move(answer)(s);
+            return;
+          }
+          scheduler->MigRelayoutFailed(name, std::move(failures),
+                                       std::move(answer));
+        });
     return absl::OkStatus();
   });
 }

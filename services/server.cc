@@ -174,6 +174,11 @@ absl::Status Server::OpenScheduler(const Options& options) {
   scheduler_options.preemption = options.preemption;
   scheduler_options.preemption_grace = options.preemption_grace;
   scheduler_options.packing = packing;
+  if (options.mig_relayout_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--mig_relayout_timeout must be positive");
+  }
+  scheduler_options.mig_relayout_timeout = options.mig_relayout_timeout;
   accelerator_types_ = options.accelerator_types;
   tenants_ = options.tenants;
   scheduler_ = std::make_unique<Scheduler>(

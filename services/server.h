@@ -88,6 +88,8 @@ class Server {
     absl::Duration preemption_grace = absl::Seconds(30);
     // --packing: one of ParsePacking's names.
     std::string packing = "fragmentation";
+    // --mig_relayout_timeout (Scheduler::Options::mig_relayout_timeout).
+    absl::Duration mig_relayout_timeout = absl::Minutes(10);
     PlacementOptions placement;
     // Device statistics on /metrics per device and MIG slice too, not only
     // per node and model.

@@ -258,6 +258,25 @@ WHERE share_compute_milli IS NOT NULL;
 UPDATE allocation_devices SET share_group = ''
 WHERE share_compute_milli IS NOT NULL;
 )sql"},
+    // Dynamic MIG re-layout: a GPU's last plan generation
+    // (Device::mig_generation, 0 for every earlier device) and its plan
+    // (Device::mig_plan): generation, allocation and deadline, NULL in all
+    // three when none (as every earlier device has), and the planned layout's
+    // slices (an empty id for one to create).
+    {12, R"sql(
+ALTER TABLE devices ADD COLUMN mig_generation INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE devices ADD COLUMN mig_plan_generation INTEGER;
+ALTER TABLE devices ADD COLUMN mig_plan_allocation TEXT;
+ALTER TABLE devices ADD COLUMN mig_plan_deadline_unix_ns INTEGER;
+CREATE TABLE mig_plan_slices (
+  device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  id TEXT NOT NULL,
+  profile TEXT NOT NULL,
+  start_slot INTEGER NOT NULL,
+  PRIMARY KEY (device_id, position)
+);
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

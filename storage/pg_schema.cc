@@ -208,6 +208,24 @@ WHERE share_compute_milli IS NOT NULL;
 UPDATE allocation_devices SET share_group = ''
 WHERE share_compute_milli IS NOT NULL;
 )sql"},
+    // SQLite's schema 12: a GPU's last MIG plan generation
+    // (Device::mig_generation), its plan (Device::mig_plan; NULL in its
+    // three columns when none) and the planned layout's slices.
+    {8, R"sql(
+ALTER TABLE devices
+  ADD COLUMN mig_generation BIGINT NOT NULL DEFAULT 0,
+  ADD COLUMN mig_plan_generation BIGINT,
+  ADD COLUMN mig_plan_allocation TEXT,
+  ADD COLUMN mig_plan_deadline_unix_ns BIGINT;
+CREATE TABLE mig_plan_slices (
+  device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  id TEXT NOT NULL,
+  profile TEXT NOT NULL,
+  start_slot INTEGER NOT NULL,
+  PRIMARY KEY (device_id, position)
+);
+)sql"},
 };
 
 // Any constant: the key of the advisory lock migrations run under.

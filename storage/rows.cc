@@ -214,6 +214,36 @@ std::vector<Column<R>> OptionalShare(std::optional<GpuShare> R::*field,
   return columns;
 }
 
+// One column of a device's optional MIG plan: NULL when it has none. The
+// first such column read (mig_plan_generation) decides whether the plan is
+// present; a later one that disagrees is INTERNAL, naming it.
+Column<Device> MigPlanColumn(
+    const char* name,
+    std::function<absl::Status(MigPlan&, RowReader&, int)> read_field,
+    std::function<SqlValue(const MigPlan&)> write_field) {
+  const bool first = absl::string_view(name) == "mig_plan_generation";
+  return {
+      name,
+      [write_field](const Device& d) -> SqlValue {
+        if (!d.mig_plan.has_value()) return std::monostate();
+        return write_field(*d.mig_plan);
+      },
+      [read_field, first, name](RowReader& row, int col,
+                                Device& d) -> absl::Status {
+        const bool null = row.IsNull(col);
+        if (first) {
+          d.mig_plan.reset();
+          if (!null) d.mig_plan.emplace();
+        } else if (null == d.mig_plan.has_value()) {
+          return absl::InternalError(absl::StrCat(
+              "column ", name, " is ", null ? "" : "not ",
+              "NULL but mig_plan_generation is ", null ? "not " : "", "NULL"));
+        }
+        if (null) return absl::OkStatus();
+        return read_field(*d.mig_plan, row, col);
+      }};
+}
+
 // `columns`, then `more`.
 template <typename R>
 std::vector<Column<R>> Columns(std::vector<Column<R>> columns,
@@ -311,6 +341,35 @@ const Table<Device>& DevicesTable() {
        Flag("mig_enabled", &Device::mig_enabled),
        TextOrNull("tpu_slice_id", &Device::tpu_slice_id),
        Flag("removed", &Device::removed), Integer("sharing", &Device::sharing),
+       Integer("mig_generation", &Device::mig_generation),
+       // The plan's own columns: its slices are in MigPlanSlicesTable.
+       MigPlanColumn(
+           "mig_plan_generation",
+           [](MigPlan& p, RowReader& row, int col) -> absl::Status {
+             ASSIGN_OR_RETURN(const int64_t v, row.Int(col));
+             p.generation = static_cast<uint64_t>(v);
+             return absl::OkStatus();
+           },
+           [](const MigPlan& p) -> SqlValue {
+             return static_cast<int64_t>(p.generation);
+           }),
+       MigPlanColumn(
+           "mig_plan_allocation",
+           [](MigPlan& p, RowReader& row, int col) -> absl::Status {
+             p.allocation_id = row.Text(col);
+             return absl::OkStatus();
+           },
+           [](const MigPlan& p) -> SqlValue { return p.allocation_id; }),
+       MigPlanColumn(
+           "mig_plan_deadline_unix_ns",
+           [](MigPlan& p, RowReader& row, int col) -> absl::Status {
+             ASSIGN_OR_RETURN(const int64_t v, row.Int(col));
+             p.deadline = absl::FromUnixNanos(v);
+             return absl::OkStatus();
+           },
+           [](const MigPlan& p) -> SqlValue {
+             return absl::ToUnixNanos(p.deadline);
+           }),
        Joined("t.topology", &Device::tpu_topology)},
       /*positioned=*/true,
       /*order_by=*/{},
@@ -329,6 +388,17 @@ const Table<MigSlice>& MigSlicesTable() {
       /*positioned=*/true,
       // Slices written before SQLite's schema 3 all have position 0.
       /*order_by=*/{"start_slot"}};
+  return *table;
+}
+
+// The slices of a GPU's MIG plan (Device::mig_plan), in the plan's order.
+const Table<MigSlice>& MigPlanSlicesTable() {
+  static const auto* const table = new Table<MigSlice>{
+      "mig_plan_slices",
+      "device_id",
+      {Text("id", &MigSlice::id), Text("profile", &MigSlice::profile),
+       Integer("start_slot", &MigSlice::start)},
+      /*positioned=*/true};
   return *table;
 }
 
@@ -558,6 +628,7 @@ struct Statements {
   std::string select_devices, delete_devices, insert_device,
       update_device_health;
   std::string select_mig_slices, insert_mig_slice;
+  std::string select_mig_plan_slices, insert_mig_plan_slice;
   std::string select_allocations, insert_allocation, update_allocation,
       delete_allocation;
   std::string select_selectors, insert_selector;
@@ -592,6 +663,8 @@ Statements::Statements(SqlDialect d)
           UpdateSql(d, DevicesTable(), {"node", "id"}, {"healthy"})),
       select_mig_slices(SelectSql(d, MigSlicesTable())),
       insert_mig_slice(InsertSql(d, MigSlicesTable())),
+      select_mig_plan_slices(SelectSql(d, MigPlanSlicesTable())),
+      insert_mig_plan_slice(InsertSql(d, MigPlanSlicesTable())),
       select_allocations(SelectSql(d, AllocationsTable())),
       insert_allocation(InsertSql(d, AllocationsTable())),
       update_allocation(UpdateSql(
@@ -681,6 +754,13 @@ absl::Status WriteDevices(const Statements& sql, const Node& node,
     for (size_t j = 0; j < d.mig_slices.size(); ++j) {
       RETURN_IF_ERROR(Run(db, sql.insert_mig_slice,
                           RowOf(MigSlicesTable(), d.mig_slices[j], d.id, j)));
+    }
+    if (d.mig_plan.has_value()) {
+      const std::vector<MigSlice>& plan = d.mig_plan->slices;
+      for (size_t j = 0; j < plan.size(); ++j) {
+        RETURN_IF_ERROR(Run(db, sql.insert_mig_plan_slice,
+                            RowOf(MigPlanSlicesTable(), plan[j], d.id, j)));
+      }
     }
   }
   return absl::OkStatus();
@@ -819,12 +899,24 @@ absl::StatusOr<std::vector<Node>> LoadNodeRows(RowSource& db) {
         slices[row.Text(0)].push_back(std::move(slice));
         return absl::OkStatus();
       }));
+  std::map<std::string, std::vector<MigSlice>> plan_slices;
+  RETURN_IF_ERROR(
+      db.Query(sql.select_mig_plan_slices, [&](RowReader& row) -> absl::Status {
+        MigSlice slice;
+        RETURN_IF_ERROR(ReadRow(MigPlanSlicesTable(), row, slice));
+        plan_slices[row.Text(0)].push_back(std::move(slice));
+        return absl::OkStatus();
+      }));
   RETURN_IF_ERROR(
       db.Query(sql.select_devices, [&](RowReader& row) -> absl::Status {
         Device d;
         RETURN_IF_ERROR(ReadRow(DevicesTable(), row, d));
         if (auto it = slices.find(d.id); it != slices.end()) {
           d.mig_slices = std::move(it->second);
+        }
+        if (auto it = plan_slices.find(d.id);
+            it != plan_slices.end() && d.mig_plan.has_value()) {
+          d.mig_plan->slices = std::move(it->second);
         }
         nodes[row.Text(0)].devices.push_back(std::move(d));
         return absl::OkStatus();

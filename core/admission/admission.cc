@@ -1,5 +1,6 @@
 #include "core/admission/admission.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <utility>
@@ -11,6 +12,10 @@
 
 namespace accelsched {
 namespace {
+
+// Plans made in one pass at most: each costs a search over the candidate
+// GPUs.
+constexpr int kMaxRelayoutsPerPass = 16;
 
 // What a preemptor waiting out its victims' grace adds to its reason.
 std::string WaitingForVictims(size_t n) {
@@ -31,7 +36,17 @@ class AdmissionRound {
         shares_(ctx),
         reservations_(
             ctx, [&queue](absl::string_view id) { return queue.contains(id); }),
-        preemption_(ctx, reservations_) {}
+        preemption_(ctx, reservations_) {
+    for (const auto& [node, device] : ctx.catalog->mig_plans()) {
+      const Node& n = ctx.catalog->nodes().find(node)->second;
+      for (const Device& d : n.devices) {
+        if (d.id != device || !d.mig_plan.has_value()) continue;
+        auto& [where, gpus] = relayouts_[d.mig_plan->allocation_id];
+        where = node;
+        gpus.push_back(device);
+      }
+    }
+  }
   AdmissionRound(const AdmissionRound&) = delete;
   AdmissionRound& operator=(const AdmissionRound&) = delete;
 
@@ -118,11 +133,28 @@ class AdmissionRound {
       return Queue::Verdict::kTaken;
     }
     std::string reason = WaitReason(ctx_, *spec);
+    if (auto in_flight = relayouts_.find(id); in_flight != relayouts_.end()) {
+      actions_.wait(id, RelayoutReason(in_flight->second.first,
+                                       in_flight->second.second));
+      return Queue::Verdict::kPassed;
+    }
     const std::set<std::string>& victims = ctx_.book->VictimsOf(id);
+    // Re-slicing idle MIG GPUs goes before preempting anyone.
+    const Relayout relayout =
+        victims.empty() ? PlanRelayoutFor(id, p, *spec) : Relayout::kNone;
+    if (relayout == Relayout::kPlanned) return Queue::Verdict::kPassed;
+    if (relayout == Relayout::kLater) {
+      absl::StrAppend(&reason,
+                      "; a MIG re-layout is looked for at the next periodic "
+                      "pass");
+    }
     if (!victims.empty()) {
       absl::StrAppend(&reason, WaitingForVictims(victims.size()));
       reservations_.HoldVictimNodes(id, p.priority, victims);
-    } else if (int n = ctx_.preemption ? Preempt(id, p, *spec) : 0; n > 0) {
+    } else if (int n = ctx_.preemption && relayout == Relayout::kNone
+                           ? Preempt(id, p, *spec)
+                           : 0;
+               n > 0) {
       absl::StrAppend(&reason, "; preempted ", n, " allocation",
                       n == 1 ? "" : "s", ", waiting for their grace");
     } else if (spec->share.has_value()) {
@@ -159,6 +191,49 @@ class AdmissionRound {
   }
 
  private:
+  enum class Relayout {
+    kNone,     // no re-layout serves the request
+    kPlanned,  // one was planned for it
+    kLater,    // one might, and only the periodic pass plans
+  };
+
+  // Plans a MIG re-layout that lets pending `id` (`p`, asking `spec`) fit,
+  // and tells the scheduler and the request, when one does and this pass
+  // may plan (at most kMaxRelayoutsPerPass per pass).
+  Relayout PlanRelayoutFor(const std::string& id, const Allocation& p,
+                           const MatchSpec& spec) {
+    if (ctx_.types == nullptr || spec.partition.empty() || spec.replicas > 1 ||
+        spec.share.has_value()) {
+      return Relayout::kNone;
+    }
+    if (std::none_of(spec.models.begin(), spec.models.end(),
+                     [&](const std::string& model) {
+                       return !ctx_.catalog->RelayoutGpus(model).empty();
+                     })) {
+      return Relayout::kNone;
+    }
+    if (!ctx_.plan_relayouts || relayouts_planned_ >= kMaxRelayoutsPerPass) {
+      return Relayout::kLater;
+    }
+    // Slices of a pool whose node is held for another request stay.
+    auto pinned = [&](const Unit& unit) {
+      return reservations_.ReservedForOther(unit.pool, unit.home, id,
+                                            p.priority);
+    };
+    std::optional<RelayoutChoice> choice =
+        PlanRelayout(ctx_, *ctx_.types, spec, pinned);
+    if (!choice.has_value()) return Relayout::kNone;
+    ++relayouts_planned_;
+    actions_.plan_relayout(id, *choice);
+    std::vector<std::string> gpus;
+    for (const RelayoutChoice::Gpu& g : choice->gpus) {
+      gpus.push_back(g.device_id);
+    }
+    actions_.wait(id, RelayoutReason(choice->node, gpus));
+    relayouts_[id] = {choice->node, std::move(gpus)};
+    return Relayout::kPlanned;
+  }
+
   // Preempts the borrowers of reclaim.pool that give back what `p`'s
   // tenant lacks; returns how many (0: not enough borrowed to reclaim).
   int ReclaimQuota(const std::string& id, const Allocation& p,
@@ -193,6 +268,12 @@ class AdmissionRound {
   absl::flat_hash_map<std::string, std::string> blocked_;
   // Kept holders visited already, ahead of the walk.
   absl::flat_hash_set<std::string> visited_;
+  // MIG re-layouts in flight, by the allocation they are for: its node and
+  // GPUs.
+  absl::flat_hash_map<std::string,
+                      std::pair<std::string, std::vector<std::string>>>
+      relayouts_;
+  int relayouts_planned_ = 0;
 };
 
 }  // namespace

@@ -15,6 +15,10 @@
 //   placed reserves the nodes that free first (known from leases); a request
 //   after it in the order takes a reserved node only if its own lease ends
 //   before the reservation starts.
+// - MIG re-layout: a request for MIG slices that cannot be placed, and
+//   that re-slicing idle MIG GPUs would serve, gets a plan for them
+//   (relayout_planner.h) and waits for it instead of preempting; it does
+//   not block the requests after it (each may get a plan of its own).
 // - Preemption: a request that cannot be placed may preempt ACTIVE
 //   allocations of lower priority, or, when its tenant is within its nominal
 //   quota, allocations of cohort members that borrow; the node needing the
@@ -46,6 +50,7 @@
 #include "core/admission/preemption_planner.h"
 #include "core/admission/queue.h"
 #include "core/admission/quota_planner.h"
+#include "core/admission/relayout_planner.h"
 #include "core/admission/reservation_planner.h"
 #include "core/admission/tenant_policy.h"
 
@@ -64,6 +69,9 @@ struct AdmissionActions {
   // What keeps pending `id` waiting.
   absl::FunctionRef<void(const std::string& id, const std::string& reason)>
       wait;
+  // Re-lay out MIG GPUs as `choice` says for pending `id`.
+  absl::FunctionRef<void(const std::string& id, const RelayoutChoice& choice)>
+      plan_relayout;
 };
 
 // One pass over `queue` in its order. Returns the reservations it made,

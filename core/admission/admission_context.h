@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
+#include "core/accelerators/accelerator_type_set.h"
 #include "core/admission/tenant_policy.h"
 #include "core/book/allocation_book.h"
 #include "core/catalog/catalog.h"
@@ -59,6 +60,17 @@ struct AdmissionContext {
   // limit): past it the holder waits for the next refresh for one, so that
   // a release never pays for a walk through the whole cluster's leases.
   size_t reservation_walk_limit = 0;
+  // Dynamic MIG re-layout (relayout_planner.h). `types` gives the MIG
+  // geometries (null: no re-layout is planned). Plans are made only when
+  // `plan_relayouts` (the periodic pass: a plan costs a search per
+  // candidate GPU); in other passes a request a re-layout might serve
+  // waits for that pass rather than preempt. A GPU in `relayout_backoff`
+  // (device id -> until when) is not planned for (its last plan failed or
+  // timed out).
+  const AcceleratorTypeSet* types = nullptr;
+  bool plan_relayouts = false;
+  const absl::flat_hash_map<std::string, absl::Time>* relayout_backoff =
+      nullptr;
 };
 
 // What a pending (or new) allocation asks for, as a match spec.

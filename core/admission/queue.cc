@@ -193,6 +193,7 @@ void Queue::Walk(ShareFn share, VisitFn visit) const {
         case Verdict::kSkipGroup:
           break;
         case Verdict::kTaken:
+        case Verdict::kPassed:
           heapify();
           if (++c.pos != c.end) {
             c.head = &*c.pos;

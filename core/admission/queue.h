@@ -47,6 +47,8 @@ class Queue {
     kSkipGroup,  // blocked: the rest of its group waits for the next pass
     kSkipShape,  // blocked for want of room: so is every group of its shape
                  // at this priority
+    kPassed,     // waits for room under way (a MIG re-layout planned for
+                 // it), not blocked: go on in its group
   };
   // A tenant's dominant share now; the walk asks again after each kTaken.
   using ShareFn = absl::FunctionRef<double(const std::string& tenant)>;

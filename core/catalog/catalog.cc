@@ -25,6 +25,11 @@ std::set<std::string> TpuSlicesOf(const Node& node) {
   return slices;
 }
 
+bool Relayouts(const Node& node) {
+  auto it = node.labels.find(kMigRelayoutLabel);
+  return it != node.labels.end() && it->second == kMigRelayoutEnabled;
+}
+
 const Device* FindDevice(const Node& node, absl::string_view id) {
   for (const Device& d : node.devices) {
     if (d.id == id) return &d;
@@ -72,6 +77,8 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
   nodes_.clear();
   owner_.clear();
   tpu_slices_.clear();
+  planned_.clear();
+  relayout_gpus_.clear();
   index_ = CapacityIndex();
   for (Node& node : nodes) {
     for (Device& d : node.devices) {
@@ -262,6 +269,10 @@ void Catalog::IndexNode(const Node& node) {
   for (const Device& d : node.devices) {
     owner_[d.id] = node.name;
     for (const MigSlice& s : d.mig_slices) owner_[s.id] = node.name;
+    if (d.mig_plan.has_value()) planned_.emplace(node.name, d.id);
+    if (d.mig_enabled && !d.removed && Relayouts(node)) {
+      relayout_gpus_[d.canonical_model].emplace(node.name, d.id);
+    }
     if (!d.tpu_slice_id.empty()) {
       TpuSliceState& state = tpu_slices_[d.tpu_slice_id];
       state.canonical_model = d.canonical_model;
@@ -275,6 +286,12 @@ void Catalog::UnindexNode(const Node& node) {
   for (const Device& d : node.devices) {
     owner_.erase(d.id);
     for (const MigSlice& s : d.mig_slices) owner_.erase(s.id);
+    planned_.erase({node.name, d.id});
+    if (auto it = relayout_gpus_.find(d.canonical_model);
+        it != relayout_gpus_.end()) {
+      it->second.erase({node.name, d.id});
+      if (it->second.empty()) relayout_gpus_.erase(it);
+    }
     if (!d.tpu_slice_id.empty()) {
       auto it = tpu_slices_.find(d.tpu_slice_id);
       if (it == tpu_slices_.end()) continue;
@@ -334,7 +351,16 @@ void Catalog::RefreshUnits(const std::string& node_name,
       if (!d.tpu_slice_id.empty()) {
         slices.insert(d.tpu_slice_id);
       } else if (d.mig_enabled) {
+        const std::vector<MigSlice> away =
+            d.mig_plan.has_value() ? PlannedAway(*d.mig_plan, d.mig_slices)
+                                   : std::vector<MigSlice>();
         for (const MigSlice& s : d.mig_slices) {
+          // A slice planned away is not handed out while the plan stands
+          // (SetMigPlan refuses to plan away a held one).
+          if (std::find(away.begin(), away.end(), s) != away.end() &&
+              owners_->OwnerOf(s.id).empty()) {
+            continue;
+          }
           PutUnit(Unit{s.id,
                        PoolKey{d.device_class, d.canonical_model, s.profile},
                        node_name,
@@ -373,16 +399,126 @@ void Catalog::PutUnit(Unit unit) {
   index_.Put(std::move(unit));
 }
 
+void Catalog::CarryMigPlans(const Node& old_node, Node& node,
+                            std::vector<MigPlanEnd>* plan_ends) {
+  for (Device& d : node.devices) {
+    if (d.removed) continue;
+    const Device* was = FindDevice(old_node, d.id);
+    if (was == nullptr) continue;
+    d.mig_generation = was->mig_generation;
+    if (!was->mig_plan.has_value()) continue;
+    MigPlanEnd end{node.name, d.id, *was->mig_plan, false, ""};
+    if (!d.mig_enabled || d.canonical_model != was->canonical_model) {
+      end.reason = "the GPU left MIG mode or changed model";
+    } else {
+      switch (ProgressOf(*was->mig_plan, was->mig_slices, d.mig_slices)) {
+        case MigPlanProgress::kInProgress:
+          d.mig_plan = was->mig_plan;
+          continue;
+        case MigPlanProgress::kApplied:
+          end.applied = true;
+          break;
+        case MigPlanProgress::kBroken:
+          end.reason = absl::StrCat(
+              "the GPU reported a layout the plan does "
+              "not lead to: ",
+              DescribeMigLayout(d.mig_slices));
+          break;
+      }
+    }
+    if (plan_ends != nullptr) plan_ends->push_back(std::move(end));
+  }
+  // A device that left the node ends its plan too.
+  for (const Device& was : old_node.devices) {
+    if (!was.mig_plan.has_value() || FindDevice(node, was.id) != nullptr) {
+      continue;
+    }
+    if (plan_ends != nullptr) {
+      plan_ends->push_back(MigPlanEnd{node.name, was.id, *was.mig_plan, false,
+                                      "the GPU left the node"});
+    }
+  }
+}
+
+const std::set<std::pair<std::string, std::string>>& Catalog::RelayoutGpus(
+    absl::string_view model) const {
+  static const auto* const kNone =
+      new std::set<std::pair<std::string, std::string>>();
+  auto it = relayout_gpus_.find(model);
+  return it == relayout_gpus_.end() ? *kNone : it->second;
+}
+
+absl::StatusOr<Node> Catalog::SetMigPlan(absl::string_view node_name,
+                                         absl::string_view device_id,
+                                         MigPlan plan) {
+  auto it = nodes_.find(node_name);
+  if (it == nodes_.end()) return NodeNotFound(node_name);
+  Device* d = nullptr;
+  for (Device& candidate : it->second.devices) {
+    if (candidate.id == device_id && !candidate.removed) d = &candidate;
+  }
+  if (d == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "device \"", device_id, "\" not found on node \"", node_name, "\""));
+  }
+  if (!d->mig_enabled) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("device \"", device_id, "\" is not in MIG mode"));
+  }
+  if (d->mig_plan.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("device \"", device_id, "\" has a MIG plan already"));
+  }
+  for (const MigSlice& s : PlannedAway(plan, d->mig_slices)) {
+    if (!owners_->OwnerOf(s.id).empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("MIG slice \"", s.id, "\" is held by allocation ",
+                       owners_->OwnerOf(s.id)));
+    }
+  }
+  plan.generation = ++d->mig_generation;
+  d->mig_plan = std::move(plan);
+  planned_.emplace(it->first, d->id);
+  RefreshUnits(it->first, {});
+  return it->second;
+}
+
+std::optional<std::pair<Node, MigPlan>> Catalog::DropMigPlan(
+    absl::string_view node_name, absl::string_view device_id,
+    uint64_t generation) {
+  auto it = nodes_.find(node_name);
+  if (it == nodes_.end()) return std::nullopt;
+  for (Device& d : it->second.devices) {
+    if (d.id != device_id || !d.mig_plan.has_value()) continue;
+    if (generation != 0 && d.mig_plan->generation != generation) {
+      return std::nullopt;
+    }
+    MigPlan plan = *std::move(d.mig_plan);
+    d.mig_plan.reset();
+    planned_.erase({it->first, d.id});
+    RefreshUnits(it->first, {});
+    return std::make_pair(it->second, std::move(plan));
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,
-                                  absl::Time now) {
+                                  absl::Time now,
+                                  std::vector<MigPlanEnd>* plan_ends) {
   RETURN_IF_ERROR(CheckOwnership(node));
   RETURN_IF_ERROR(CheckTpuSlices(types, node));
   auto existing = nodes_.find(node.name);
   std::set<std::string> old_slices;
   node.schedulable = true;
   node.last_heartbeat = now;
+  for (Device& d : node.devices) {
+    if (d.removed) continue;  // kept by KeepAllocatedDevices, as it was
+    d.mig_plan.reset();
+    d.mig_generation = 0;
+  }
   if (existing != nodes_.end()) {
     RETURN_IF_ERROR(KeepAllocatedDevices(existing->second, node));
+    CarryMigPlans(existing->second, node, plan_ends);
     node.schedulable = existing->second.schedulable;
     old_slices = TpuSlicesOf(existing->second);
     UnindexNode(existing->second);

@@ -27,6 +27,7 @@
 #include "core/base/labels.h"
 #include "core/catalog/capacity_index.h"
 #include "core/model/catalog_model.h"
+#include "core/model/mig_plan.h"
 
 namespace accelsched {
 
@@ -47,6 +48,23 @@ class UnitOwners {
 struct NodePage {
   std::vector<Node> nodes;
   std::string next_page_token;  // empty on the last page
+};
+
+// The node label with which an agent says it applies MIG re-layouts
+// (--allow_mig_relayout); the server plans them only on nodes where it is
+// kMigRelayoutEnabled.
+inline constexpr char kMigRelayoutLabel[] = "accelsched.io/mig-relayout";
+inline constexpr char kMigRelayoutEnabled[] = "enabled";
+
+// A MIG re-layout plan that a registration ended.
+struct MigPlanEnd {
+  std::string node;
+  std::string device_id;
+  MigPlan plan;
+  // True when the GPU now has the planned layout; otherwise why the plan
+  // was dropped ("the GPU left MIG mode", ...).
+  bool applied = false;
+  std::string reason;
 };
 
 // A device whose health a heartbeat changed.
@@ -83,9 +101,36 @@ class Catalog {
   // slice id is another node's, or when a TPU slice shared with other nodes
   // disagrees with them or outgrows its topology; FAILED_PRECONDITION when a
   // held device would change in place. Nothing changes on error. Returns the
-  // node as stored.
+  // node as stored. A GPU's MIG plan and plan generation are the catalog's:
+  // the registration's own are ignored, the stored ones kept, and a plan
+  // ends (appended to `plan_ends`, when not null) once the GPU reports its
+  // layout, or when it reports one the plan does not explain
+  // (ProgressOf, core/model/mig_plan.h), leaves MIG mode or is dropped.
   absl::StatusOr<Node> Put(const AcceleratorTypeSet& types, Node node,
-                           absl::Time now);
+                           absl::Time now,
+                           std::vector<MigPlanEnd>* plan_ends = nullptr);
+  // Makes `plan` (its slices, allocation and deadline) the MIG re-layout of
+  // GPU `device_id` on `node`, with the GPU's next generation; the slices
+  // it plans away stop being allocatable. NOT_FOUND for an unknown node or
+  // device; FAILED_PRECONDITION when the device is not a MIG GPU, already
+  // has a plan, or a slice the plan destroys is held. Returns the node to
+  // write.
+  absl::StatusOr<Node> SetMigPlan(absl::string_view node,
+                                  absl::string_view device_id, MigPlan plan);
+  // Ends the plan of GPU `device_id` on `node` if it is of `generation`
+  // (0: whichever it is): its slices planned away that still exist are
+  // allocatable again. Returns the node to write and the plan ended;
+  // nullopt when there was no such plan.
+  std::optional<std::pair<Node, MigPlan>> DropMigPlan(
+      absl::string_view node, absl::string_view device_id, uint64_t generation);
+  // (node, device id) of the MIG GPUs of canonical `model` on nodes whose
+  // agent applies re-layouts (kMigRelayoutLabel), in that order.
+  const std::set<std::pair<std::string, std::string>>& RelayoutGpus(
+      absl::string_view model) const;
+  // Every (node, device id) with a MIG plan, in that order.
+  const std::set<std::pair<std::string, std::string>>& mig_plans() const {
+    return planned_;
+  }
   // Ids of the live allocations holding any unit on the node.
   std::set<std::string> HoldersOn(absl::string_view name) const;
   // Drops the node and its units. NOT_FOUND when absent. The caller ends the
@@ -128,6 +173,10 @@ class Catalog {
   absl::Status CheckTpuSlices(const AcceleratorTypeSet& types,
                               const Node& node) const;
   absl::Status KeepAllocatedDevices(const Node& old_node, Node& node) const;
+  // Gives `node`'s GPUs the MIG plans and generations they had in
+  // `old_node`, ending the plans its layout completes or contradicts.
+  static void CarryMigPlans(const Node& old_node, Node& node,
+                            std::vector<MigPlanEnd>* plan_ends);
   void IndexNode(const Node& node);
   void UnindexNode(const Node& node);
   // Re-derives the units of `node` (and of TPU slices it holds or held).
@@ -142,6 +191,13 @@ class Catalog {
   // Device and MIG slice id -> owning node.
   absl::flat_hash_map<std::string, std::string> owner_;
   absl::flat_hash_map<std::string, TpuSliceState> tpu_slices_;
+  // (node, device id) of every GPU with a MIG plan.
+  std::set<std::pair<std::string, std::string>> planned_;
+  // Canonical model -> (node, device id) of its MIG GPUs on nodes that
+  // re-layout.
+  std::map<std::string, std::set<std::pair<std::string, std::string>>,
+           std::less<>>
+      relayout_gpus_;
   CapacityIndex index_;
 };
 

@@ -18,8 +18,11 @@ bool EventFilter::Matches(const Event& event) const {
     return false;
   }
   if (!node.empty()) {
-    return allocation_event ? event.allocation.touches(node)
-                            : event.node == node;
+    // An event naming the node (a MIG re-layout planned there carries the
+    // pending allocation it is for, which has no devices yet), or an
+    // allocation's with a device on it.
+    return event.node == node ||
+           (allocation_event && event.allocation.touches(node));
   }
   return true;
 }
@@ -97,12 +100,15 @@ std::vector<EventHub::Key> EventHub::KeysOf(const Event& event) {
   const Allocation& a = event.allocation;
   keys.push_back({kRequest, a.request_id});
   keys.push_back({kTenant, a.tenant});
-  for (const AllocatedDevice& d : a.devices) {
-    Key node{kNode, d.node};
+  auto add_node = [&keys](const std::string& name) {
+    Key node{kNode, name};
     if (std::find(keys.begin(), keys.end(), node) == keys.end()) {
       keys.push_back(std::move(node));
     }
-  }
+  };
+  for (const AllocatedDevice& d : a.devices) add_node(d.node);
+  // Named by the event (EventFilter::Matches).
+  if (!event.node.empty()) add_node(event.node);
   return keys;
 }
 

@@ -30,8 +30,8 @@ namespace accelsched {
 struct EventFilter {
   std::string tenant;      // allocation events of this tenant
   std::string request_id;  // allocation events of this request
-  // Events of this node: catalog events naming it, allocation events of an
-  // allocation with a device on it.
+  // Events of this node: events naming it (catalog events, a MIG re-layout
+  // planned there), allocation events of an allocation with a device on it.
   std::string node;
 
   bool Matches(const Event& event) const;

@@ -206,6 +206,11 @@ struct Event {
     kDeviceHealthChanged = 7,
     kPreempted = 8,
     kAdmitted = 9,  // a PENDING allocation became ACTIVE
+    // A MIG re-layout was planned for a pending allocation (`node`; the GPU
+    // and its layout in `reason`).
+    kMigRelayoutPlanned = 10,
+    // A MIG re-layout plan ended unapplied; why in `reason`.
+    kMigRelayoutDropped = 11,
   };
   Type type;
   absl::Time time;

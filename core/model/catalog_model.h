@@ -26,6 +26,23 @@ struct MigSlice {
   bool operator==(const MigSlice&) const = default;
 };
 
+// A dynamic MIG re-layout the server planned for one GPU (API.md, "Dynamic
+// MIG re-layout"): the whole layout it wants the GPU to have. Its agent
+// destroys the GPU instances not in it and creates the ones missing.
+struct MigPlan {
+  // Every slice of the layout, ascending by start: the ones kept with their
+  // ids, the ones to create with an empty id.
+  std::vector<MigSlice> slices;
+  // Device::mig_generation when it was made.
+  uint64_t generation = 0;
+  // The PENDING allocation it was made for.
+  std::string allocation_id;
+  // Dropped when the node has not reported the layout by then.
+  absl::Time deadline = absl::InfiniteFuture();
+
+  bool operator==(const MigPlan&) const = default;
+};
+
 struct Device {
   std::string id;  // unique in the cluster: GPU UUID, TPU chip id
   DeviceClass device_class = DeviceClass::kNvidiaGpu;
@@ -41,6 +58,13 @@ struct Device {
   // Whether it takes shares (GpuShare) and how the node shares it; not kNone
   // only for a whole NVIDIA GPU not in MIG mode (ValidateDeviceGeometry).
   GpuSharing sharing = GpuSharing::kNone;
+  // The re-layout planned for this GPU (MIG mode only); nullopt when none.
+  // Its slices planned away are not allocatable while it stands. Kept by
+  // the catalog across re-registrations, never set by clients.
+  std::optional<MigPlan> mig_plan;
+  // The last plan generation issued for this GPU (0: none yet), kept after
+  // its plan ends so that generations only grow.
+  uint64_t mig_generation = 0;
   // Dropped by a re-registration while in a live allocation: kept, unhealthy,
   // until released, then removed. Never set by clients.
   bool removed = false;

@@ -87,4 +87,20 @@ std::vector<RequestShape> RequestMix::ShapesFor(const PoolKey& pool,
   return out;
 }
 
+double RequestMix::UnitsAsked(const PoolKey& pool, absl::Time now) const {
+  double units = 0;
+  for (const PoolKey& key :
+       {pool, PoolKey{pool.device_class, "", pool.partition}}) {
+    auto it = buckets_.find(key);
+    if (it != buckets_.end()) {
+      const double decay = Decay(it->second.updated, now);
+      for (const auto& [shape, w] : it->second.weights) {
+        units += std::get<0>(shape) * w * decay;
+      }
+    }
+    if (pool.model.empty()) break;
+  }
+  return units;
+}
+
 }  // namespace accelsched

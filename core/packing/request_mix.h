@@ -53,6 +53,11 @@ class RequestMix {
   // counted.
   std::vector<RequestShape> ShapesFor(const PoolKey& pool,
                                       absl::Time now) const;
+  // The units asked of `pool` as of `now`: each request's count times its
+  // weight, decayed, summed over its shapes (those counted for any model of
+  // its class and partition included). 0 when none was counted. What the
+  // MIG re-layout planner weighs one profile against another by.
+  double UnitsAsked(const PoolKey& pool, absl::Time now) const;
 
  private:
   using ShapeKey = std::tuple<int, int64_t, int64_t>;  // count, cpu, memory

@@ -130,6 +130,14 @@ void Scheduler::Complete(absl::StatusOr<Queued<bool>> queued,
                  });
 }
 
+absl::Status Scheduler::CheckSatisfiableLocked(const MatchSpec& spec) const {
+  absl::Status s = CheckSatisfiable(catalog_.index(), spec);
+  if (!s.ok() && RelayoutCouldServe(catalog_, *accelerator_types(), spec)) {
+    return absl::OkStatus();
+  }
+  return s;
+}
+
 EligibilityRules Scheduler::RulesAt(absl::Time now) const {
   EligibilityRules rules;
   rules.now = now;
@@ -314,8 +322,7 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       a = WithQueueFields(existing->allocation, /*may_compute=*/false);
       ticket = existing->ticket;
     } else {
-      const CapacityIndex& index = catalog_.index();
-      RETURN_IF_ERROR(CheckSatisfiable(index, spec));
+      RETURN_IF_ERROR(CheckSatisfiableLocked(spec));
       CountInMix(spec, now, mix_);
       const AdmissionContext ctx = ContextAt(now);
       std::string quota;
@@ -350,7 +357,8 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       } else if (!request.queue) {
         return absl::ResourceExhaustedError(
             allowed != nullptr
-                ? ExplainNodes(index, catalog_.nodes(), spec, RulesAt(now))
+                ? ExplainNodes(catalog_.index(), catalog_.nodes(), spec,
+                               RulesAt(now))
                       .summary
                 : quota);
       } else {
@@ -511,7 +519,7 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   const EligibilityRules rules = RulesAt(now);
   const CapacityIndex& index = catalog_.index();
   result.explanation = ExplainNodes(index, catalog_.nodes(), spec, rules);
-  absl::Status satisfiable = CheckSatisfiable(index, spec);
+  absl::Status satisfiable = CheckSatisfiableLocked(spec);
   if (!satisfiable.ok()) {
     absl::StrAppend(&result.explanation.summary, "; ", satisfiable.message());
     return result;
@@ -565,6 +573,7 @@ absl::StatusOr<int> Scheduler::Sweep() {
     const absl::Time now = clock_->Now();
     if (auto t = ExpireDueLocked(now, &expired))
       tickets.push_back(std::move(t));
+    if (auto t = DropDueMigPlansLocked(now)) tickets.push_back(std::move(t));
     // Time alone may let pending requests in (a node's heartbeat, a
     // reservation's start).
     if (auto t = AdmitLocked(now, /*refresh_reservations=*/true)) {

@@ -90,6 +90,10 @@ class Scheduler {
     absl::Duration preemption_grace = absl::Seconds(30);
     // How a request's node is chosen among those that fit (--packing).
     Packing packing = Packing::kFragmentation;
+    // How long a node has to report a planned MIG re-layout before the plan
+    // is dropped, and how long a GPU whose plan failed or was dropped is not
+    // planned for again.
+    absl::Duration mig_relayout_timeout = absl::Minutes(10);
   };
   template <typename T>
   using Callback = absl::AnyInvocable<void(absl::StatusOr<T>) &&>;
@@ -147,6 +151,22 @@ class Scheduler {
                  absl::FunctionRef<void()> accepted, StatusCallback done);
   // Sorted by device class, model, partition.
   std::vector<CapacityEntry> GetCapacity() const;
+  // What a node agent reports of a MIG re-layout it could not apply.
+  struct RelayoutFailure {
+    std::string device_id;
+    uint64_t generation = 0;  // of the plan
+    std::string error;
+  };
+  // Node `name`'s agent could not apply these MIG re-layouts: each plan of
+  // that generation for that GPU is dropped (its slices planned away that
+  // still exist become allocatable again; event MIG_RELAYOUT_DROPPED), and
+  // the GPU is not planned for again for Options::mig_relayout_timeout;
+  // then the requests they were for wait again (and may be planned for
+  // elsewhere). A report for another generation, or a GPU with no plan,
+  // changes nothing. NOT_FOUND for an unknown node.
+  void MigRelayoutFailed(absl::string_view name,
+                         std::vector<RelayoutFailure> failures,
+                         StatusCallback done);
 
   // --- Accelerator types ---
   // The accelerator types in use now; requests and registrations already
@@ -272,6 +292,17 @@ class Scheduler {
   std::shared_ptr<GroupCommitter::Ticket> Commit(Write write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Ends the MIG plan of GPU `device_id` on `node` if it is of `generation`
+  // (0: any), writes the node and event MIG_RELAYOUT_DROPPED with `why`,
+  // and keeps the GPU from plans until now + mig_relayout_timeout.
+  void DropMigPlanLocked(const std::string& node, const std::string& device_id,
+                         uint64_t generation, absl::string_view why,
+                         absl::Time now, Write& write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Plans whose deadline has passed, dropped as one write; its ticket, or
+  // nullptr when none was due.
+  std::shared_ptr<GroupCommitter::Ticket> DropDueMigPlansLocked(absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops kept (removed) devices of `node_name` that no live allocation holds
   // any more.
   void DropReleasedRemovedDevices(const std::string& node_name, Write& write)
@@ -294,6 +325,11 @@ class Scheduler {
   // Explain.
   std::vector<std::string> Assign(
       Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // CheckSatisfiable (core/matching/matcher.h), except that a request a
+  // MIG re-layout could serve some day is not refused
+  // (RelayoutCouldServe).
+  absl::Status CheckSatisfiableLocked(const MatchSpec& spec) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Now, the heartbeat timeout and the packing policy with its mix and
   // leases.
@@ -350,6 +386,10 @@ class Scheduler {
       std::make_shared<const TenantPolicies>();
   // Made by the last admission pass; respected until the next.
   ReservationState reservations_ ABSL_GUARDED_BY(mu_);
+  // GPUs whose MIG plan failed or timed out -> when they may be planned for
+  // again. In memory only: a restart forgets it.
+  absl::flat_hash_map<std::string, absl::Time> relayout_backoff_
+      ABSL_GUARDED_BY(mu_);
   // Set when memory could not be reloaded after a failed commit; cleared by
   // the next successful load.
   std::atomic<bool> stale_{false};

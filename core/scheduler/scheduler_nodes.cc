@@ -50,8 +50,9 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
       node = incoming;
       RETURN_IF_ERROR(NormalizeAndValidateNode(*types, node));
     }
-    ASSIGN_OR_RETURN(node,
-                     catalog_.Put(*types, std::move(node), clock_->Now()));
+    std::vector<MigPlanEnd> plan_ends;
+    ASSIGN_OR_RETURN(
+        node, catalog_.Put(*types, std::move(node), clock_->Now(), &plan_ends));
     Write write;
     write.mutations.push_back(PutNodeMutation{node});
     write.events.push_back(Event{Event::Type::kNodeRegistered,
@@ -60,6 +61,19 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
                                  node.name,
                                  "",
                                  0});
+    for (const MigPlanEnd& end : plan_ends) {
+      if (end.applied) continue;  // the registration itself says so
+      relayout_backoff_[end.device_id] =
+          node.last_heartbeat + options_.mig_relayout_timeout;
+      write.events.push_back(
+          Event{Event::Type::kMigRelayoutDropped,
+                node.last_heartbeat,
+                {},
+                node.name,
+                absl::StrCat(end.device_id, ": plan of generation ",
+                             end.plan.generation, " dropped: ", end.reason),
+                0});
+    }
     ticket = Commit(std::move(write));
     AdmitLocked(node.last_heartbeat);
     node = WithAvailable(std::move(node));
@@ -82,6 +96,72 @@ absl::StatusOr<NodePage> Scheduler::ListNodes(
   NodePage page = catalog_.ListNodes(selector, request.size, request.after);
   for (Node& node : page.nodes) node = WithAvailable(std::move(node));
   return page;
+}
+
+void Scheduler::MigRelayoutFailed(absl::string_view name,
+                                  std::vector<RelayoutFailure> failures,
+                                  StatusCallback done) {
+  absl::StatusOr<Queued<bool>> queued = [&]() -> absl::StatusOr<Queued<bool>> {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(catalog_.FindNode(name).status());
+    const absl::Time now = clock_->Now();
+    Write write;
+    for (const RelayoutFailure& f : failures) {
+      if (f.generation == 0) continue;  // names no plan
+      DropMigPlanLocked(
+          std::string(name), f.device_id, f.generation,
+          absl::StrCat("the node's agent could not apply it: ", f.error), now,
+          write);
+    }
+    if (write.mutations.empty()) return Queued<bool>{true, nullptr};
+    auto ticket = Commit(std::move(write));
+    AdmitLocked(now);
+    return Queued<bool>{true, std::move(ticket)};
+  }();
+  Complete(std::move(queued), std::move(done));
+}
+
+void Scheduler::DropMigPlanLocked(const std::string& node,
+                                  const std::string& device_id,
+                                  uint64_t generation, absl::string_view why,
+                                  absl::Time now, Write& write) {
+  auto dropped = catalog_.DropMigPlan(node, device_id, generation);
+  if (!dropped.has_value()) return;
+  relayout_backoff_[device_id] = now + options_.mig_relayout_timeout;
+  write.mutations.push_back(PutNodeMutation{std::move(dropped->first)});
+  write.events.push_back(
+      Event{Event::Type::kMigRelayoutDropped,
+            now,
+            {},
+            node,
+            absl::StrCat(device_id, ": plan of generation ",
+                         dropped->second.generation, " for ",
+                         dropped->second.allocation_id, " dropped: ", why),
+            0});
+}
+
+std::shared_ptr<GroupCommitter::Ticket> Scheduler::DropDueMigPlansLocked(
+    absl::Time now) {
+  std::vector<std::pair<std::string, std::string>> due;
+  for (const auto& [node, device] : catalog_.mig_plans()) {
+    for (const Device& d : catalog_.nodes().find(node)->second.devices) {
+      if (d.id == device && d.mig_plan.has_value() &&
+          d.mig_plan->deadline <= now) {
+        due.emplace_back(node, device);
+      }
+    }
+  }
+  // Forget backoffs that have run out, so that the map stays small.
+  absl::erase_if(relayout_backoff_,
+                 [&](const auto& entry) { return entry.second <= now; });
+  if (due.empty()) return nullptr;
+  Write write;
+  for (const auto& [node, device] : due) {
+    DropMigPlanLocked(node, device, 0,
+                      "the node did not report the layout by its deadline", now,
+                      write);
+  }
+  return Commit(std::move(write));
 }
 
 void Scheduler::RemoveNode(absl::string_view name, bool force,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/page_token.h"
 #include "core/base/status_macros.h"
+#include "core/model/mig_plan.h"
 #include "core/scheduler/scheduler.h"
 
 namespace accelsched {
@@ -52,6 +53,10 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
   ctx.previous = &reservations_;
   ctx.refresh_reservations = refresh_reservations;
   ctx.reservation_walk_limit = kReservationWalkLimit;
+  std::shared_ptr<const AcceleratorTypeSet> types = accelerator_types();
+  ctx.types = types.get();
+  ctx.plan_relayouts = refresh_reservations;
+  ctx.relayout_backoff = &relayout_backoff_;
   auto admit =
       [&](const std::string& id, std::vector<std::vector<const Unit*>> groups)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -89,8 +94,40 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
   auto wait =
       [&](const std::string& id, const std::string& reason)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { queue_.SetReason(id, reason); };
-  reservations_ =
-      RunAdmissionPass(ctx, queue_, AdmissionActions{admit, preempt, wait});
+  auto plan_relayout =
+      [&](const std::string& id, const RelayoutChoice& choice)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            std::optional<Node> planned;
+            for (const RelayoutChoice::Gpu& gpu : choice.gpus) {
+              absl::StatusOr<Node> node = catalog_.SetMigPlan(
+                  choice.node, gpu.device_id,
+                  MigPlan{gpu.plan.layout, 0, id,
+                          now + options_.mig_relayout_timeout});
+              // The planner only chose GPUs the catalog would take; one refused
+              // is left out, and the request plans again later.
+              if (!node.ok()) continue;
+              const Device* device = nullptr;
+              for (const Device& d : node->devices) {
+                if (d.id == gpu.device_id) device = &d;
+              }
+              write.events.push_back(Event{
+                  Event::Type::kMigRelayoutPlanned, now,
+                  book_.Find({id, ""})->allocation, choice.node,
+                  absl::StrCat(gpu.device_id, ": ",
+                               DescribeMigLayout(gpu.plan.layout),
+                               " (generation ", device->mig_plan->generation,
+                               "; destroys ", gpu.plan.destroyed, " free slice",
+                               gpu.plan.destroyed == 1 ? "" : "s", ", creates ",
+                               gpu.plan.created, ")"),
+                  0});
+              planned = *std::move(node);
+            }
+            if (planned.has_value()) {
+              write.mutations.push_back(PutNodeMutation{*std::move(planned)});
+            }
+          };
+  reservations_ = RunAdmissionPass(
+      ctx, queue_, AdmissionActions{admit, preempt, wait, plan_relayout});
   // Taken out after the walk, which must not see the queue change.
   for (Record* r : written) {
     if (r->allocation.live()) queue_.Remove(r->allocation.id);

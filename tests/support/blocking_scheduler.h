@@ -71,6 +71,13 @@ class BlockingScheduler {
                             std::move(done));
     });
   }
+  absl::Status MigRelayoutFailed(
+      absl::string_view name,
+      std::vector<Scheduler::RelayoutFailure> failures) {
+    return WaitStatus([&](Scheduler::StatusCallback done) {
+      scheduler_->MigRelayoutFailed(name, std::move(failures), std::move(done));
+    });
+  }
   absl::StatusOr<Allocation> Allocate(const AllocationRequest& request) {
     return Wait<Allocation>([&](Scheduler::Callback<Allocation> done) {
       scheduler_->Allocate(request, std::move(done));

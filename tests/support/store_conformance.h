@@ -104,6 +104,14 @@ Node FullNode(const std::string& name = "n1") {
   mig.mig_enabled = true;
   mig.mig_slices = {{name + "-mig-4", "3g.40gb", 4},
                     {name + "-mig-0", "1g.10gb", 0}};
+  mig.mig_generation = 3;
+  // A re-layout in flight: keeps the 3g, destroys the 1g, creates two
+  // (listed out of start order, as written).
+  mig.mig_plan = MigPlan{
+      {{"", "2g.20gb", 2}, {"", "2g.20gb", 0}, {name + "-mig-4", "3g.40gb", 4}},
+      3,
+      "alloc-" + name,
+      absl::FromUnixNanos(1'700'000'600'000'000'017)};
   Device chip;
   chip.id = name + "-chip-0";
   chip.device_class = DeviceClass::kGoogleTpu;
@@ -186,6 +194,23 @@ TYPED_TEST_P(StoreConformanceTest, EveryNodeFieldRoundTripsThroughAReopen) {
   EXPECT_EQ(this->Nodes(), expected);  // in name order
   this->Reopen();
   EXPECT_EQ(this->Nodes(), expected);
+}
+
+TYPED_TEST_P(StoreConformanceTest, MigPlanIsReplacedOrDroppedWithItsDevice) {
+  ASSERT_OK(this->Apply({PutNodeMutation{FullNode()}}));
+  Node next = FullNode();
+  Device& mig = next.devices[1];
+  mig.mig_plan->slices = {{"", "7g.80gb", 0}};
+  mig.mig_plan->generation = 4;
+  mig.mig_generation = 4;
+  ASSERT_OK(this->Apply({PutNodeMutation{next}}));
+  EXPECT_EQ(this->Nodes(), std::vector<Node>{AsStored(next)});
+  mig.mig_plan.reset();  // applied or dropped; the generation stays
+  ASSERT_OK(this->Apply({PutNodeMutation{next}}));
+  this->Reopen();
+  EXPECT_EQ(this->Nodes(), std::vector<Node>{AsStored(next)});
+  ASSERT_OK(this->Apply({DeleteNodeMutation{"n1"}}));
+  EXPECT_TRUE(this->Nodes().empty());
 }
 
 TYPED_TEST_P(StoreConformanceTest, PutNodeReplacesLabelsAndDevices) {
@@ -560,7 +585,8 @@ TYPED_TEST_P(StoreConformanceTest, FailedBatchLeavesThePreviousState) {
 
 REGISTER_TYPED_TEST_SUITE_P(
     StoreConformanceTest, NewStoreIsEmpty,
-    EveryNodeFieldRoundTripsThroughAReopen, PutNodeReplacesLabelsAndDevices,
+    EveryNodeFieldRoundTripsThroughAReopen,
+    MigPlanIsReplacedOrDroppedWithItsDevice, PutNodeReplacesLabelsAndDevices,
     NodeAllocatableAbsentZeroOrSetRoundTrips,
     NodeStatusWritesOnlyCordonHeartbeatHealth,
     NodeStatusOfUnknownNodeOrDeviceIsNotFound, RemovedFlagIsSeenAfterAReopen,

@@ -152,21 +152,29 @@ const (
 	Event_DEVICE_HEALTH_CHANGED    Event_Type = 7
 	Event_PREEMPTED                Event_Type = 8
 	Event_ADMITTED                 Event_Type = 9 // a PENDING allocation became ACTIVE
+	// A MIG re-layout was planned for a waiting allocation: `node`, the GPU
+	// and its new layout in `reason`.
+	Event_MIG_RELAYOUT_PLANNED Event_Type = 10
+	// A MIG re-layout plan ended without being applied (the agent's failure,
+	// its deadline, or the GPU changed under it); why in `reason`.
+	Event_MIG_RELAYOUT_DROPPED Event_Type = 11
 )
 
 // Enum value maps for Event_Type.
 var (
 	Event_Type_name = map[int32]string{
-		0: "TYPE_UNSPECIFIED",
-		1: "ALLOCATED",
-		2: "RELEASED",
-		3: "EXPIRED",
-		4: "NODE_REGISTERED",
-		5: "NODE_REMOVED",
-		6: "NODE_SCHEDULABLE_CHANGED",
-		7: "DEVICE_HEALTH_CHANGED",
-		8: "PREEMPTED",
-		9: "ADMITTED",
+		0:  "TYPE_UNSPECIFIED",
+		1:  "ALLOCATED",
+		2:  "RELEASED",
+		3:  "EXPIRED",
+		4:  "NODE_REGISTERED",
+		5:  "NODE_REMOVED",
+		6:  "NODE_SCHEDULABLE_CHANGED",
+		7:  "DEVICE_HEALTH_CHANGED",
+		8:  "PREEMPTED",
+		9:  "ADMITTED",
+		10: "MIG_RELAYOUT_PLANNED",
+		11: "MIG_RELAYOUT_DROPPED",
 	}
 	Event_Type_value = map[string]int32{
 		"TYPE_UNSPECIFIED":         0,
@@ -179,6 +187,8 @@ var (
 		"DEVICE_HEALTH_CHANGED":    7,
 		"PREEMPTED":                8,
 		"ADMITTED":                 9,
+		"MIG_RELAYOUT_PLANNED":     10,
+		"MIG_RELAYOUT_DROPPED":     11,
 	}
 )
 
@@ -206,7 +216,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38, 0}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{40, 0}
 }
 
 // Wire-compatible with flyteidl2.core.GPUAccelerator (and v1 flyteidl.core.GPUAccelerator):
@@ -578,7 +588,12 @@ type Device struct {
 	// Whether this GPU takes shares (AllocateRequest.share) and how the node
 	// shares it. Not NONE only for a whole NVIDIA GPU that is not in MIG mode.
 	// A whole-device request takes a sharing GPU only while no share is on it.
-	Sharing       GpuSharing `protobuf:"varint,13,opt,name=sharing,proto3,enum=accelsched.v1.GpuSharing" json:"sharing,omitempty"`
+	Sharing GpuSharing `protobuf:"varint,13,opt,name=sharing,proto3,enum=accelsched.v1.GpuSharing" json:"sharing,omitempty"`
+	// Output only: the MIG layout the server wants this GPU to have (a dynamic
+	// MIG re-layout, planned for a request that waits); unset when none is
+	// planned. Kept slices keep their ids; slices to create have an empty id.
+	// Ignored in RegisterNode.
+	MigPlan       *MigLayout `protobuf:"bytes,14,opt,name=mig_plan,json=migPlan,proto3" json:"mig_plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -704,6 +719,89 @@ func (x *Device) GetSharing() GpuSharing {
 	return GpuSharing_GPU_SHARING_NONE
 }
 
+func (x *Device) GetMigPlan() *MigLayout {
+	if x != nil {
+		return x.MigPlan
+	}
+	return nil
+}
+
+// A whole MIG layout of one GPU: every GPU instance it should have.
+type MigLayout struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every slice of the layout, ascending by start. A slice that exists now
+	// has its MIG UUID; one to create has an empty id.
+	Slices []*MigSlice `protobuf:"bytes,1,rep,name=slices,proto3" json:"slices,omitempty"`
+	// Grows with every plan made for this GPU: an agent applies each
+	// generation at most once and names it in a failure.
+	Generation uint64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	// The allocation (a PENDING one) it was planned for.
+	AllocationId string `protobuf:"bytes,3,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	// When the server drops the plan if the node has not reported the layout
+	// by then.
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigLayout) Reset() {
+	*x = MigLayout{}
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigLayout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigLayout) ProtoMessage() {}
+
+func (x *MigLayout) ProtoReflect() protoreflect.Message {
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigLayout.ProtoReflect.Descriptor instead.
+func (*MigLayout) Descriptor() ([]byte, []int) {
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *MigLayout) GetSlices() []*MigSlice {
+	if x != nil {
+		return x.Slices
+	}
+	return nil
+}
+
+func (x *MigLayout) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *MigLayout) GetAllocationId() string {
+	if x != nil {
+		return x.AllocationId
+	}
+	return ""
+}
+
+func (x *MigLayout) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
 // A device's or MIG slice's recent readings, as a node agent samples them.
 type DeviceStats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -722,7 +820,7 @@ type DeviceStats struct {
 
 func (x *DeviceStats) Reset() {
 	*x = DeviceStats{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +832,7 @@ func (x *DeviceStats) String() string {
 func (*DeviceStats) ProtoMessage() {}
 
 func (x *DeviceStats) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +845,7 @@ func (x *DeviceStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceStats.ProtoReflect.Descriptor instead.
 func (*DeviceStats) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{5}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeviceStats) GetUtilization() float64 {
@@ -798,7 +896,7 @@ type MigSlice struct {
 
 func (x *MigSlice) Reset() {
 	*x = MigSlice{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +908,7 @@ func (x *MigSlice) String() string {
 func (*MigSlice) ProtoMessage() {}
 
 func (x *MigSlice) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +921,7 @@ func (x *MigSlice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigSlice.ProtoReflect.Descriptor instead.
 func (*MigSlice) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{6}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MigSlice) GetId() string {
@@ -863,7 +961,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +973,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +986,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{7}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RegisterNodeRequest) GetNode() *Node {
@@ -907,7 +1005,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1017,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1030,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{8}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -954,7 +1052,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1064,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1077,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{9}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListNodesRequest) GetLabelSelector() string {
@@ -1013,7 +1111,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1123,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1136,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{10}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1065,7 +1163,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1175,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1188,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{11}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RemoveNodeRequest) GetName() string {
@@ -1115,7 +1213,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1225,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1238,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{12}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{13}
 }
 
 type SetNodeSchedulableRequest struct {
@@ -1153,7 +1251,7 @@ type SetNodeSchedulableRequest struct {
 
 func (x *SetNodeSchedulableRequest) Reset() {
 	*x = SetNodeSchedulableRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1263,7 @@ func (x *SetNodeSchedulableRequest) String() string {
 func (*SetNodeSchedulableRequest) ProtoMessage() {}
 
 func (x *SetNodeSchedulableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1276,7 @@ func (x *SetNodeSchedulableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeSchedulableRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeSchedulableRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{13}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetNodeSchedulableRequest) GetName() string {
@@ -1203,14 +1301,18 @@ type HeartbeatRequest struct {
 	UnhealthyDeviceIds []string `protobuf:"bytes,2,rep,name=unhealthy_device_ids,json=unhealthyDeviceIds,proto3" json:"unhealthy_device_ids,omitempty"`
 	// Latest readings by device id or MIG slice id; the complete set replaces
 	// the node's previous one (a device left out has no stats until reported).
-	DeviceStats   map[string]*DeviceStats `protobuf:"bytes,3,rep,name=device_stats,json=deviceStats,proto3" json:"device_stats,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DeviceStats map[string]*DeviceStats `protobuf:"bytes,3,rep,name=device_stats,json=deviceStats,proto3" json:"device_stats,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Plans the agent could not apply, by GPU device id: the server drops the
+	// plan of that generation at once (and plans that GPU again only after
+	// --mig_relayout_timeout).
+	MigRelayoutFailures map[string]*MigRelayoutFailure `protobuf:"bytes,4,rep,name=mig_relayout_failures,json=migRelayoutFailures,proto3" json:"mig_relayout_failures,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1324,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1337,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{14}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -1259,15 +1361,76 @@ func (x *HeartbeatRequest) GetDeviceStats() map[string]*DeviceStats {
 	return nil
 }
 
-type HeartbeatResponse struct {
+func (x *HeartbeatRequest) GetMigRelayoutFailures() map[string]*MigRelayoutFailure {
+	if x != nil {
+		return x.MigRelayoutFailures
+	}
+	return nil
+}
+
+type MigRelayoutFailure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"` // MigLayout.generation of the failed plan
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`            // what failed, with NVML's error
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigRelayoutFailure) Reset() {
+	*x = MigRelayoutFailure{}
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigRelayoutFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigRelayoutFailure) ProtoMessage() {}
+
+func (x *MigRelayoutFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigRelayoutFailure.ProtoReflect.Descriptor instead.
+func (*MigRelayoutFailure) Descriptor() ([]byte, []int) {
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *MigRelayoutFailure) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *MigRelayoutFailure) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type HeartbeatResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The MIG layouts planned for the node's GPUs, by device id (Device.mig_plan).
+	MigPlans      map[string]*MigLayout `protobuf:"bytes,1,rep,name=mig_plans,json=migPlans,proto3" json:"mig_plans,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1279,7 +1442,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1292,7 +1455,14 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{15}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *HeartbeatResponse) GetMigPlans() map[string]*MigLayout {
+	if x != nil {
+		return x.MigPlans
+	}
+	return nil
 }
 
 type GetCapacityRequest struct {
@@ -1303,7 +1473,7 @@ type GetCapacityRequest struct {
 
 func (x *GetCapacityRequest) Reset() {
 	*x = GetCapacityRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1485,7 @@ func (x *GetCapacityRequest) String() string {
 func (*GetCapacityRequest) ProtoMessage() {}
 
 func (x *GetCapacityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1498,7 @@ func (x *GetCapacityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCapacityRequest.ProtoReflect.Descriptor instead.
 func (*GetCapacityRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{16}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{18}
 }
 
 type CapacityEntry struct {
@@ -1351,7 +1521,7 @@ type CapacityEntry struct {
 
 func (x *CapacityEntry) Reset() {
 	*x = CapacityEntry{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1533,7 @@ func (x *CapacityEntry) String() string {
 func (*CapacityEntry) ProtoMessage() {}
 
 func (x *CapacityEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1546,7 @@ func (x *CapacityEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityEntry.ProtoReflect.Descriptor instead.
 func (*CapacityEntry) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{17}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CapacityEntry) GetDeviceClass() DeviceClass {
@@ -1451,7 +1621,7 @@ type GetCapacityResponse struct {
 
 func (x *GetCapacityResponse) Reset() {
 	*x = GetCapacityResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1633,7 @@ func (x *GetCapacityResponse) String() string {
 func (*GetCapacityResponse) ProtoMessage() {}
 
 func (x *GetCapacityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1646,7 @@ func (x *GetCapacityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCapacityResponse.ProtoReflect.Descriptor instead.
 func (*GetCapacityResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{18}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetCapacityResponse) GetEntries() []*CapacityEntry {
@@ -1535,7 +1705,7 @@ type AllocateRequest struct {
 
 func (x *AllocateRequest) Reset() {
 	*x = AllocateRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1717,7 @@ func (x *AllocateRequest) String() string {
 func (*AllocateRequest) ProtoMessage() {}
 
 func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1730,7 @@ func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateRequest.ProtoReflect.Descriptor instead.
 func (*AllocateRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{19}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AllocateRequest) GetRequestId() string {
@@ -1701,7 +1871,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1713,7 +1883,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1726,7 +1896,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{20}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Allocation) GetId() string {
@@ -1863,7 +2033,7 @@ type AllocatedDevice struct {
 
 func (x *AllocatedDevice) Reset() {
 	*x = AllocatedDevice{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2045,7 @@ func (x *AllocatedDevice) String() string {
 func (*AllocatedDevice) ProtoMessage() {}
 
 func (x *AllocatedDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2058,7 @@ func (x *AllocatedDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocatedDevice.ProtoReflect.Descriptor instead.
 func (*AllocatedDevice) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{21}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AllocatedDevice) GetNode() string {
@@ -1938,7 +2108,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1950,7 +2120,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1963,7 +2133,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{22}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Toleration) GetKey() string {
@@ -2006,7 +2176,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +2188,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +2201,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{23}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -2090,7 +2260,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2102,7 +2272,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2115,7 +2285,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{24}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Placement) GetNodeSelector() map[string]string {
@@ -2187,7 +2357,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2199,7 +2369,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2212,7 +2382,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{25}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReleaseRequest) GetKey() isReleaseRequest_Key {
@@ -2266,7 +2436,7 @@ type RenewLeaseRequest struct {
 
 func (x *RenewLeaseRequest) Reset() {
 	*x = RenewLeaseRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2448,7 @@ func (x *RenewLeaseRequest) String() string {
 func (*RenewLeaseRequest) ProtoMessage() {}
 
 func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2461,7 @@ func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{26}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RenewLeaseRequest) GetAllocationId() string {
@@ -2321,7 +2491,7 @@ type GetAllocationRequest struct {
 
 func (x *GetAllocationRequest) Reset() {
 	*x = GetAllocationRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2503,7 @@ func (x *GetAllocationRequest) String() string {
 func (*GetAllocationRequest) ProtoMessage() {}
 
 func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2516,7 @@ func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAllocationRequest.ProtoReflect.Descriptor instead.
 func (*GetAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{27}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetAllocationRequest) GetKey() isGetAllocationRequest_Key {
@@ -2403,7 +2573,7 @@ type ListAllocationsRequest struct {
 
 func (x *ListAllocationsRequest) Reset() {
 	*x = ListAllocationsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2415,7 +2585,7 @@ func (x *ListAllocationsRequest) String() string {
 func (*ListAllocationsRequest) ProtoMessage() {}
 
 func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2598,7 @@ func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListAllocationsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{28}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListAllocationsRequest) GetState() AllocationState {
@@ -2476,7 +2646,7 @@ type ListAllocationsResponse struct {
 
 func (x *ListAllocationsResponse) Reset() {
 	*x = ListAllocationsResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2488,7 +2658,7 @@ func (x *ListAllocationsResponse) String() string {
 func (*ListAllocationsResponse) ProtoMessage() {}
 
 func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2501,7 +2671,7 @@ func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListAllocationsResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{29}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
@@ -2528,7 +2698,7 @@ type NodeVerdict struct {
 
 func (x *NodeVerdict) Reset() {
 	*x = NodeVerdict{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2540,7 +2710,7 @@ func (x *NodeVerdict) String() string {
 func (*NodeVerdict) ProtoMessage() {}
 
 func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2553,7 +2723,7 @@ func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeVerdict.ProtoReflect.Descriptor instead.
 func (*NodeVerdict) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{30}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NodeVerdict) GetNode() string {
@@ -2586,7 +2756,7 @@ type NodeScore struct {
 
 func (x *NodeScore) Reset() {
 	*x = NodeScore{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2768,7 @@ func (x *NodeScore) String() string {
 func (*NodeScore) ProtoMessage() {}
 
 func (x *NodeScore) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2781,7 @@ func (x *NodeScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeScore.ProtoReflect.Descriptor instead.
 func (*NodeScore) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodeScore) GetNode() string {
@@ -2654,7 +2824,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2666,7 +2836,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2679,7 +2849,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ExplainResponse) GetFeasible() bool {
@@ -2742,7 +2912,7 @@ type GetQueueRequest struct {
 
 func (x *GetQueueRequest) Reset() {
 	*x = GetQueueRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +2924,7 @@ func (x *GetQueueRequest) String() string {
 func (*GetQueueRequest) ProtoMessage() {}
 
 func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +2937,7 @@ func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetQueueRequest) GetTenant() string {
@@ -2813,7 +2983,7 @@ type PoolUsage struct {
 
 func (x *PoolUsage) Reset() {
 	*x = PoolUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +2995,7 @@ func (x *PoolUsage) String() string {
 func (*PoolUsage) ProtoMessage() {}
 
 func (x *PoolUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +3008,7 @@ func (x *PoolUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolUsage.ProtoReflect.Descriptor instead.
 func (*PoolUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PoolUsage) GetDeviceClass() DeviceClass {
@@ -2919,7 +3089,7 @@ type TenantUsage struct {
 
 func (x *TenantUsage) Reset() {
 	*x = TenantUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +3101,7 @@ func (x *TenantUsage) String() string {
 func (*TenantUsage) ProtoMessage() {}
 
 func (x *TenantUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2944,7 +3114,7 @@ func (x *TenantUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsage.ProtoReflect.Descriptor instead.
 func (*TenantUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TenantUsage) GetTenant() string {
@@ -3000,7 +3170,7 @@ type GetQueueResponse struct {
 
 func (x *GetQueueResponse) Reset() {
 	*x = GetQueueResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3012,7 +3182,7 @@ func (x *GetQueueResponse) String() string {
 func (*GetQueueResponse) ProtoMessage() {}
 
 func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3025,7 +3195,7 @@ func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetQueueResponse) GetPending() []*Allocation {
@@ -3065,7 +3235,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3247,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3260,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -3128,7 +3298,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3140,7 +3310,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3153,7 +3323,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Event) GetType() Event_Type {
@@ -3207,7 +3377,7 @@ type ListAcceleratorTypesRequest struct {
 
 func (x *ListAcceleratorTypesRequest) Reset() {
 	*x = ListAcceleratorTypesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3219,7 +3389,7 @@ func (x *ListAcceleratorTypesRequest) String() string {
 func (*ListAcceleratorTypesRequest) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3232,7 +3402,7 @@ func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesRequest.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{39}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListAcceleratorTypesRequest) GetName() string {
@@ -3251,7 +3421,7 @@ type ListAcceleratorTypesResponse struct {
 
 func (x *ListAcceleratorTypesResponse) Reset() {
 	*x = ListAcceleratorTypesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3263,7 +3433,7 @@ func (x *ListAcceleratorTypesResponse) String() string {
 func (*ListAcceleratorTypesResponse) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3276,7 +3446,7 @@ func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesResponse.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{40}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListAcceleratorTypesResponse) GetTypes() []*AcceleratorType {
@@ -3316,7 +3486,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\bGpuShare\x12#\n" +
 	"\rcompute_milli\x18\x01 \x01(\x05R\fcomputeMilli\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group\"\xee\x03\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\"\xa3\x04\n" +
 	"\x06Device\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12=\n" +
 	"\fdevice_class\x18\x02 \x01(\x0e2\x1a.accelsched.v1.DeviceClassR\vdeviceClass\x12\x14\n" +
@@ -3334,7 +3504,15 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"tpuSliceId\x12!\n" +
 	"\ftpu_topology\x18\v \x01(\tR\vtpuTopology\x120\n" +
 	"\x05stats\x18\f \x01(\v2\x1a.accelsched.v1.DeviceStatsR\x05stats\x123\n" +
-	"\asharing\x18\r \x01(\x0e2\x19.accelsched.v1.GpuSharingR\asharing\"\xf2\x01\n" +
+	"\asharing\x18\r \x01(\x0e2\x19.accelsched.v1.GpuSharingR\asharing\x123\n" +
+	"\bmig_plan\x18\x0e \x01(\v2\x18.accelsched.v1.MigLayoutR\amigPlan\"\xb9\x01\n" +
+	"\tMigLayout\x12/\n" +
+	"\x06slices\x18\x01 \x03(\v2\x17.accelsched.v1.MigSliceR\x06slices\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12#\n" +
+	"\rallocation_id\x18\x03 \x01(\tR\fallocationId\x126\n" +
+	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xf2\x01\n" +
 	"\vDeviceStats\x12%\n" +
 	"\vutilization\x18\x01 \x01(\x01H\x00R\vutilization\x88\x01\x01\x12*\n" +
 	"\x11memory_used_bytes\x18\x02 \x01(\x03R\x0fmemoryUsedBytes\x12/\n" +
@@ -3366,15 +3544,28 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x12RemoveNodeResponse\"Q\n" +
 	"\x19SetNodeSchedulableRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
-	"\vschedulable\x18\x02 \x01(\bR\vschedulable\"\x89\x02\n" +
+	"\vschedulable\x18\x02 \x01(\bR\vschedulable\"\xe2\x03\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
 	"\x14unhealthy_device_ids\x18\x02 \x03(\tR\x12unhealthyDeviceIds\x12S\n" +
-	"\fdevice_stats\x18\x03 \x03(\v20.accelsched.v1.HeartbeatRequest.DeviceStatsEntryR\vdeviceStats\x1aZ\n" +
+	"\fdevice_stats\x18\x03 \x03(\v20.accelsched.v1.HeartbeatRequest.DeviceStatsEntryR\vdeviceStats\x12l\n" +
+	"\x15mig_relayout_failures\x18\x04 \x03(\v28.accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntryR\x13migRelayoutFailures\x1aZ\n" +
 	"\x10DeviceStatsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
-	"\x05value\x18\x02 \x01(\v2\x1a.accelsched.v1.DeviceStatsR\x05value:\x028\x01\"\x13\n" +
-	"\x11HeartbeatResponse\"\x14\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.accelsched.v1.DeviceStatsR\x05value:\x028\x01\x1ai\n" +
+	"\x18MigRelayoutFailuresEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x127\n" +
+	"\x05value\x18\x02 \x01(\v2!.accelsched.v1.MigRelayoutFailureR\x05value:\x028\x01\"J\n" +
+	"\x12MigRelayoutFailure\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xb7\x01\n" +
+	"\x11HeartbeatResponse\x12K\n" +
+	"\tmig_plans\x18\x01 \x03(\v2..accelsched.v1.HeartbeatResponse.MigPlansEntryR\bmigPlans\x1aU\n" +
+	"\rMigPlansEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.accelsched.v1.MigLayoutR\x05value:\x028\x01\"\x14\n" +
 	"\x12GetCapacityRequest\"\xc2\x02\n" +
 	"\rCapacityEntry\x12=\n" +
 	"\fdevice_class\x18\x01 \x01(\x0e2\x1a.accelsched.v1.DeviceClassR\vdeviceClass\x12\x14\n" +
@@ -3535,7 +3726,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x12\n" +
-	"\x04node\x18\x03 \x01(\tR\x04node\"\xaf\x03\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\"\xe3\x03\n" +
 	"\x05Event\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.accelsched.v1.Event.TypeR\x04type\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x129\n" +
@@ -3544,7 +3735,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"allocation\x12\x12\n" +
 	"\x04node\x18\x04 \x01(\tR\x04node\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x1a\n" +
-	"\bsequence\x18\x06 \x01(\x04R\bsequence\"\xc3\x01\n" +
+	"\bsequence\x18\x06 \x01(\x04R\bsequence\"\xf7\x01\n" +
 	"\x04Type\x12\x14\n" +
 	"\x10TYPE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tALLOCATED\x10\x01\x12\f\n" +
@@ -3555,7 +3746,10 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x18NODE_SCHEDULABLE_CHANGED\x10\x06\x12\x19\n" +
 	"\x15DEVICE_HEALTH_CHANGED\x10\a\x12\r\n" +
 	"\tPREEMPTED\x10\b\x12\f\n" +
-	"\bADMITTED\x10\t\"1\n" +
+	"\bADMITTED\x10\t\x12\x18\n" +
+	"\x14MIG_RELAYOUT_PLANNED\x10\n" +
+	"\x12\x18\n" +
+	"\x14MIG_RELAYOUT_DROPPED\x10\v\"1\n" +
 	"\x1bListAcceleratorTypesRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"T\n" +
 	"\x1cListAcceleratorTypesResponse\x124\n" +
@@ -3607,7 +3801,7 @@ func file_accelsched_v1_accelsched_proto_rawDescGZIP() []byte {
 }
 
 var file_accelsched_v1_accelsched_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_accelsched_v1_accelsched_proto_goTypes = []any{
 	(GpuSharing)(0),                      // 0: accelsched.v1.GpuSharing
 	(AllocationState)(0),                 // 1: accelsched.v1.AllocationState
@@ -3617,140 +3811,151 @@ var file_accelsched_v1_accelsched_proto_goTypes = []any{
 	(*NodeResources)(nil),                // 5: accelsched.v1.NodeResources
 	(*GpuShare)(nil),                     // 6: accelsched.v1.GpuShare
 	(*Device)(nil),                       // 7: accelsched.v1.Device
-	(*DeviceStats)(nil),                  // 8: accelsched.v1.DeviceStats
-	(*MigSlice)(nil),                     // 9: accelsched.v1.MigSlice
-	(*RegisterNodeRequest)(nil),          // 10: accelsched.v1.RegisterNodeRequest
-	(*GetNodeRequest)(nil),               // 11: accelsched.v1.GetNodeRequest
-	(*ListNodesRequest)(nil),             // 12: accelsched.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),            // 13: accelsched.v1.ListNodesResponse
-	(*RemoveNodeRequest)(nil),            // 14: accelsched.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),           // 15: accelsched.v1.RemoveNodeResponse
-	(*SetNodeSchedulableRequest)(nil),    // 16: accelsched.v1.SetNodeSchedulableRequest
-	(*HeartbeatRequest)(nil),             // 17: accelsched.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),            // 18: accelsched.v1.HeartbeatResponse
-	(*GetCapacityRequest)(nil),           // 19: accelsched.v1.GetCapacityRequest
-	(*CapacityEntry)(nil),                // 20: accelsched.v1.CapacityEntry
-	(*GetCapacityResponse)(nil),          // 21: accelsched.v1.GetCapacityResponse
-	(*AllocateRequest)(nil),              // 22: accelsched.v1.AllocateRequest
-	(*Allocation)(nil),                   // 23: accelsched.v1.Allocation
-	(*AllocatedDevice)(nil),              // 24: accelsched.v1.AllocatedDevice
-	(*Toleration)(nil),                   // 25: accelsched.v1.Toleration
-	(*NodeSelectorRequirement)(nil),      // 26: accelsched.v1.NodeSelectorRequirement
-	(*Placement)(nil),                    // 27: accelsched.v1.Placement
-	(*ReleaseRequest)(nil),               // 28: accelsched.v1.ReleaseRequest
-	(*RenewLeaseRequest)(nil),            // 29: accelsched.v1.RenewLeaseRequest
-	(*GetAllocationRequest)(nil),         // 30: accelsched.v1.GetAllocationRequest
-	(*ListAllocationsRequest)(nil),       // 31: accelsched.v1.ListAllocationsRequest
-	(*ListAllocationsResponse)(nil),      // 32: accelsched.v1.ListAllocationsResponse
-	(*NodeVerdict)(nil),                  // 33: accelsched.v1.NodeVerdict
-	(*NodeScore)(nil),                    // 34: accelsched.v1.NodeScore
-	(*ExplainResponse)(nil),              // 35: accelsched.v1.ExplainResponse
-	(*GetQueueRequest)(nil),              // 36: accelsched.v1.GetQueueRequest
-	(*PoolUsage)(nil),                    // 37: accelsched.v1.PoolUsage
-	(*TenantUsage)(nil),                  // 38: accelsched.v1.TenantUsage
-	(*GetQueueResponse)(nil),             // 39: accelsched.v1.GetQueueResponse
-	(*WatchEventsRequest)(nil),           // 40: accelsched.v1.WatchEventsRequest
-	(*Event)(nil),                        // 41: accelsched.v1.Event
-	(*ListAcceleratorTypesRequest)(nil),  // 42: accelsched.v1.ListAcceleratorTypesRequest
-	(*ListAcceleratorTypesResponse)(nil), // 43: accelsched.v1.ListAcceleratorTypesResponse
-	nil,                                  // 44: accelsched.v1.Node.LabelsEntry
-	nil,                                  // 45: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	nil,                                  // 46: accelsched.v1.AllocateRequest.NodeSelectorEntry
-	nil,                                  // 47: accelsched.v1.Placement.NodeSelectorEntry
-	nil,                                  // 48: accelsched.v1.Placement.EnvEntry
-	(DeviceClass)(0),                     // 49: accelsched.v1.DeviceClass
-	(*timestamppb.Timestamp)(nil),        // 50: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 51: google.protobuf.Duration
-	(*AcceleratorType)(nil),              // 52: accelsched.v1.AcceleratorType
+	(*MigLayout)(nil),                    // 8: accelsched.v1.MigLayout
+	(*DeviceStats)(nil),                  // 9: accelsched.v1.DeviceStats
+	(*MigSlice)(nil),                     // 10: accelsched.v1.MigSlice
+	(*RegisterNodeRequest)(nil),          // 11: accelsched.v1.RegisterNodeRequest
+	(*GetNodeRequest)(nil),               // 12: accelsched.v1.GetNodeRequest
+	(*ListNodesRequest)(nil),             // 13: accelsched.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),            // 14: accelsched.v1.ListNodesResponse
+	(*RemoveNodeRequest)(nil),            // 15: accelsched.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),           // 16: accelsched.v1.RemoveNodeResponse
+	(*SetNodeSchedulableRequest)(nil),    // 17: accelsched.v1.SetNodeSchedulableRequest
+	(*HeartbeatRequest)(nil),             // 18: accelsched.v1.HeartbeatRequest
+	(*MigRelayoutFailure)(nil),           // 19: accelsched.v1.MigRelayoutFailure
+	(*HeartbeatResponse)(nil),            // 20: accelsched.v1.HeartbeatResponse
+	(*GetCapacityRequest)(nil),           // 21: accelsched.v1.GetCapacityRequest
+	(*CapacityEntry)(nil),                // 22: accelsched.v1.CapacityEntry
+	(*GetCapacityResponse)(nil),          // 23: accelsched.v1.GetCapacityResponse
+	(*AllocateRequest)(nil),              // 24: accelsched.v1.AllocateRequest
+	(*Allocation)(nil),                   // 25: accelsched.v1.Allocation
+	(*AllocatedDevice)(nil),              // 26: accelsched.v1.AllocatedDevice
+	(*Toleration)(nil),                   // 27: accelsched.v1.Toleration
+	(*NodeSelectorRequirement)(nil),      // 28: accelsched.v1.NodeSelectorRequirement
+	(*Placement)(nil),                    // 29: accelsched.v1.Placement
+	(*ReleaseRequest)(nil),               // 30: accelsched.v1.ReleaseRequest
+	(*RenewLeaseRequest)(nil),            // 31: accelsched.v1.RenewLeaseRequest
+	(*GetAllocationRequest)(nil),         // 32: accelsched.v1.GetAllocationRequest
+	(*ListAllocationsRequest)(nil),       // 33: accelsched.v1.ListAllocationsRequest
+	(*ListAllocationsResponse)(nil),      // 34: accelsched.v1.ListAllocationsResponse
+	(*NodeVerdict)(nil),                  // 35: accelsched.v1.NodeVerdict
+	(*NodeScore)(nil),                    // 36: accelsched.v1.NodeScore
+	(*ExplainResponse)(nil),              // 37: accelsched.v1.ExplainResponse
+	(*GetQueueRequest)(nil),              // 38: accelsched.v1.GetQueueRequest
+	(*PoolUsage)(nil),                    // 39: accelsched.v1.PoolUsage
+	(*TenantUsage)(nil),                  // 40: accelsched.v1.TenantUsage
+	(*GetQueueResponse)(nil),             // 41: accelsched.v1.GetQueueResponse
+	(*WatchEventsRequest)(nil),           // 42: accelsched.v1.WatchEventsRequest
+	(*Event)(nil),                        // 43: accelsched.v1.Event
+	(*ListAcceleratorTypesRequest)(nil),  // 44: accelsched.v1.ListAcceleratorTypesRequest
+	(*ListAcceleratorTypesResponse)(nil), // 45: accelsched.v1.ListAcceleratorTypesResponse
+	nil,                                  // 46: accelsched.v1.Node.LabelsEntry
+	nil,                                  // 47: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	nil,                                  // 48: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
+	nil,                                  // 49: accelsched.v1.HeartbeatResponse.MigPlansEntry
+	nil,                                  // 50: accelsched.v1.AllocateRequest.NodeSelectorEntry
+	nil,                                  // 51: accelsched.v1.Placement.NodeSelectorEntry
+	nil,                                  // 52: accelsched.v1.Placement.EnvEntry
+	(DeviceClass)(0),                     // 53: accelsched.v1.DeviceClass
+	(*timestamppb.Timestamp)(nil),        // 54: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 55: google.protobuf.Duration
+	(*AcceleratorType)(nil),              // 56: accelsched.v1.AcceleratorType
 }
 var file_accelsched_v1_accelsched_proto_depIdxs = []int32{
-	49, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
-	44, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
+	53, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
+	46, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
 	7,  // 2: accelsched.v1.Node.devices:type_name -> accelsched.v1.Device
-	50, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	54, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	5,  // 4: accelsched.v1.Node.allocatable:type_name -> accelsched.v1.NodeResources
 	5,  // 5: accelsched.v1.Node.available:type_name -> accelsched.v1.NodeResources
-	49, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
-	9,  // 7: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
-	8,  // 8: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
+	53, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
+	10, // 7: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
+	9,  // 8: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
 	0,  // 9: accelsched.v1.Device.sharing:type_name -> accelsched.v1.GpuSharing
-	50, // 10: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
-	8,  // 11: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
-	4,  // 12: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
-	4,  // 13: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
-	45, // 14: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	49, // 15: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
-	20, // 16: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
-	3,  // 17: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
-	46, // 18: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
-	51, // 19: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
-	5,  // 20: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
-	6,  // 21: accelsched.v1.AllocateRequest.share:type_name -> accelsched.v1.GpuShare
-	1,  // 22: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
-	24, // 23: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
-	27, // 24: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
-	50, // 25: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
-	50, // 26: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
-	27, // 27: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
-	50, // 28: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
-	5,  // 29: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
-	6,  // 30: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
-	47, // 31: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
-	48, // 32: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
-	25, // 33: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
-	26, // 34: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
-	51, // 35: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
-	1,  // 36: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
-	23, // 37: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
-	23, // 38: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
-	33, // 39: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
-	34, // 40: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
-	49, // 41: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
-	37, // 42: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
-	23, // 43: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
-	38, // 44: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
-	2,  // 45: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
-	50, // 46: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
-	23, // 47: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
-	52, // 48: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
-	8,  // 49: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
-	10, // 50: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
-	11, // 51: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
-	12, // 52: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
-	14, // 53: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
-	16, // 54: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
-	17, // 55: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
-	19, // 56: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
-	22, // 57: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
-	28, // 58: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
-	29, // 59: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
-	30, // 60: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
-	31, // 61: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
-	22, // 62: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
-	40, // 63: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
-	36, // 64: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
-	42, // 65: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
-	4,  // 66: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
-	4,  // 67: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
-	13, // 68: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
-	15, // 69: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
-	4,  // 70: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
-	18, // 71: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
-	21, // 72: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
-	23, // 73: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
-	23, // 74: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
-	23, // 75: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
-	23, // 76: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
-	32, // 77: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
-	35, // 78: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
-	41, // 79: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
-	39, // 80: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
-	43, // 81: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
-	66, // [66:82] is the sub-list for method output_type
-	50, // [50:66] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	8,  // 10: accelsched.v1.Device.mig_plan:type_name -> accelsched.v1.MigLayout
+	10, // 11: accelsched.v1.MigLayout.slices:type_name -> accelsched.v1.MigSlice
+	54, // 12: accelsched.v1.MigLayout.deadline:type_name -> google.protobuf.Timestamp
+	54, // 13: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
+	9,  // 14: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
+	4,  // 15: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
+	4,  // 16: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
+	47, // 17: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	48, // 18: accelsched.v1.HeartbeatRequest.mig_relayout_failures:type_name -> accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
+	49, // 19: accelsched.v1.HeartbeatResponse.mig_plans:type_name -> accelsched.v1.HeartbeatResponse.MigPlansEntry
+	53, // 20: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
+	22, // 21: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
+	3,  // 22: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
+	50, // 23: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
+	55, // 24: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
+	5,  // 25: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
+	6,  // 26: accelsched.v1.AllocateRequest.share:type_name -> accelsched.v1.GpuShare
+	1,  // 27: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
+	26, // 28: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
+	29, // 29: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
+	54, // 30: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
+	54, // 31: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 32: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
+	54, // 33: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
+	5,  // 34: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
+	6,  // 35: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
+	51, // 36: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
+	52, // 37: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
+	27, // 38: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
+	28, // 39: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
+	55, // 40: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
+	1,  // 41: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
+	25, // 42: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
+	25, // 43: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
+	35, // 44: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
+	36, // 45: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
+	53, // 46: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
+	39, // 47: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
+	25, // 48: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
+	40, // 49: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
+	2,  // 50: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
+	54, // 51: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
+	25, // 52: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
+	56, // 53: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
+	9,  // 54: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
+	19, // 55: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry.value:type_name -> accelsched.v1.MigRelayoutFailure
+	8,  // 56: accelsched.v1.HeartbeatResponse.MigPlansEntry.value:type_name -> accelsched.v1.MigLayout
+	11, // 57: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
+	12, // 58: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
+	13, // 59: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
+	15, // 60: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
+	17, // 61: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
+	18, // 62: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
+	21, // 63: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
+	24, // 64: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
+	30, // 65: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
+	31, // 66: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
+	32, // 67: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
+	33, // 68: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
+	24, // 69: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
+	42, // 70: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
+	38, // 71: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
+	44, // 72: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
+	4,  // 73: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
+	4,  // 74: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
+	14, // 75: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
+	16, // 76: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
+	4,  // 77: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
+	20, // 78: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
+	23, // 79: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
+	25, // 80: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
+	25, // 81: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
+	25, // 82: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
+	25, // 83: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
+	34, // 84: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
+	37, // 85: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
+	43, // 86: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
+	41, // 87: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
+	45, // 88: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
+	73, // [73:89] is the sub-list for method output_type
+	57, // [57:73] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_accelsched_v1_accelsched_proto_init() }
@@ -3763,12 +3968,12 @@ func file_accelsched_v1_accelsched_proto_init() {
 		(*Accelerator_Unpartitioned)(nil),
 		(*Accelerator_PartitionSize)(nil),
 	}
-	file_accelsched_v1_accelsched_proto_msgTypes[5].OneofWrappers = []any{}
-	file_accelsched_v1_accelsched_proto_msgTypes[25].OneofWrappers = []any{
+	file_accelsched_v1_accelsched_proto_msgTypes[6].OneofWrappers = []any{}
+	file_accelsched_v1_accelsched_proto_msgTypes[27].OneofWrappers = []any{
 		(*ReleaseRequest_AllocationId)(nil),
 		(*ReleaseRequest_RequestId)(nil),
 	}
-	file_accelsched_v1_accelsched_proto_msgTypes[27].OneofWrappers = []any{
+	file_accelsched_v1_accelsched_proto_msgTypes[29].OneofWrappers = []any{
 		(*GetAllocationRequest_AllocationId)(nil),
 		(*GetAllocationRequest_RequestId)(nil),
 	}
@@ -3778,7 +3983,7 @@ func file_accelsched_v1_accelsched_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_accelsched_v1_accelsched_proto_rawDesc), len(file_accelsched_v1_accelsched_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   46,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

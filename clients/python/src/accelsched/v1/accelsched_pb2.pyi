@@ -108,7 +108,7 @@ class GpuShare(_message.Message):
     def __init__(self, compute_milli: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., group: _Optional[str] = ...) -> None: ...
 
 class Device(_message.Message):
-    __slots__ = ("id", "device_class", "model", "canonical_model", "memory_bytes", "index", "healthy", "mig_enabled", "mig_slices", "tpu_slice_id", "tpu_topology", "stats", "sharing")
+    __slots__ = ("id", "device_class", "model", "canonical_model", "memory_bytes", "index", "healthy", "mig_enabled", "mig_slices", "tpu_slice_id", "tpu_topology", "stats", "sharing", "mig_plan")
     ID_FIELD_NUMBER: _ClassVar[int]
     DEVICE_CLASS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +122,7 @@ class Device(_message.Message):
     TPU_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
     SHARING_FIELD_NUMBER: _ClassVar[int]
+    MIG_PLAN_FIELD_NUMBER: _ClassVar[int]
     id: str
     device_class: _accelerator_type_pb2.DeviceClass
     model: str
@@ -135,7 +136,20 @@ class Device(_message.Message):
     tpu_topology: str
     stats: DeviceStats
     sharing: GpuSharing
-    def __init__(self, id: _Optional[str] = ..., device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., canonical_model: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., index: _Optional[int] = ..., healthy: _Optional[bool] = ..., mig_enabled: _Optional[bool] = ..., mig_slices: _Optional[_Iterable[_Union[MigSlice, _Mapping]]] = ..., tpu_slice_id: _Optional[str] = ..., tpu_topology: _Optional[str] = ..., stats: _Optional[_Union[DeviceStats, _Mapping]] = ..., sharing: _Optional[_Union[GpuSharing, str]] = ...) -> None: ...
+    mig_plan: MigLayout
+    def __init__(self, id: _Optional[str] = ..., device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., canonical_model: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., index: _Optional[int] = ..., healthy: _Optional[bool] = ..., mig_enabled: _Optional[bool] = ..., mig_slices: _Optional[_Iterable[_Union[MigSlice, _Mapping]]] = ..., tpu_slice_id: _Optional[str] = ..., tpu_topology: _Optional[str] = ..., stats: _Optional[_Union[DeviceStats, _Mapping]] = ..., sharing: _Optional[_Union[GpuSharing, str]] = ..., mig_plan: _Optional[_Union[MigLayout, _Mapping]] = ...) -> None: ...
+
+class MigLayout(_message.Message):
+    __slots__ = ("slices", "generation", "allocation_id", "deadline")
+    SLICES_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    slices: _containers.RepeatedCompositeFieldContainer[MigSlice]
+    generation: int
+    allocation_id: str
+    deadline: _timestamp_pb2.Timestamp
+    def __init__(self, slices: _Optional[_Iterable[_Union[MigSlice, _Mapping]]] = ..., generation: _Optional[int] = ..., allocation_id: _Optional[str] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class DeviceStats(_message.Message):
     __slots__ = ("utilization", "memory_used_bytes", "temperature_celsius", "power_watts", "time")
@@ -214,7 +228,7 @@ class SetNodeSchedulableRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., schedulable: _Optional[bool] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
-    __slots__ = ("name", "unhealthy_device_ids", "device_stats")
+    __slots__ = ("name", "unhealthy_device_ids", "device_stats", "mig_relayout_failures")
     class DeviceStatsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -222,17 +236,43 @@ class HeartbeatRequest(_message.Message):
         key: str
         value: DeviceStats
         def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[DeviceStats, _Mapping]] = ...) -> None: ...
+    class MigRelayoutFailuresEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: MigRelayoutFailure
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[MigRelayoutFailure, _Mapping]] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     UNHEALTHY_DEVICE_IDS_FIELD_NUMBER: _ClassVar[int]
     DEVICE_STATS_FIELD_NUMBER: _ClassVar[int]
+    MIG_RELAYOUT_FAILURES_FIELD_NUMBER: _ClassVar[int]
     name: str
     unhealthy_device_ids: _containers.RepeatedScalarFieldContainer[str]
     device_stats: _containers.MessageMap[str, DeviceStats]
-    def __init__(self, name: _Optional[str] = ..., unhealthy_device_ids: _Optional[_Iterable[str]] = ..., device_stats: _Optional[_Mapping[str, DeviceStats]] = ...) -> None: ...
+    mig_relayout_failures: _containers.MessageMap[str, MigRelayoutFailure]
+    def __init__(self, name: _Optional[str] = ..., unhealthy_device_ids: _Optional[_Iterable[str]] = ..., device_stats: _Optional[_Mapping[str, DeviceStats]] = ..., mig_relayout_failures: _Optional[_Mapping[str, MigRelayoutFailure]] = ...) -> None: ...
+
+class MigRelayoutFailure(_message.Message):
+    __slots__ = ("generation", "error")
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    generation: int
+    error: str
+    def __init__(self, generation: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("mig_plans",)
+    class MigPlansEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: MigLayout
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[MigLayout, _Mapping]] = ...) -> None: ...
+    MIG_PLANS_FIELD_NUMBER: _ClassVar[int]
+    mig_plans: _containers.MessageMap[str, MigLayout]
+    def __init__(self, mig_plans: _Optional[_Mapping[str, MigLayout]] = ...) -> None: ...
 
 class GetCapacityRequest(_message.Message):
     __slots__ = ()
@@ -577,6 +617,8 @@ class Event(_message.Message):
         DEVICE_HEALTH_CHANGED: _ClassVar[Event.Type]
         PREEMPTED: _ClassVar[Event.Type]
         ADMITTED: _ClassVar[Event.Type]
+        MIG_RELAYOUT_PLANNED: _ClassVar[Event.Type]
+        MIG_RELAYOUT_DROPPED: _ClassVar[Event.Type]
     TYPE_UNSPECIFIED: Event.Type
     ALLOCATED: Event.Type
     RELEASED: Event.Type
@@ -587,6 +629,8 @@ class Event(_message.Message):
     DEVICE_HEALTH_CHANGED: Event.Type
     PREEMPTED: Event.Type
     ADMITTED: Event.Type
+    MIG_RELAYOUT_PLANNED: Event.Type
+    MIG_RELAYOUT_DROPPED: Event.Type
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]

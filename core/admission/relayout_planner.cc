@@ -1,0 +1,195 @@
+#include "core/admission/relayout_planner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace accelsched {
+namespace {
+
+// A GPU that may be re-laid out, with its slices as the planner sees them.
+struct Candidate {
+  const Device* device = nullptr;
+  std::vector<MigSliceState> slices;
+  std::string state;  // the memo key of its slices
+};
+
+// Better among plans for one GPU each: more target slices, fewer destroyed,
+// a smaller change in fragmentation; ties keep the earlier GPU.
+bool BetterGpu(const MigLayoutPlan& a, const MigLayoutPlan& b) {
+  if (a.targets != b.targets) return a.targets > b.targets;
+  if (a.destroyed != b.destroyed) return a.destroyed < b.destroyed;
+  return a.fragmentation_after - a.fragmentation_before <
+         b.fragmentation_after - b.fragmentation_before - 1e-9;
+}
+
+bool BetterNode(const RelayoutChoice& a, const RelayoutChoice& b) {
+  if (a.destroyed != b.destroyed) return a.destroyed < b.destroyed;
+  return a.fragmentation_change < b.fragmentation_change - 1e-9;
+}
+
+const Device* FindDevice(const Node& node, const std::string& id) {
+  for (const Device& d : node.devices) {
+    if (d.id == id) return &d;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
+                                           const AcceleratorTypeSet& types,
+                                           const MatchSpec& spec,
+                                           SliceHeld pinned) {
+  if (spec.partition.empty() || spec.replicas > 1 || spec.share.has_value() ||
+      spec.device_class != DeviceClass::kNvidiaGpu || spec.models.empty()) {
+    return std::nullopt;
+  }
+  const CapacityIndex& index = ctx.catalog->index();
+  std::optional<RelayoutChoice> best;
+  // GPUs in one state (model, slices, what is pinned, slices wanted) share
+  // one search.
+  absl::flat_hash_map<std::string, std::optional<MigLayoutPlan>> memo;
+  for (const std::string& model : spec.models) {
+    const AcceleratorType* type = types.Find(model);
+    if (type == nullptr || type->mig.Find(spec.partition) == nullptr) continue;
+    std::vector<MigDemand> mix;
+    if (const RequestMix* recent = ctx.rules.packing.mix) {
+      for (const MigProfile& p : type->mig.profiles) {
+        const double w = recent->UnitsAsked(
+            PoolKey{spec.device_class, model, p.name}, ctx.rules.now);
+        if (w > 0) mix.push_back(MigDemand{p.name, w});
+      }
+    }
+    auto plan_of = [&](const Candidate& c, int want) {
+      const std::string key = absl::StrCat(model, "|", want, "|", c.state);
+      auto it = memo.find(key);
+      if (it == memo.end()) {
+        it = memo.emplace(key, PlanMigLayout(type->mig, c.slices,
+                                             spec.partition, want, mix))
+                 .first;
+      }
+      return it->second;
+    };
+    const auto& gpus = ctx.catalog->RelayoutGpus(model);
+    for (auto it = gpus.begin(); it != gpus.end();) {
+      const std::string& node_name = it->first;
+      auto end = it;
+      std::vector<std::string> ids;
+      while (end != gpus.end() && end->first == node_name) {
+        ids.push_back(end->second);
+        ++end;
+      }
+      it = end;
+      std::string domain;
+      if (!EligibleHome(ctx, node_name, spec, &domain)) continue;
+      if (spec.pod_resources.has_value() &&
+          index.Shortfall(node_name, *spec.pod_resources) != nullptr) {
+        continue;
+      }
+      const Node& node = ctx.catalog->nodes().find(node_name)->second;
+      int have = 0;
+      std::vector<Candidate> candidates;
+      for (const std::string& id : ids) {
+        const Device* d = FindDevice(node, id);
+        if (d == nullptr || !d->healthy || d->removed) continue;
+        if (ctx.relayout_backoff != nullptr) {
+          auto b = ctx.relayout_backoff->find(id);
+          if (b != ctx.relayout_backoff->end() && b->second > ctx.rules.now) {
+            continue;
+          }
+        }
+        Candidate c{d, {}, ""};
+        for (const MigSlice& s : d->mig_slices) {
+          const Unit* unit = index.Find(s.id);
+          // A slice planned away has no unit: such a GPU has a plan and is
+          // skipped below.
+          const bool stays = unit == nullptr || !unit->free() || pinned(*unit);
+          if (!stays && s.profile == spec.partition) ++have;
+          c.slices.push_back(MigSliceState{s, stays});
+          absl::StrAppend(&c.state, s.profile, "@", s.start, stays ? "p" : "f",
+                          ",");
+        }
+        if (!d->mig_plan.has_value()) candidates.push_back(std::move(c));
+      }
+      int need = spec.count - have;
+      if (need <= 0) continue;
+      RelayoutChoice choice{node_name, {}, 0, 0};
+      std::vector<bool> taken(candidates.size(), false);
+      while (need > 0) {
+        int pick = -1;
+        std::optional<MigLayoutPlan> picked;
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          if (taken[i]) continue;
+          std::optional<MigLayoutPlan> plan = plan_of(candidates[i], need);
+          if (plan.has_value() &&
+              (!picked.has_value() || BetterGpu(*plan, *picked))) {
+            pick = static_cast<int>(i);
+            picked = std::move(plan);
+          }
+        }
+        if (pick < 0) break;
+        taken[pick] = true;
+        need -= picked->targets;
+        choice.destroyed += picked->destroyed;
+        choice.fragmentation_change +=
+            picked->fragmentation_after - picked->fragmentation_before;
+        choice.gpus.push_back(
+            RelayoutChoice::Gpu{candidates[pick].device->id, *picked});
+      }
+      if (need > 0) continue;
+      if (!best.has_value() || BetterNode(choice, *best)) {
+        best = std::move(choice);
+      }
+    }
+  }
+  if (best.has_value()) {
+    const Node& node = ctx.catalog->nodes().find(best->node)->second;
+    auto index_of = [&](const RelayoutChoice::Gpu& g) {
+      return FindDevice(node, g.device_id)->index;
+    };
+    std::sort(best->gpus.begin(), best->gpus.end(),
+              [&](const auto& a, const auto& b) {
+                return index_of(a) < index_of(b);
+              });
+  }
+  return best;
+}
+
+bool RelayoutCouldServe(const Catalog& catalog, const AcceleratorTypeSet& types,
+                        const MatchSpec& spec) {
+  if (spec.partition.empty() || spec.replicas > 1 || spec.share.has_value()) {
+    return false;
+  }
+  for (const std::string& model : spec.models) {
+    const AcceleratorType* type = types.Find(model);
+    const MigProfile* p =
+        type == nullptr ? nullptr : type->mig.Find(spec.partition);
+    if (p == nullptr) continue;
+    int per_gpu = std::min<int>(static_cast<int>(p->starts.size()),
+                                type->mig.compute_slices / p->compute_slices);
+    if (p->max_instances > 0) per_gpu = std::min(per_gpu, p->max_instances);
+    std::string node;
+    int slices = 0;
+    for (const auto& [home, device] : catalog.RelayoutGpus(model)) {
+      if (home != node) {
+        node = home;
+        slices = 0;
+      }
+      slices += per_gpu;
+      if (slices >= spec.count) return true;
+    }
+  }
+  return false;
+}
+
+std::string RelayoutReason(const std::string& node,
+                           const std::vector<std::string>& device_ids) {
+  return absl::StrCat("waiting for the MIG re-layout of ",
+                      absl::StrJoin(device_ids, ", "), " on ", node);
+}
+
+}  // namespace accelsched

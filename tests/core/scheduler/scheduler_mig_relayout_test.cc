@@ -1,0 +1,285 @@
+// Dynamic MIG re-layout (issue 33) through the scheduler on every store: a
+// queued request for a profile no free slice offers gets a plan on an idle
+// MIG GPU of a node whose agent re-lays out, waits for it (its reason names
+// the GPU), and is admitted once the node reports the planned layout with
+// its new slices; a plan never takes a slice that is allocated, the planned
+// away slices are not handed out while it stands, it survives a restart, and
+// it is dropped (the slices coming back) at its deadline, when the agent
+// reports a failure, or when the GPU is re-sliced otherwise.
+#include <string>
+#include <vector>
+
+#include "core/model/mig_plan.h"
+#include "core/scheduler/scheduler.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/blocking_scheduler.h"
+#include "tests/support/scheduler_test_util.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/store_factories.h"
+#include "tests/support/store_scheduler_fixture.h"
+
+namespace accelsched {
+namespace {
+
+using ::testing::HasSubstr;
+
+const Labels kRelayouts = {{"accelsched.io/mig-relayout", "enabled"}};
+
+// An H100 laid out by hand as seven 1g.10gb slices, ids "<id>-s<start>".
+Device SevenSmall(const std::string& id, int index) {
+  Device d = Gpu(id, "nvidia-h100", index);
+  d.mig_enabled = true;
+  for (int s = 0; s < 7; ++s) {
+    d.mig_slices.push_back({absl::StrCat(id, "-s", s), "1g.10gb", s});
+  }
+  return d;
+}
+
+AllocationRequest QueuedFor(std::string id, std::string profile,
+                            int count = 1) {
+  AllocationRequest r =
+      Want(std::move(id), "nvidia-h100", count, std::move(profile));
+  r.queue = true;
+  return r;
+}
+
+// The device as the node now has it in the scheduler.
+Device DeviceOf(BlockingScheduler& s, const std::string& node,
+                const std::string& id) {
+  absl::StatusOr<Node> n = s.GetNode(node);
+  EXPECT_OK(n);
+  if (n.ok()) {
+    for (const Device& d : n->devices) {
+      if (d.id == id) return d;
+    }
+  }
+  ADD_FAILURE() << "no device " << id;
+  return Device{};
+}
+
+// `d` as its agent reports it once it has applied `plan`: the kept slices
+// as they were, the created ones with new ids.
+Device Applied(Device d, const MigPlan& plan) {
+  d.mig_plan.reset();
+  d.mig_slices.clear();
+  for (const MigSlice& s : plan.slices) {
+    MigSlice made = s;
+    if (made.id.empty()) made.id = absl::StrCat(d.id, "-new-", s.start);
+    d.mig_slices.push_back(made);
+  }
+  return d;
+}
+
+template <typename Factory>
+class SchedulerMigRelayoutTest : public StoreSchedulerTest<Factory> {
+ protected:
+  int64_t Free(const std::string& profile) {
+    for (const CapacityEntry& e : this->s().GetCapacity()) {
+      if (e.model == "nvidia-h100" && e.partition == profile) return e.free;
+    }
+    return 0;
+  }
+  std::string ReasonOf(const std::string& request_id) {
+    absl::StatusOr<Allocation> a = this->s().GetAllocation({"", request_id});
+    EXPECT_OK(a);
+    return a.ok() ? a->pending_reason : "";
+  }
+  AllocationState StateOf(const std::string& request_id) {
+    absl::StatusOr<Allocation> a = this->s().GetAllocation({"", request_id});
+    EXPECT_OK(a);
+    return a.ok() ? a->state : AllocationState::kUnspecified;
+  }
+};
+
+TYPED_TEST_SUITE(SchedulerMigRelayoutTest, StoreFactories, StoreFactoryNames);
+
+TYPED_TEST(SchedulerMigRelayoutTest,
+           AWaitingRequestIsAdmittedOnceTheNodeReportsThePlan) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK_AND_ASSIGN(Allocation a,
+                       this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  EXPECT_EQ(a.state, AllocationState::kPending);
+  // Only the periodic pass plans.
+  EXPECT_THAT(a.pending_reason, HasSubstr("periodic pass"));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_EQ(this->ReasonOf("big"),
+            "waiting for the MIG re-layout of GPU-a on n7");
+  const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(planned.mig_plan.has_value());
+  EXPECT_EQ(DescribeMigLayout(planned.mig_plan->slices),
+            "1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 3g.40gb@4");
+  EXPECT_EQ(planned.mig_plan->generation, 1u);
+  EXPECT_EQ(planned.mig_plan->allocation_id, a.id);
+  EXPECT_EQ(planned.mig_plan->deadline,
+            this->clock_.Now() + this->options_.mig_relayout_timeout);
+  // The three slices planned away are not handed out meanwhile; the four
+  // kept are.
+  EXPECT_EQ(this->Free("1g.10gb"), 4);
+  ASSERT_OK(this->s().Allocate(Want("small", "nvidia-h100", 4, "1g.10gb")));
+  EXPECT_THAT(
+      this->s().Allocate(Want("one-more", "nvidia-h100", 1, "1g.10gb")),
+      StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("1g.10gb")));
+
+  // The agent applies it: its registration shows the new slice.
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {Applied(planned, *planned.mig_plan)}, kRelayouts)));
+  ASSERT_OK_AND_ASSIGN(Allocation admitted,
+                       this->s().GetAllocation({"", "big"}));
+  EXPECT_EQ(admitted.state, AllocationState::kActive);
+  ASSERT_EQ(admitted.devices.size(), 1u);
+  EXPECT_EQ(admitted.devices[0].mig_slice_id, "GPU-a-new-4");
+  EXPECT_EQ(admitted.devices[0].profile, "3g.40gb");
+  const Device done = DeviceOf(this->s(), "n7", "GPU-a");
+  EXPECT_FALSE(done.mig_plan.has_value());
+  EXPECT_EQ(done.mig_generation, 1u);  // kept for the next plan
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest,
+           OnlyNodesWhoseAgentReLaysOutArePlannedFor) {
+  ASSERT_OK(this->s().RegisterNode(MakeNode("n1", {SevenSmall("GPU-a", 0)})));
+  // No node has a 3g, nor an agent that would make one: it could never fit.
+  EXPECT_THAT(
+      this->s().Allocate(QueuedFor("big", "3g.40gb")),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_FALSE(DeviceOf(this->s(), "n1", "GPU-a").mig_plan.has_value());
+  // Two GPUs of a node that re-lays out hold two 3g each at most.
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n7", {SevenSmall("GPU-b", 0), SevenSmall("GPU-c", 1)}, kRelayouts)));
+  EXPECT_THAT(
+      this->s().Allocate(QueuedFor("five", "3g.40gb", 5)),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("3g.40gb")));
+  ASSERT_OK(this->s().Allocate(QueuedFor("four", "3g.40gb", 4)));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_TRUE(DeviceOf(this->s(), "n7", "GPU-b").mig_plan.has_value());
+  EXPECT_TRUE(DeviceOf(this->s(), "n7", "GPU-c").mig_plan.has_value());
+  EXPECT_EQ(this->ReasonOf("four"),
+            "waiting for the MIG re-layout of GPU-b, GPU-c on n7");
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest, AnAllocatedSliceIsNeverPlannedAway) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  // Slices 1 and 6 taken: neither 3g start (0 or 4) is free of them.
+  std::vector<Allocation> held;
+  for (int i = 0; i < 7; ++i) {
+    ASSERT_OK_AND_ASSIGN(Allocation a,
+                         this->s().Allocate(Want(absl::StrCat("s", i),
+                                                 "nvidia-h100", 1, "1g.10gb")));
+    held.push_back(a);
+  }
+  for (const Allocation& a : held) {
+    const std::string& slice = a.devices[0].mig_slice_id;
+    if (slice != "GPU-a-s1" && slice != "GPU-a-s6") {
+      ASSERT_OK(this->s().Release({a.id, ""}));
+    }
+  }
+  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_EQ(this->Free("1g.10gb"), 5);
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest,
+           APlanSurvivesARestartAndIsDroppedAtItsDeadline) {
+  // Shorter than the pending lease (10 minutes), so that the request waits
+  // on.
+  this->options_.mig_relayout_timeout = absl::Minutes(4);
+  this->Restart();
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(planned.mig_plan.has_value());
+
+  this->Restart();
+  const Device reloaded = DeviceOf(this->s(), "n7", "GPU-a");
+  EXPECT_EQ(reloaded.mig_plan, planned.mig_plan);
+  EXPECT_EQ(this->Free("1g.10gb"), 4);  // still not handed out
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_EQ(this->ReasonOf("big"),
+            "waiting for the MIG re-layout of GPU-a on n7");
+
+  // The node and the request stay alive past the deadline.
+  auto keep_alive = [&] {
+    ASSERT_OK(this->s().Heartbeat("n7", {}, {}));
+    ASSERT_OK(this->s().RenewLease(this->s().GetAllocation({"", "big"})->id,
+                                   absl::ZeroDuration()));
+  };
+  this->clock_.Advance(absl::Minutes(4));
+  ASSERT_NO_FATAL_FAILURE(keep_alive());
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_EQ(this->Free("1g.10gb"), 7);  // the slices are back
+  // The GPU waits out its back-off before it is planned for again.
+  EXPECT_THAT(this->ReasonOf("big"), HasSubstr("no node has 1 free"));
+  this->clock_.Advance(absl::Minutes(4) + absl::Seconds(1));
+  ASSERT_NO_FATAL_FAILURE(keep_alive());
+  ASSERT_OK(this->s().Sweep());
+  const Device again = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(again.mig_plan.has_value());
+  EXPECT_EQ(again.mig_plan->generation, 2u);
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest,
+           AnAgentsFailureDropsThePlanOfThatGenerationOnly) {
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n7", {SevenSmall("GPU-a", 0), SevenSmall("GPU-b", 1)}, kRelayouts)));
+  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  ASSERT_TRUE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  // A stale report (another generation) changes nothing.
+  ASSERT_OK(
+      this->s().MigRelayoutFailed("n7", {{"GPU-a", 7, "NVML_ERROR_IN_USE"}}));
+  ASSERT_TRUE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  ASSERT_OK(this->s().MigRelayoutFailed(
+      "n7", {{"GPU-a", 1, "a compute process runs on MIG-x"}}));
+  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_EQ(this->Free("1g.10gb"), 14);
+  // The next periodic pass plans the other GPU.
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_TRUE(DeviceOf(this->s(), "n7", "GPU-b").mig_plan.has_value());
+  EXPECT_EQ(this->ReasonOf("big"),
+            "waiting for the MIG re-layout of GPU-b on n7");
+  EXPECT_THAT(this->s().MigRelayoutFailed("nope", {}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest, ALayoutThePlanDoesNotLeadToDropsIt) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  // Part way: slices 4-6 gone, the 3g not yet made: still planned.
+  Device part = SevenSmall("GPU-a", 0);
+  part.mig_slices.resize(4);
+  ASSERT_OK(this->s().RegisterNode(MakeNode("n7", {part}, kRelayouts)));
+  EXPECT_TRUE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  // Someone re-sliced it by hand into a 2g at 4.
+  part.mig_slices.push_back({"GPU-a-2g", "2g.20gb", 4});
+  ASSERT_OK(this->s().RegisterNode(MakeNode("n7", {part}, kRelayouts)));
+  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_EQ(this->Free("2g.20gb"), 1);
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest, SeveralRequestsGetPlansOnSeveralGpus) {
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n7", {SevenSmall("GPU-a", 0), SevenSmall("GPU-b", 1)}, kRelayouts)));
+  ASSERT_OK(this->s().Allocate(QueuedFor("big-1", "3g.40gb")));
+  ASSERT_OK(this->s().Allocate(QueuedFor("big-2", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_TRUE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_TRUE(DeviceOf(this->s(), "n7", "GPU-b").mig_plan.has_value());
+  EXPECT_EQ(this->ReasonOf("big-1"),
+            "waiting for the MIG re-layout of GPU-a on n7");
+  EXPECT_EQ(this->ReasonOf("big-2"),
+            "waiting for the MIG re-layout of GPU-b on n7");
+  EXPECT_EQ(this->StateOf("big-1"), AllocationState::kPending);
+}
+
+}  // namespace
+}  // namespace accelsched
