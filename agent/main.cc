@@ -26,6 +26,7 @@
 #include "agent/files.h"
 #include "agent/gpu_sharing.h"
 #include "agent/inventory_file.h"
+#include "agent/mig_relayout.h"
 #include "agent/node_allocatable.h"
 #include "agent/node_reporter.h"
 #include "agent/nvidia_gpus.h"
@@ -55,6 +56,12 @@ ABSL_FLAG(std::string, gpu_sharing, "auto",
           "time-slicing or mps, as NVIDIA's device plugin names its "
           "strategies; auto: the node's nvidia.com/gpu.sharing-strategy label "
           "(GPU Feature Discovery's), none without it");
+ABSL_FLAG(bool, allow_mig_relayout, false,
+          "apply the MIG layouts the server plans for this node's GPUs "
+          "(HeartbeatResponse.mig_plans: create and destroy GPU and compute "
+          "instances, never switching MIG mode), and label the node "
+          "accelsched.io/mig-relayout=enabled so that the server plans them; "
+          "off: layouts are never changed, whatever the server sends");
 ABSL_FLAG(bool, once, false,
           "discover, print the node as JSON on stdout and exit");
 ABSL_FLAG(std::string, sys_dir, "/sys", "where sysfs is (TPU discovery)");
@@ -154,9 +161,12 @@ absl::StatusOr<std::unique_ptr<NvmlLibrary>> LoadNvml(
   return absl::Status(code, absl::StrJoin(errors, "; "));
 }
 
+// The node's device sources; `gpus` is set to the NVIDIA one, null when
+// NVML did not load.
 absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
     const std::string& node_name,
-    const std::map<std::string, std::string>& labels) {
+    const std::map<std::string, std::string>& labels, NvidiaGpus*& gpus) {
+  gpus = nullptr;
   std::vector<std::unique_ptr<DeviceSource>> sources;
   // Checked on every host, GPUs or not, so that a bad value is never silent.
   absl::StatusOr<v1::GpuSharing> sharing =
@@ -167,8 +177,9 @@ absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> Sources(
   if (!nvml_paths.empty()) {
     absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml = LoadNvml(nvml_paths);
     if (nvml.ok()) {
-      sources.push_back(
-          std::make_unique<NvidiaGpus>(*std::move(nvml), *sharing));
+      auto nvidia = std::make_unique<NvidiaGpus>(*std::move(nvml), *sharing);
+      gpus = nvidia.get();
+      sources.push_back(std::move(nvidia));
     } else {
       const std::filesystem::path ctl =
           std::filesystem::path(absl::GetFlag(FLAGS_dev_dir)) / "nvidiactl";
@@ -309,13 +320,21 @@ int Run(int argc, char** argv) {
   }
   absl::StatusOr<std::map<std::string, std::string>> labels = Labels();
   if (!labels.ok()) return Fail(labels.status());
+  const bool allow_mig_relayout = absl::GetFlag(FLAGS_allow_mig_relayout);
+  if (SetMigRelayoutLabel(allow_mig_relayout, *labels)) {
+    std::fprintf(stderr,
+                 "accelsched-agent: label %s left out: only "
+                 "--allow_mig_relayout sets it\n",
+                 kMigRelayoutLabel);
+  }
   absl::StatusOr<NodeAllocatable::Options> allocatable_options =
       AllocatableOptions(node_name);
   if (!allocatable_options.ok()) return Fail(allocatable_options.status());
   NodeAllocatable allocatable(*std::move(allocatable_options));
   AllocatableLog allocatable_log;
+  NvidiaGpus* gpus = nullptr;
   absl::StatusOr<std::vector<std::unique_ptr<DeviceSource>>> sources =
-      Sources(node_name, *labels);
+      Sources(node_name, *labels, gpus);
   if (!sources.ok()) return Fail(sources.status());
 
   NodeReporter::Options options;
@@ -367,9 +386,13 @@ int Run(int argc, char** argv) {
     sigwait(&signals, &sig);
     stop.Notify();
   });
+  MigRelayout relayout(gpus != nullptr ? &gpus->nvml() : nullptr);
+  MigPlans mig_plans(&relayout);
+  bool ignored_plans_logged = false;
   Backoff backoff(initial_backoff, max_backoff);
   std::string last_error;
   int last_registrations = 0;
+  int last_heartbeats = 0;
   absl::Duration delay = interval;
   do {
     const bool retried_at_once = delay == absl::ZeroDuration();
@@ -380,7 +403,9 @@ int Run(int argc, char** argv) {
     }
     // A pass that could not look reports nothing: the node's heartbeat goes
     // stale rather than the catalog being told the devices are gone.
-    absl::Status status = seen.ok() ? reporter.Report(*seen) : seen.status();
+    absl::Status status = seen.ok()
+                              ? reporter.Report(*seen, mig_plans.failures())
+                              : seen.status();
     if (status.ok()) {
       backoff.Reset();
       if (!last_error.empty()) {
@@ -406,6 +431,23 @@ int Run(int argc, char** argv) {
       if (status.ToString() != last_error) {
         last_error = status.ToString();
         std::fprintf(stderr, "accelsched-agent: %s\n", last_error.c_str());
+      }
+    }
+    if (reporter.heartbeats() != last_heartbeats) {
+      // The heartbeat got through, with the failures it carried.
+      last_heartbeats = reporter.heartbeats();
+      mig_plans.FailuresDelivered();
+      if (!allow_mig_relayout) {
+        if (!reporter.mig_plans().empty() && !ignored_plans_logged) {
+          ignored_plans_logged = true;
+          std::fprintf(stderr,
+                       "accelsched-agent: ignoring the server's MIG layout "
+                       "plans: --allow_mig_relayout is off\n");
+        }
+      } else if (mig_plans.Handle(reporter.mig_plans())) {
+        // The GPUs' slices changed: look again and register now, so that
+        // the new slices' ids reach the server.
+        delay = absl::ZeroDuration();
       }
     }
   } while (!stop.WaitForNotificationWithTimeout(delay));

@@ -65,7 +65,11 @@ v1::Node NodeReporter::NodeOf(const Observation& observation) const {
   return node;
 }
 
-absl::Status NodeReporter::Report(const Observation& observation) {
+absl::Status NodeReporter::Report(
+    const Observation& observation,
+    const std::map<std::string, v1::MigRelayoutFailure>&
+        mig_relayout_failures) {
+  last_reply_.Clear();
   const v1::Node node = NodeOf(observation);
   const v1::Node inventory = Inventory(node);
   absl::Status registration;
@@ -110,9 +114,15 @@ absl::Status NodeReporter::Report(const Observation& observation) {
   for (const auto& [id, stats] : observation.stats) {
     if (known.contains(id)) (*request.mutable_device_stats())[id] = stats;
   }
+  request.mutable_mig_relayout_failures()->insert(mig_relayout_failures.begin(),
+                                                  mig_relayout_failures.end());
   v1::HeartbeatResponse reply;
   absl::Status heartbeat =
       FromGrpc("Heartbeat", stub_->Heartbeat(&context, request, &reply));
+  if (heartbeat.ok()) {
+    ++heartbeats_;
+    last_reply_ = std::move(reply);
+  }
   if (heartbeat.code() == absl::StatusCode::kNotFound) registered_ = false;
   return registration.ok() ? heartbeat : registration;
 }

@@ -2,7 +2,8 @@
 // when the reporter starts and whenever the inventory changes (a MIG re-layout,
 // a GPU gone from the bus, an edited inventory file, a new allocatable CPU,
 // memory or pod count), then sends a heartbeat
-// with the complete unhealthy set and the devices' readings. Not thread-safe:
+// with the complete unhealthy set and the devices' readings (and MIG
+// re-layout failures), returning the server's MIG plans. Not thread-safe:
 // one loop owns it.
 #ifndef ACCELSCHED_AGENT_NODE_REPORTER_H_
 #define ACCELSCHED_AGENT_NODE_REPORTER_H_
@@ -50,11 +51,25 @@ class NodeReporter {
   // see among the unhealthy and only known ids' readings, so that the node
   // stays live; the registration is retried next pass. Returns the first
   // failing call's status, prefixed with the method (the refused
-  // registration's, even when the heartbeat succeeded).
-  absl::Status Report(const Observation& observation);
+  // registration's, even when the heartbeat succeeded). The heartbeat carries
+  // `mig_relayout_failures` (HeartbeatRequest.mig_relayout_failures, by GPU
+  // id).
+  absl::Status Report(const Observation& observation,
+                      const std::map<std::string, v1::MigRelayoutFailure>&
+                          mig_relayout_failures = {});
 
-  // How many RegisterNode calls succeeded (for the log and tests).
+  // How many RegisterNode and Heartbeat calls succeeded (for the log and
+  // tests; a grown heartbeats() tells that the last Report's heartbeat, and
+  // the failures it carried, got through).
   int registrations() const { return registrations_; }
+  int heartbeats() const { return heartbeats_; }
+
+  // The MIG layouts the server planned for the node's GPUs, by GPU id, as
+  // the last Report's heartbeat reply gave them (HeartbeatResponse.
+  // mig_plans); empty when that Report's heartbeat failed or was not sent.
+  const google::protobuf::Map<std::string, v1::MigLayout>& mig_plans() const {
+    return last_reply_.mig_plans();
+  }
 
  private:
   void Prepare(grpc::ClientContext& context) const;
@@ -66,6 +81,8 @@ class NodeReporter {
   // cleared: a health change is a heartbeat, not a registration.
   v1::Node last_registered_;
   int registrations_ = 0;
+  int heartbeats_ = 0;
+  v1::HeartbeatResponse last_reply_;
 };
 
 // True for the codes after which the same call may succeed later: the server

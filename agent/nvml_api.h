@@ -25,6 +25,8 @@ typedef enum nvmlReturn_enum {
   NVML_ERROR_TIMEOUT = 10,
   NVML_ERROR_FUNCTION_NOT_FOUND = 13,
   NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_IN_USE = 19,
+  NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
   NVML_ERROR_UNKNOWN = 999
 } nvmlReturn_t;
 
@@ -44,6 +46,15 @@ typedef struct nvmlMemory_st {
   unsigned long long free;
   unsigned long long used;
 } nvmlMemory_t;
+
+/* nvml.h 304-314: a process with a compute context (MIG re-layout checks
+ * that none runs on an instance it destroys). */
+typedef struct nvmlProcessInfo_v2_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_v2_t, nvmlProcessInfo_t;
 
 /* nvml.h 884-888 */
 typedef enum nvmlEnableState_enum {
@@ -121,6 +132,38 @@ typedef struct nvmlGpuInstanceInfo_st {
   nvmlGpuInstancePlacement_t placement;
 } nvmlGpuInstanceInfo_t;
 
+/* nvml.h 12645-12657: compute instance profile indexes (like the GPU
+ * instance ones, iterated from 0 until NVML_ERROR_INVALID_ARGUMENT) and the
+ * one engine profile. */
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 0x7
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL 0x8
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x9
+
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT 0x1
+
+/* nvml.h 12668-12679 and 12745 */
+typedef struct nvmlComputeInstanceProfileInfo_st {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
+
 /* Prototypes (nvml.h line of each). Where nvml.h #defines the plain name to
  * a versioned symbol (nvml.h 118-139), the versioned one is declared. */
 nvmlReturn_t nvmlInit_v2(void);                   /* 4002 */
@@ -146,6 +189,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
                                      nvmlMemory_t* memory); /* 6708 */
 nvmlReturn_t nvmlDeviceGetUtilizationRates(
     nvmlDevice_t device, nvmlUtilization_t* utilization); /* 7088 */
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(
+    nvmlDevice_t device, unsigned int* infoCount,
+    nvmlProcessInfo_t* infos); /* 7402 */
 nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(
     nvmlDevice_t device, nvmlEnableState_t* isPending); /* 8407 */
 nvmlReturn_t nvmlDeviceGetRemappedRows(
@@ -164,12 +210,32 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
     nvmlDevice_t device, unsigned int profile,
     nvmlGpuInstanceProfileInfo_t* info); /* 12827 */
+nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    nvmlDevice_t device, unsigned int profileId,
+    nvmlGpuInstancePlacement_t* placements, unsigned int* count); /* 12918 */
+nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
+    nvmlDevice_t device, unsigned int profileId,
+    const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* gpuInstance);                                /* 12992 */
+nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance); /* 13014 */
 nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device,
                                        unsigned int profileId,
                                        nvmlGpuInstance_t* gpuInstances,
                                        unsigned int* count); /* 13037 */
 nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance,
                                     nvmlGpuInstanceInfo_t* info); /* 13076 */
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
+    nvmlGpuInstance_t gpuInstance, unsigned int profile,
+    unsigned int engProfile,
+    nvmlComputeInstanceProfileInfo_t* info); /* 13101 */
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(
+    nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+    nvmlComputeInstance_t* computeInstance); /* 13217 */
+nvmlReturn_t nvmlComputeInstanceDestroy(
+    nvmlComputeInstance_t computeInstance); /* 13267 */
+nvmlReturn_t nvmlGpuInstanceGetComputeInstances(
+    nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+    nvmlComputeInstance_t* computeInstances, unsigned int* count); /* 13292 */
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device,
                                         unsigned int* id); /* 13374 */
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,

@@ -60,6 +60,16 @@ absl::StatusOr<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(
   ACCELSCHED_REQUIRE(nvmlDeviceGetGpuInstanceId);
   ACCELSCHED_REQUIRE(nvmlDeviceGetMaxMigDeviceCount);
   ACCELSCHED_REQUIRE(nvmlDeviceGetMigDeviceHandleByIndex);
+  // MIG re-layout, used only with --allow_mig_relayout (which refuses a plan
+  // when one is missing).
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetComputeRunningProcesses_v3);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetGpuInstancePossiblePlacements_v2);
+  ACCELSCHED_OPTIONAL(nvmlDeviceCreateGpuInstanceWithPlacement);
+  ACCELSCHED_OPTIONAL(nvmlGpuInstanceDestroy);
+  ACCELSCHED_OPTIONAL(nvmlGpuInstanceGetComputeInstanceProfileInfo);
+  ACCELSCHED_OPTIONAL(nvmlGpuInstanceCreateComputeInstance);
+  ACCELSCHED_OPTIONAL(nvmlComputeInstanceDestroy);
+  ACCELSCHED_OPTIONAL(nvmlGpuInstanceGetComputeInstances);
 #undef ACCELSCHED_REQUIRE
 #undef ACCELSCHED_OPTIONAL
   if (!missing.ok()) {
@@ -98,6 +108,10 @@ absl::Status NvmlLibrary::Check(nvmlReturn_t r, absl::string_view what) const {
     case NVML_ERROR_GPU_IS_LOST:
     case NVML_ERROR_DRIVER_NOT_LOADED:
       return absl::UnavailableError(message);
+    case NVML_ERROR_IN_USE:
+      return absl::FailedPreconditionError(message);
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+      return absl::ResourceExhaustedError(message);
     case NVML_ERROR_INVALID_ARGUMENT:
       return absl::InvalidArgumentError(message);
     default:

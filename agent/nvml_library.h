@@ -20,7 +20,7 @@ class NvmlLibrary {
   // looks up the functions below and calls nvmlInit_v2. NOT_FOUND naming the
   // path and dlerror() when the library cannot be loaded; UNIMPLEMENTED
   // naming a missing symbol the inventory needs (the functions for readings,
-  // health and events may be missing: they are null then);
+  // health, events and MIG re-layout may be missing: they are null then);
   // FAILED_PRECONDITION with NVML's message when initialization fails (no
   // driver loaded, no permission).
   static absl::StatusOr<std::unique_ptr<NvmlLibrary>> Load(
@@ -33,8 +33,9 @@ class NvmlLibrary {
   // OK for NVML_SUCCESS; otherwise a status whose message names `what` and
   // carries nvmlErrorString(): NOT_FOUND, UNIMPLEMENTED (NOT_SUPPORTED,
   // FUNCTION_NOT_FOUND), PERMISSION_DENIED, DEADLINE_EXCEEDED (TIMEOUT),
-  // UNAVAILABLE (GPU_IS_LOST, driver not loaded), INVALID_ARGUMENT or
-  // INTERNAL.
+  // UNAVAILABLE (GPU_IS_LOST, driver not loaded), FAILED_PRECONDITION
+  // (IN_USE), RESOURCE_EXHAUSTED (INSUFFICIENT_RESOURCES), INVALID_ARGUMENT
+  // or INTERNAL.
   absl::Status Check(nvmlReturn_t r, absl::string_view what) const;
 
   // The driver's version string ("550.54.15"); empty when NVML cannot say.
@@ -66,6 +67,15 @@ class NvmlLibrary {
   ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetGpuInstanceId);
   ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetMaxMigDeviceCount);
   ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetMigDeviceHandleByIndex);
+  // MIG re-layout (agent/mig_relayout.h); null in a library without them.
+  ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetComputeRunningProcesses_v3);
+  ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetGpuInstancePossiblePlacements_v2);
+  ACCELSCHED_NVML_FUNCTION(nvmlDeviceCreateGpuInstanceWithPlacement);
+  ACCELSCHED_NVML_FUNCTION(nvmlGpuInstanceDestroy);
+  ACCELSCHED_NVML_FUNCTION(nvmlGpuInstanceGetComputeInstanceProfileInfo);
+  ACCELSCHED_NVML_FUNCTION(nvmlGpuInstanceCreateComputeInstance);
+  ACCELSCHED_NVML_FUNCTION(nvmlComputeInstanceDestroy);
+  ACCELSCHED_NVML_FUNCTION(nvmlGpuInstanceGetComputeInstances);
 #undef ACCELSCHED_NVML_FUNCTION
 
  private:

@@ -141,10 +141,155 @@ class AgentE2eTest : public E2eTest {
     return 0;
   }
 
+  // The allocation of `request_id`, or one with an empty id.
+  v1::Allocation AllocationOf(const std::string& request_id) {
+    v1::GetAllocationRequest req;
+    req.set_request_id(request_id);
+    v1::Allocation a;
+    grpc::Status s =
+        Call(&v1::AcceleratorScheduler::Stub::GetAllocation, req, &a);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return a;
+  }
+
+  // Polls GetAllocation until `request_id` is ACTIVE; false after 20 s.
+  testing::AssertionResult BecomesActive(const std::string& request_id) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    v1::Allocation a;
+    while (absl::Now() < deadline) {
+      a = AllocationOf(request_id);
+      if (a.state() == v1::ACTIVE) return testing::AssertionSuccess();
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return testing::AssertionFailure()
+           << "last: " << a.DebugString() << "\nagent printed:\n"
+           << (agent_ ? agent_->output() : "");
+  }
+
+  // The fake NVML's counters of what was created and destroyed.
+  std::string FakeStats() {
+    std::ifstream in(scenario_);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("stats ", 0) == 0) return line;
+    }
+    return "";
+  }
+
   std::string scenario_ = dir_.File("scenario");
   std::string empty_ = dir_.File("empty");
   std::unique_ptr<ServerProcess> agent_;
 };
+
+// An H100 in MIG mode laid out by hand as seven 1g.10gb slices.
+std::string SevenSmallH100() {
+  std::string text =
+      "gpu uuid=GPU-h100 name=\"NVIDIA H100 80GB HBM3\" memory_mib=81559 "
+      "mig=1\n";
+  for (int i = 0; i < 7; ++i) {
+    absl::StrAppend(&text, "mig gpu=0 uuid=MIG-", i,
+                    " profile=0 mem_mib=9856 start=", i, " gi=", i + 1, "\n");
+  }
+  return text;
+}
+
+v1::AllocateRequest QueuedThreeG(const std::string& request_id) {
+  v1::AllocateRequest req;
+  req.set_request_id(request_id);
+  req.mutable_accelerator()->set_device("nvidia-h100");
+  req.mutable_accelerator()->set_partition_size("3g.40gb");
+  req.set_queue(true);
+  return req;
+}
+
+// Issue 33 end to end: the server plans, the agent applies through NVML
+// (the fake's), re-registers, and the request is admitted on the new slice;
+// a kill -9 of the server between plan and apply loses nothing.
+TEST_F(AgentE2eTest, AReLayoutPlannedByTheServerIsAppliedByTheAgent) {
+  SetScenario(SevenSmallH100());
+  ASSERT_TRUE(StartServer({"--sweep_interval=100ms"}));
+  const int port = server_->grpc_port();
+  ASSERT_TRUE(StartAgent({"--allow_mig_relayout"}));
+  ASSERT_TRUE(NodeBecomes([](const v1::Node& n) {
+    auto label = n.labels().find("accelsched.io/mig-relayout");
+    return label != n.labels().end() && label->second == "enabled" &&
+           n.devices_size() == 1 && n.devices(0).mig_slices_size() == 7;
+  }));
+  // The agent is stopped before anything is planned: the plan waits for it.
+  EXPECT_EQ(agent_->Stop(SIGKILL), 128 + SIGKILL);
+  v1::Allocation pending;
+  ASSERT_TRUE(Allocate(QueuedThreeG("big"), &pending).ok());
+  EXPECT_EQ(pending.state(), v1::PENDING);
+  ASSERT_TRUE(NodeBecomes(
+      [](const v1::Node& n) { return n.devices(0).has_mig_plan(); }));
+  v1::MigLayout plan = GetNode()->devices(0).mig_plan();
+  EXPECT_EQ(plan.generation(), 1u);
+  EXPECT_EQ(plan.allocation_id(), pending.id());
+  ASSERT_EQ(plan.slices_size(), 5);
+  EXPECT_EQ(plan.slices(4).profile(), "3g.40gb");
+  EXPECT_EQ(plan.slices(4).start(), 4);
+  EXPECT_EQ(plan.slices(4).id(), "");
+  EXPECT_EQ(AllocationOf("big").pending_reason(),
+            "waiting for the MIG re-layout of GPU-h100 on gpu-node-1");
+
+  // kill -9 of the server: the plan is durable, and the slices it destroys
+  // are still not handed out after the restart.
+  EXPECT_EQ(server_->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(StartServer(
+      {absl::StrCat("--listen=127.0.0.1:", port), "--sweep_interval=100ms"}));
+  ASSERT_TRUE(NodeBecomes([&](const v1::Node& n) {
+    return n.devices(0).mig_plan().generation() == 1;
+  }));
+  int64_t free_small = -1;
+  const v1::GetCapacityResponse capacity = Capacity();
+  for (const v1::CapacityEntry& e : capacity.entries()) {
+    if (e.partition() == "1g.10gb") free_small = e.free();
+  }
+  EXPECT_EQ(free_small, 4);
+
+  // The agent comes back, learns the plan from its heartbeat and applies it.
+  ASSERT_TRUE(StartAgent({"--allow_mig_relayout"}));
+  ASSERT_TRUE(BecomesActive("big"));
+  const v1::Allocation admitted = AllocationOf("big");
+  ASSERT_EQ(admitted.devices_size(), 1);
+  EXPECT_EQ(admitted.devices(0).profile(), "3g.40gb");
+  const v1::Node node = *GetNode();
+  EXPECT_FALSE(node.devices(0).has_mig_plan());
+  ASSERT_EQ(node.devices(0).mig_slices_size(), 5);
+  EXPECT_EQ(node.devices(0).mig_slices(4).id(),
+            admitted.devices(0).mig_slice_id());
+  // The DRA claim pins the new slice by its new MIG UUID.
+  EXPECT_THAT(admitted.placement().resource_claim(),
+              HasSubstr(absl::StrCat("uuid == \\\"",
+                                     admitted.devices(0).mig_slice_id(),
+                                     "\\\"")));
+  // Done once: three instances destroyed, one made.
+  EXPECT_THAT(FakeStats(), HasSubstr("gi_created=1 gi_destroyed=3"));
+}
+
+// The agent's refusals reach the server, which drops the plan of that
+// generation and plans again after the back-off; the next generation
+// finishes what the first left half done.
+TEST_F(AgentE2eTest, AFailedReLayoutIsReportedDroppedAndPlannedAgain) {
+  // Creating the 3g fails once, after the three 1g are destroyed.
+  SetScenario(SevenSmallH100() +
+              "fail call=nvmlDeviceCreateGpuInstanceWithPlacement error=23 "
+              "gpu=0 start=4 times=1\n");
+  ASSERT_TRUE(
+      StartServer({"--sweep_interval=100ms", "--mig_relayout_timeout=2s"}));
+  ASSERT_TRUE(StartAgent({"--allow_mig_relayout"}));
+  ASSERT_TRUE(NodeBecomes([](const v1::Node& n) {
+    return n.labels().count("accelsched.io/mig-relayout") == 1;
+  }));
+  ASSERT_TRUE(Allocate(QueuedThreeG("big")).ok());
+  ASSERT_TRUE(AgentPrinted("nvmlDeviceCreateGpuInstanceWithPlacement"));
+  ASSERT_TRUE(BecomesActive("big"));
+  const v1::Node node = *GetNode();
+  EXPECT_FALSE(node.devices(0).has_mig_plan());
+  EXPECT_EQ(node.devices(0).mig_slices_size(), 5);
+  // The second plan found the three 1g gone and only made the 3g.
+  EXPECT_THAT(FakeStats(), HasSubstr("gi_created=1 gi_destroyed=3"));
+}
 
 TEST_F(AgentE2eTest, DiscoveredGpusMigSlicesAndReadingsReachTheCatalog) {
   ASSERT_TRUE(StartServer());
