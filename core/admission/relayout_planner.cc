@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/model/mig_plan.h"
 
 namespace accelsched {
 namespace {
@@ -184,6 +185,18 @@ bool RelayoutCouldServe(const Catalog& catalog, const AcceleratorTypeSet& types,
     }
   }
   return false;
+}
+
+std::string DescribeRelayout(const RelayoutChoice& choice) {
+  return absl::StrCat(
+      "a MIG re-layout would serve it at the next periodic pass: ",
+      absl::StrJoin(choice.gpus, ", ",
+                    [&](std::string* out, const RelayoutChoice::Gpu& g) {
+                      absl::StrAppend(out, g.device_id, " into ",
+                                      DescribeMigLayout(g.plan.layout));
+                    }),
+      " on ", choice.node, " (destroys ", choice.destroyed, " free slice",
+      choice.destroyed == 1 ? "" : "s", ")");
 }
 
 std::string RelayoutReason(const std::string& node,

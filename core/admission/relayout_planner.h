@@ -73,6 +73,11 @@ std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
 bool RelayoutCouldServe(const Catalog& catalog, const AcceleratorTypeSet& types,
                         const MatchSpec& spec);
 
+// What Explain adds for a request that `choice` would serve: "a MIG
+// re-layout would serve it at the next periodic pass: GPU-1 on n7 into
+// 1g.10gb@0 ... 3g.40gb@4 (destroys 3 free slices)".
+std::string DescribeRelayout(const RelayoutChoice& choice);
+
 // "waiting for the MIG re-layout of GPU-1 on n7", and ", GPU-2" for each
 // further GPU.
 std::string RelayoutReason(const std::string& node,

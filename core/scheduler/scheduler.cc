@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/page_token.h"
@@ -549,7 +550,31 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   }
   std::optional<std::vector<std::vector<const Unit*>>> groups =
       MatchRequest(ctx, *allowed, reserved);
-  if (!groups.has_value()) return result;
+  if (!groups.has_value()) {
+    // What a re-layout of idle MIG GPUs would do for it (unless one is
+    // under way for it already: its pending reason says so).
+    if (!absl::StartsWith(result.pending_reason, "waiting for the MIG")) {
+      std::shared_ptr<const AcceleratorTypeSet> types = accelerator_types();
+      AdmissionContext planning = ctx;
+      planning.rules = reserved;
+      planning.relayout_backoff = &relayout_backoff_;
+      const Record* own = book_.Find({"", request.request_id});
+      const std::string requester =
+          own != nullptr && own->allocation.pending() ? own->allocation.id : "";
+      auto pinned = [&](const Unit& unit) {
+        auto pool = reservations_.reservations.find(unit.pool);
+        if (pool == reservations_.reservations.end()) return false;
+        auto held = pool->second.find(unit.home);
+        return held != pool->second.end() && held->second.holder != requester;
+      };
+      if (std::optional<RelayoutChoice> choice =
+              PlanRelayout(planning, *types, *allowed, pinned)) {
+        absl::StrAppend(&result.explanation.summary, "; ",
+                        DescribeRelayout(*choice));
+      }
+    }
+    return result;
+  }
   result.feasible = true;
   result.would_allocate = Requested(request, spec);
   Assign(result.would_allocate, *groups);

@@ -23,6 +23,7 @@ namespace accelsched {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const Labels kRelayouts = {{"accelsched.io/mig-relayout", "enabled"}};
 
@@ -101,9 +102,21 @@ TYPED_TEST(SchedulerMigRelayoutTest,
   ASSERT_OK_AND_ASSIGN(Allocation a,
                        this->s().Allocate(QueuedFor("big", "3g.40gb")));
   EXPECT_EQ(a.state, AllocationState::kPending);
-  // Only the periodic pass plans.
+  // Only the periodic pass plans; Explain says what it would do.
   EXPECT_THAT(a.pending_reason, HasSubstr("periodic pass"));
+  ASSERT_OK_AND_ASSIGN(ExplainResult before,
+                       this->s().Explain(QueuedFor("big", "3g.40gb")));
+  EXPECT_FALSE(before.feasible);
+  EXPECT_THAT(before.explanation.summary,
+              HasSubstr("a MIG re-layout would serve it at the next periodic "
+                        "pass: GPU-a into 1g.10gb@0 1g.10gb@1 1g.10gb@2 "
+                        "1g.10gb@3 3g.40gb@4 on n7 (destroys 3 free slices)"));
   ASSERT_OK(this->s().Sweep());
+  ASSERT_OK_AND_ASSIGN(ExplainResult during,
+                       this->s().Explain(QueuedFor("big", "3g.40gb")));
+  EXPECT_EQ(during.pending_reason,
+            "waiting for the MIG re-layout of GPU-a on n7");
+  EXPECT_THAT(during.explanation.summary, Not(HasSubstr("would serve it")));
   EXPECT_EQ(this->ReasonOf("big"),
             "waiting for the MIG re-layout of GPU-a on n7");
   const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
