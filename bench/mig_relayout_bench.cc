@@ -36,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "bench/null_store.h"
 #include "config/accelerator_types_file.h"
 #include "core/base/clock.h"
 #include "core/scheduler/scheduler.h"
@@ -60,21 +61,6 @@ namespace accelsched {
 namespace {
 
 constexpr char kModel[] = "nvidia-h100";
-
-// Acknowledges every write at once and keeps nothing.
-class NullStore final : public Store {
- public:
-  absl::StatusOr<std::vector<Node>> LoadNodes() override {
-    return std::vector<Node>();
-  }
-  absl::StatusOr<std::vector<StoredAllocation>> LoadAllocations() override {
-    return std::vector<StoredAllocation>();
-  }
-  absl::StatusOr<uint64_t> LoadEventSequence() override { return 0; }
-  absl::Status Apply(absl::Span<const Mutation>) override {
-    return absl::OkStatus();
-  }
-};
 
 const Labels kRelayouts = {{"accelsched.io/mig-relayout", "enabled"}};
 

@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "bench/null_store.h"
 #include "config/accelerator_types_file.h"
 #include "core/base/clock.h"
 #include "core/packing/packing_policy.h"
@@ -36,21 +37,6 @@ ABSL_FLAG(std::string, packing, "fragmentation",
 
 namespace accelsched {
 namespace {
-
-// Acknowledges every write at once and keeps nothing.
-class NullStore final : public Store {
- public:
-  absl::StatusOr<std::vector<Node>> LoadNodes() override {
-    return std::vector<Node>();
-  }
-  absl::StatusOr<std::vector<StoredAllocation>> LoadAllocations() override {
-    return std::vector<StoredAllocation>();
-  }
-  absl::StatusOr<uint64_t> LoadEventSequence() override { return 0; }
-  absl::Status Apply(absl::Span<const Mutation>) override {
-    return absl::OkStatus();
-  }
-};
 
 struct Percentiles {
   double p50_us, p99_us, max_us;

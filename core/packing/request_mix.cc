@@ -49,22 +49,28 @@ void RequestMix::Add(absl::Time now, const PoolKey& pool, int count,
   }
 }
 
-std::vector<RequestShape> RequestMix::ShapesFor(const PoolKey& pool,
-                                                absl::Time now) const {
-  // Both buckets' shapes, merged by shape: at most 2 x kMaxShapes entries,
-  // so a sorted vector beats a map.
-  std::vector<std::pair<ShapeKey, double>> merged;
+void RequestMix::ForEachShape(
+    const PoolKey& pool, absl::Time now,
+    absl::FunctionRef<void(const ShapeKey& shape, double weight)> fn) const {
   for (const PoolKey& key :
        {pool, PoolKey{pool.device_class, "", pool.partition}}) {
     auto it = buckets_.find(key);
     if (it != buckets_.end()) {
       const double decay = Decay(it->second.updated, now);
-      for (const auto& [shape, w] : it->second.weights) {
-        merged.emplace_back(shape, w * decay);
-      }
+      for (const auto& [shape, w] : it->second.weights) fn(shape, w * decay);
     }
     if (pool.model.empty()) break;
   }
+}
+
+std::vector<RequestShape> RequestMix::ShapesFor(const PoolKey& pool,
+                                                absl::Time now) const {
+  // Both buckets' shapes, merged by shape: at most 2 x kMaxShapes entries,
+  // so a sorted vector beats a map.
+  std::vector<std::pair<ShapeKey, double>> merged;
+  ForEachShape(pool, now, [&](const ShapeKey& shape, double w) {
+    merged.emplace_back(shape, w);
+  });
   std::sort(merged.begin(), merged.end());
   std::vector<RequestShape> out;
   double total = 0;
@@ -89,17 +95,9 @@ std::vector<RequestShape> RequestMix::ShapesFor(const PoolKey& pool,
 
 double RequestMix::UnitsAsked(const PoolKey& pool, absl::Time now) const {
   double units = 0;
-  for (const PoolKey& key :
-       {pool, PoolKey{pool.device_class, "", pool.partition}}) {
-    auto it = buckets_.find(key);
-    if (it != buckets_.end()) {
-      const double decay = Decay(it->second.updated, now);
-      for (const auto& [shape, w] : it->second.weights) {
-        units += std::get<0>(shape) * w * decay;
-      }
-    }
-    if (pool.model.empty()) break;
-  }
+  ForEachShape(pool, now, [&](const ShapeKey& shape, double w) {
+    units += std::get<0>(shape) * w;
+  });
   return units;
 }
 

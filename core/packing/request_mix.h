@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "core/model/unit.h"
 
@@ -65,6 +66,12 @@ class RequestMix {
     absl::Time updated;
     std::map<ShapeKey, double> weights;  // as of `updated`
   };
+  // Calls `fn` with each shape counted for `pool`'s model and for any model
+  // of its class and partition (one bucket when pool.model is ""), its
+  // weight decayed to `now`.
+  void ForEachShape(
+      const PoolKey& pool, absl::Time now,
+      absl::FunctionRef<void(const ShapeKey& shape, double weight)> fn) const;
   // The factor a weight decays by from `from` to `to`.
   double Decay(absl::Time from, absl::Time to) const;
 

@@ -29,6 +29,7 @@
 #include "agent/nvidia_gpus.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/recording_scheduler.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -517,58 +518,8 @@ TEST(SetMigRelayoutLabelTest, OnlyTheFlagSetsTheLabel) {
   EXPECT_FALSE(SetMigRelayoutLabel(false, labels));
 }
 
-// Records registrations and heartbeats, answers heartbeats with `plans`.
-class PlanningScheduler final : public v1::AcceleratorScheduler::Service {
- public:
-  grpc::Status RegisterNode(grpc::ServerContext*,
-                            const v1::RegisterNodeRequest* request,
-                            v1::Node* reply) override {
-    absl::MutexLock lock(&mu_);
-    registered_.push_back(request->node());
-    *reply = request->node();
-    return grpc::Status::OK;
-  }
-  grpc::Status Heartbeat(grpc::ServerContext*,
-                         const v1::HeartbeatRequest* request,
-                         v1::HeartbeatResponse* reply) override {
-    absl::MutexLock lock(&mu_);
-    heartbeats_.push_back(*request);
-    *reply->mutable_mig_plans() = plans_;
-    return grpc::Status::OK;
-  }
-
-  void SetPlan(const std::string& gpu, const v1::MigLayout& plan) {
-    absl::MutexLock lock(&mu_);
-    plans_[gpu] = plan;
-  }
-  std::vector<v1::Node> registered() const {
-    absl::MutexLock lock(&mu_);
-    return registered_;
-  }
-  std::vector<v1::HeartbeatRequest> heartbeats() const {
-    absl::MutexLock lock(&mu_);
-    return heartbeats_;
-  }
-  // Waits up to 20 s for `done`; false then.
-  template <typename Pred>
-  bool WaitFor(Pred done) const {
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    while (absl::Now() < deadline) {
-      if (done(*this)) return true;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return false;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  google::protobuf::Map<std::string, v1::MigLayout> plans_ ABSL_GUARDED_BY(mu_);
-  std::vector<v1::Node> registered_ ABSL_GUARDED_BY(mu_);
-  std::vector<v1::HeartbeatRequest> heartbeats_ ABSL_GUARDED_BY(mu_);
-};
-
 // The real accelsched-agent, loading the fake NVML, against
-// PlanningScheduler.
+// RecordingScheduler.
 class AgentBinaryTest : public testing::Test {
  protected:
   AgentBinaryTest() {
@@ -622,7 +573,7 @@ class AgentBinaryTest : public testing::Test {
   std::string scenario_ = dir_.File("scenario");
   std::string empty_ = dir_.File("empty");
   std::string log_ = dir_.File("agent.log");
-  PlanningScheduler scheduler_;
+  RecordingScheduler scheduler_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   pid_t pid_ = -1;
@@ -638,7 +589,7 @@ TEST_F(AgentBinaryTest, AppliesAPlanAndRegistersTheNewSlicesAtOnce) {
   // An hour between passes: a second registration can only be the one
   // right after the re-layout.
   StartAgent("1h", {"--allow_mig_relayout"});
-  ASSERT_TRUE(scheduler_.WaitFor([](const PlanningScheduler& s) {
+  ASSERT_TRUE(scheduler_.WaitFor([](const RecordingScheduler& s) {
     return s.registered().size() >= 2 && s.heartbeats().size() >= 2;
   })) << Log();
   const std::vector<v1::Node> registered = scheduler_.registered();
@@ -670,18 +621,18 @@ TEST_F(AgentBinaryTest, AFailureGoesOutInTheNextHeartbeatOnce) {
   *plan.add_slices() = Slice("", "7g.80gb", 0);
   scheduler_.SetPlan("GPU-whole", plan);
   StartAgent("50ms", {"--allow_mig_relayout"});
-  auto with_failure = [](const PlanningScheduler& s) {
+  auto with_failure = [](const RecordingScheduler& s) {
     int n = 0;
     for (const v1::HeartbeatRequest& h : s.heartbeats()) {
       n += h.mig_relayout_failures_size();
     }
     return n;
   };
-  ASSERT_TRUE(scheduler_.WaitFor([&](const PlanningScheduler& s) {
+  ASSERT_TRUE(scheduler_.WaitFor([&](const RecordingScheduler& s) {
     return with_failure(s) > 0;
   })) << Log();
   const size_t at = scheduler_.heartbeats().size();
-  ASSERT_TRUE(scheduler_.WaitFor([&](const PlanningScheduler& s) {
+  ASSERT_TRUE(scheduler_.WaitFor([&](const RecordingScheduler& s) {
     return s.heartbeats().size() >= at + 3;
   })) << Log();
   EXPECT_EQ(with_failure(scheduler_), 1) << "sent once, never retried";
@@ -701,7 +652,7 @@ TEST_F(AgentBinaryTest, WithoutTheFlagPlansAreIgnoredAndTheLabelLeftOut) {
   WriteFile(scenario_, before);
   scheduler_.SetPlan("GPU-h100", FourAndA3g(1));
   StartAgent("50ms", {"--labels=pool=h100,accelsched.io/mig-relayout=enabled"});
-  ASSERT_TRUE(scheduler_.WaitFor([](const PlanningScheduler& s) {
+  ASSERT_TRUE(scheduler_.WaitFor([](const RecordingScheduler& s) {
     return s.heartbeats().size() >= 5;
   })) << Log();
   EXPECT_EQ(ReadFile(scenario_), before) << "NVML was changed";

@@ -11,44 +11,11 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/support/recording_scheduler.h"
 #include "tests/support/status_matchers.h"
 
 namespace accelsched::agent {
 namespace {
-
-// Records RegisterNode and counts Heartbeat; every other method is
-// UNIMPLEMENTED (the generated base).
-class FakeScheduler final : public v1::AcceleratorScheduler::Service {
- public:
-  grpc::Status RegisterNode(grpc::ServerContext*,
-                            const v1::RegisterNodeRequest* request,
-                            v1::Node* reply) override {
-    absl::MutexLock lock(&mu_);
-    registered_.push_back(request->node());
-    *reply = request->node();
-    return grpc::Status::OK;
-  }
-  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
-                         v1::HeartbeatResponse*) override {
-    absl::MutexLock lock(&mu_);
-    ++heartbeats_;
-    return grpc::Status::OK;
-  }
-
-  std::vector<v1::Node> registered() const {
-    absl::MutexLock lock(&mu_);
-    return registered_;
-  }
-  int heartbeats() const {
-    absl::MutexLock lock(&mu_);
-    return heartbeats_;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  std::vector<v1::Node> registered_ ABSL_GUARDED_BY(mu_);
-  int heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
-};
 
 class NodeReporterTest : public testing::Test {
  protected:
@@ -87,7 +54,7 @@ class NodeReporterTest : public testing::Test {
     return r;
   }
 
-  FakeScheduler service_;
+  RecordingScheduler service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<NodeReporter> reporter_;
 };
@@ -106,12 +73,12 @@ TEST_F(NodeReporterTest, AChangedAllocatableRegistersAgain) {
   ASSERT_EQ(service_.registered().size(), 1u);
   EXPECT_EQ(service_.registered()[0].allocatable().cpu_milli(), 8000);
   EXPECT_EQ(service_.registered()[0].devices_size(), 1);
-  EXPECT_EQ(service_.heartbeats(), 1);
+  EXPECT_EQ(service_.heartbeats().size(), 1u);
 
   // Unchanged: a heartbeat only.
   ASSERT_OK(reporter_->Report(Seen(Resources(8000, 64LL << 30, 110))));
   EXPECT_EQ(service_.registered().size(), 1u);
-  EXPECT_EQ(service_.heartbeats(), 2);
+  EXPECT_EQ(service_.heartbeats().size(), 2u);
 
   // Each resource on its own registers again.
   ASSERT_OK(reporter_->Report(Seen(Resources(7000, 64LL << 30, 110))));
@@ -133,7 +100,7 @@ TEST_F(NodeReporterTest, AChangedAllocatableRegistersAgain) {
   ASSERT_EQ(service_.registered().size(), 6u);
   EXPECT_TRUE(service_.registered()[5].has_allocatable());
   EXPECT_EQ(reporter_->registrations(), 6);
-  EXPECT_EQ(service_.heartbeats(), 8);
+  EXPECT_EQ(service_.heartbeats().size(), 8u);
 }
 
 }  // namespace
