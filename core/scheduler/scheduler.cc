@@ -561,9 +561,12 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
       const Record* own = book_.Find({"", request.request_id});
       const std::string requester =
           own != nullptr && own->allocation.pending() ? own->allocation.id : "";
+      // The reservations as the matcher got them above (`reserved`): the
+      // lambda is not seen as holding mu_.
+      const Reservations& held_for = *reserved.reservations;
       auto pinned = [&](const Unit& unit) {
-        auto pool = reservations_.reservations.find(unit.pool);
-        if (pool == reservations_.reservations.end()) return false;
+        auto pool = held_for.find(unit.pool);
+        if (pool == held_for.end()) return false;
         auto held = pool->second.find(unit.home);
         return held != pool->second.end() && held->second.holder != requester;
       };
