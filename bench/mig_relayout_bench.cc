@@ -1,7 +1,8 @@
 // Dynamic MIG re-layout (issue 33), measured two ways through the real
 // scheduler (an in-memory store that acknowledges at once, a fake clock):
 //
-// 1. A replay, static against dynamic on the same stream in one run:
+// 1. A replay, static against dynamic (without and with planning ahead at
+//    lease ends) on the same stream in one run:
 //    --nodes nodes of 8 H100s in MIG mode, each laid out at the start as
 //    seven 1g.10gb slices (a daytime inference layout). Queued MIG requests
 //    arrive as a Poisson stream whose mix follows the time of day: by day
@@ -14,9 +15,11 @@
 //    every node is labelled accelsched.io/mig-relayout=enabled and a
 //    simulated agent applies each plan --apply_delay after it was made
 //    (re-registering the node with the planned layout, new slices with new
-//    ids). Time advances in --tick steps, each running the periodic pass
-//    (Sweep); waits are measured to the tick. Reports the share of requests
-//    served, by day and by night, and their waits.
+//    ids), with planning ahead off (--mig_relayout_ahead=0); "ahead": the
+//    same with the server's default (10m). Each request's lease is its hold
+//    plus a minute. Time advances in --tick steps, each running the periodic
+//    pass (Sweep); waits are measured to the tick. Reports the share of
+//    requests served, by day and by night, and their waits.
 // 2. The admission pass with planning on: --pass_gpus MIG H100s (8 a node,
 //    all re-laying out) with six of their seven 1g.10gb slices allocated and
 //    --pass_pending requests for 3g.40gb pending; each sample releases one
@@ -174,8 +177,23 @@ absl::Status ApplyPlans(BlockingScheduler& s, int nodes, absl::Time now,
   return absl::OkStatus();
 }
 
-absl::StatusOr<ReplayResult> Replay(bool dynamic,
+enum class Layout { kStatic, kDynamic, kAhead };
+
+const char* LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kStatic:
+      return "static";
+    case Layout::kDynamic:
+      return "dynamic";
+    case Layout::kAhead:
+      return "ahead";
+  }
+  return "";
+}
+
+absl::StatusOr<ReplayResult> Replay(Layout layout,
                                     const std::vector<Arrival>& stream) {
+  const bool dynamic = layout != Layout::kStatic;
   const int nodes = absl::GetFlag(FLAGS_nodes);
   const absl::Duration tick = absl::GetFlag(FLAGS_tick);
   NullStore store;
@@ -184,6 +202,8 @@ absl::StatusOr<ReplayResult> Replay(bool dynamic,
   Scheduler::Options options;
   options.heartbeat_timeout = absl::ZeroDuration();
   options.pending_lease = absl::GetFlag(FLAGS_max_wait);
+  if (layout != Layout::kAhead)
+    options.mig_relayout_ahead = absl::ZeroDuration();
   Scheduler scheduler(&store, &clock, BuiltinAcceleratorTypes(), options);
   BlockingScheduler s(&scheduler);
   if (absl::Status st = s.Load(); !st.ok()) return st;
@@ -274,9 +294,9 @@ int RunReplay() {
               "served", "served%", "day%", "night%", "wait_p50_s", "wait_p90_s",
               "relayouts");
   double static_share = 0;
-  for (bool dynamic : {false, true}) {
+  for (Layout layout : {Layout::kStatic, Layout::kDynamic, Layout::kAhead}) {
     const absl::Time began = absl::Now();
-    absl::StatusOr<ReplayResult> r = Replay(dynamic, stream);
+    absl::StatusOr<ReplayResult> r = Replay(layout, stream);
     if (!r.ok()) {
       std::fprintf(stderr, "replay: %s\n", r.status().ToString().c_str());
       return 1;
@@ -285,15 +305,15 @@ int RunReplay() {
     const int arrived = r->arrived[0] + r->arrived[1];
     const int served = r->served[0] + r->served[1];
     std::printf("%-8s %8d %8d %9.1f %9.1f %9.1f %10.0f %10.0f %10d  (%.1f s)\n",
-                dynamic ? "dynamic" : "static", arrived, served,
-                pct(served, arrived), pct(r->served[0], r->arrived[0]),
+                LayoutName(layout), arrived, served, pct(served, arrived),
+                pct(r->served[0], r->arrived[0]),
                 pct(r->served[1], r->arrived[1]), Quantile(r->waits_s, 0.5),
                 Quantile(r->waits_s, 0.9), r->relayouts,
                 absl::ToDoubleSeconds(absl::Now() - began));
-    if (!dynamic) {
+    if (layout == Layout::kStatic) {
       static_share = pct(served, arrived);
     } else if (static_share > 0) {
-      std::printf("dynamic / static served: %.2fx\n",
+      std::printf("%s / static served: %.2fx\n", LayoutName(layout),
                   pct(served, arrived) / static_share);
     }
   }

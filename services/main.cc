@@ -93,6 +93,10 @@ ABSL_FLAG(absl::Duration, mig_relayout_timeout, absl::Minutes(10),
           "How long a node has to apply a planned MIG re-layout before the "
           "plan is dropped (the request waits again), and how long a GPU "
           "whose plan failed or was dropped is not planned for again");
+ABSL_FLAG(absl::Duration, mig_relayout_ahead, absl::Minutes(10),
+          "A request for a MIG profile that no slice offers, which no "
+          "re-layout serves now, holds a GPU whose allocated slices free "
+          "within this, to be re-laid out for it once they do (0: never)");
 ABSL_FLAG(bool, metrics_per_device, false,
           "also export device statistics per device and MIG slice on /metrics "
           "(a series each: mind the cardinality), not only per node and model");
@@ -157,6 +161,7 @@ int main(int argc, char** argv) {
   options.preemption_grace = absl::GetFlag(FLAGS_preemption_grace);
   options.packing = absl::GetFlag(FLAGS_packing);
   options.mig_relayout_timeout = absl::GetFlag(FLAGS_mig_relayout_timeout);
+  options.mig_relayout_ahead = absl::GetFlag(FLAGS_mig_relayout_ahead);
   options.metrics_per_device = absl::GetFlag(FLAGS_metrics_per_device);
   options.placement.nvidia_visible_devices =
       absl::GetFlag(FLAGS_nvidia_visible_devices);

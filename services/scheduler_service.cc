@@ -248,39 +248,25 @@ grpc::ServerUnaryReactor* SchedulerService::Heartbeat(
     const absl::Time now = absl::Now();
     ASSIGN_OR_RETURN(DeviceStatsMap stats,
                      DeviceStatsFromProto(req->device_stats(), reported, now));
-    // Stored under the scheduler's lock once the heartbeat is accepted, so
-    // that a concurrent RemoveNode (which erases them after its own removal)
-    // cannot be overtaken by a late report.
-    ASSIGN_OR_RETURN(std::vector<Scheduler::RelayoutFailure> failures,
+    Scheduler::HeartbeatReport report;
+    report.unhealthy_device_ids = std::move(ids);
+    report.reported_ids = std::move(reported);
+    ASSIGN_OR_RETURN(report.relayout_failures,
                      RelayoutFailuresFromProto(req->mig_relayout_failures()));
-    // After the heartbeat, the failures it reports (which may end plans),
-    // then the plans that stand for the node's GPUs.
-    Scheduler* scheduler = scheduler_;
-    std::string name = req->name();
-    auto answer = [scheduler, name, resp,
-                   done = std::move(done)](absl::Status s) mutable {
-      if (s.ok()) {
-        if (absl::StatusOr<Node> node = scheduler->GetNode(name); node.ok()) {
-          for (const Device& d : node->devices) {
-            if (d.mig_plan.has_value()) {
-              MigPlanToProto(*d.mig_plan, &(*resp->mutable_mig_plans())[d.id]);
+    // The stats are stored under the scheduler's lock once the heartbeat is
+    // accepted, so that a concurrent RemoveNode (which erases them after its
+    // own removal) cannot be overtaken by a late report.
+    scheduler_->Heartbeat(
+        req->name(), report,
+        [&] { stats_->Put(req->name(), std::move(stats), now); },
+        [resp, done = std::move(done)](
+            absl::StatusOr<Scheduler::MigPlans> plans) mutable {
+          if (plans.ok()) {
+            for (const auto& [gpu, plan] : *plans) {
+              MigPlanToProto(plan, &(*resp->mutable_mig_plans())[gpu]);
             }
           }
-        }
-      }
-      std::move(done)(s);
-    };
-    scheduler_->Heartbeat(
-        req->name(), ids, reported,
-        [&] { stats_->Put(req->name(), std::move(stats), now); },
-        [scheduler, name, failures = std::move(failures),
-         answer = std::move(answer)](absl::Status s) mutable {
-          if (!s.ok() || failures.empty()) {
-            std::move(answer)(s);
-            return;
-          }
-          scheduler->MigRelayoutFailed(name, std::move(failures),
-                                       std::move(answer));
+          std::move(done)(plans.status());
         });
     return absl::OkStatus();
   });

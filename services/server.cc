@@ -179,6 +179,11 @@ absl::Status Server::OpenScheduler(const Options& options) {
         "--mig_relayout_timeout must be positive");
   }
   scheduler_options.mig_relayout_timeout = options.mig_relayout_timeout;
+  if (options.mig_relayout_ahead < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--mig_relayout_ahead must not be negative");
+  }
+  scheduler_options.mig_relayout_ahead = options.mig_relayout_ahead;
   accelerator_types_ = options.accelerator_types;
   tenants_ = options.tenants;
   scheduler_ = std::make_unique<Scheduler>(

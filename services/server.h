@@ -90,6 +90,8 @@ class Server {
     std::string packing = "fragmentation";
     // --mig_relayout_timeout (Scheduler::Options::mig_relayout_timeout).
     absl::Duration mig_relayout_timeout = absl::Minutes(10);
+    // --mig_relayout_ahead (Scheduler::Options::mig_relayout_ahead).
+    absl::Duration mig_relayout_ahead = absl::Minutes(10);
     PlacementOptions placement;
     // Device statistics on /metrics per device and MIG slice too, not only
     // per node and model.

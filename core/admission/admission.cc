@@ -38,13 +38,11 @@ class AdmissionRound {
             ctx, [&queue](absl::string_view id) { return queue.contains(id); }),
         preemption_(ctx, reservations_) {
     for (const auto& [node, device] : ctx.catalog->mig_plans()) {
-      const Node& n = ctx.catalog->nodes().find(node)->second;
-      for (const Device& d : n.devices) {
-        if (d.id != device || !d.mig_plan.has_value()) continue;
-        auto& [where, gpus] = relayouts_[d.mig_plan->allocation_id];
-        where = node;
-        gpus.push_back(device);
-      }
+      const Device* d =
+          FindDevice(ctx.catalog->nodes().find(node)->second, device);
+      auto& [where, gpus] = relayouts_[d->mig_plan->allocation_id];
+      where = node;
+      gpus.push_back(device);
     }
   }
   AdmissionRound(const AdmissionRound&) = delete;
@@ -64,7 +62,7 @@ class AdmissionRound {
     const std::string& shape = queue_.Shape(id);
     if (!quotas) {
       if (auto blocked = blocked_.find(shape); blocked != blocked_.end()) {
-        actions_.wait(id, blocked->second);
+        actions_.wait(id, ReasonOf(id, blocked->second));
         return Queue::Verdict::kSkipShape;
       }
     }
@@ -121,7 +119,7 @@ class AdmissionRound {
     if (quotas) {
       if (auto blocked = blocked_.find(key);
           blocked != blocked_.end() && !MayReclaim(ctx_, p, *spec)) {
-        actions_.wait(id, blocked->second);
+        actions_.wait(id, ReasonOf(id, blocked->second));
         return miss;
       }
     }
@@ -133,9 +131,8 @@ class AdmissionRound {
       return Queue::Verdict::kTaken;
     }
     std::string reason = WaitReason(ctx_, *spec);
-    if (auto in_flight = relayouts_.find(id); in_flight != relayouts_.end()) {
-      actions_.wait(id, RelayoutReason(in_flight->second.first,
-                                       in_flight->second.second));
+    if (relayouts_.contains(id)) {
+      actions_.wait(id, ReasonOf(id, reason));
       return Queue::Verdict::kPassed;
     }
     const std::set<std::string>& victims = ctx_.book->VictimsOf(id);
@@ -161,6 +158,10 @@ class AdmissionRound {
       // A share holds no reservation yet (README, "GPU sharing"); it does
       // not take its pool's turn to reserve either, so that a whole request
       // after it still holds the GPUs that free first.
+    } else if (std::string ahead =
+                   relayout == Relayout::kNone ? PlanAhead(id, p, *spec) : "";
+               !ahead.empty()) {
+      absl::StrAppend(&reason, ahead);
     } else {
       absl::StrAppend(&reason, reservations_.Reserve(id, *spec, p.priority));
     }
@@ -185,12 +186,31 @@ class AdmissionRound {
     }
   }
 
+  // Requests whose re-layout is done take the slices made for them before
+  // a request ahead of them in the order could; one that still does not
+  // get in waits like any other, its turn had.
+  void AdmitRelayoutsDone(const Queue& queue) {
+    for (const std::string& id : ctx_.relayouts_done) {
+      if (!queue.contains(id) || visited_.contains(id)) continue;
+      Visit(id);
+      visited_.insert(id);
+    }
+  }
+
   Queue::Verdict VisitOnce(const std::string& id) {
     if (visited_.contains(id)) return Queue::Verdict::kSkipGroup;
     return Visit(id);
   }
 
  private:
+  // Why `id` waits: for its MIG re-layout in flight, if it has one, else
+  // `reason`.
+  std::string ReasonOf(const std::string& id, const std::string& reason) const {
+    auto in_flight = relayouts_.find(id);
+    if (in_flight == relayouts_.end()) return reason;
+    return RelayoutReason(in_flight->second.first, in_flight->second.second);
+  }
+
   enum class Relayout {
     kNone,     // no re-layout serves the request
     kPlanned,  // one was planned for it
@@ -232,6 +252,48 @@ class AdmissionRound {
     actions_.wait(id, RelayoutReason(choice->node, gpus));
     relayouts_[id] = {choice->node, std::move(gpus)};
     return Relayout::kPlanned;
+  }
+
+  // For `id` (`p`, asking `spec`), the first of its shape that must wait,
+  // when no re-layout serves it now and no slice of its profile exists:
+  // holds the pools of a MIG GPU whose held slices free within
+  // ctx.relayout_ahead, where a re-layout will serve it then (the first
+  // periodic pass after they are free plans it, as for any request).
+  // Returns what to add to its reason, or "" (nothing planned ahead: it
+  // reserves as any other).
+  std::string PlanAhead(const std::string& id, const Allocation& p,
+                        const MatchSpec& spec) {
+    if (!ctx_.plan_relayouts || ctx_.types == nullptr ||
+        ctx_.relayout_ahead <= absl::ZeroDuration() ||
+        relayouts_planned_ >= kMaxRelayoutsPerPass) {
+      return "";
+    }
+    // Where some slice of the profile exists, the one that frees first is
+    // reserved as for any request (Reserve): no GPU is re-sliced ahead for
+    // what a release gives.
+    for (const std::string& model : spec.models) {
+      const CapacityIndex::Pool* pool = ctx_.catalog->index().FindPool(
+          PoolKey{spec.device_class, model, spec.partition});
+      if (pool != nullptr && pool->total > 0) return "";
+    }
+    auto pinned = [&](const Unit& unit) {
+      return reservations_.ReservedForOther(unit.pool, unit.home, id,
+                                            p.priority);
+    };
+    std::optional<RelayoutChoice> choice = PlanRelayout(
+        ctx_, *ctx_.types, spec, pinned, ctx_.rules.now + ctx_.relayout_ahead);
+    if (!choice.has_value() || choice->start == absl::InfinitePast()) {
+      return "";
+    }
+    ++relayouts_planned_;
+    std::vector<std::string> gpus;
+    for (const RelayoutChoice::Gpu& g : choice->gpus) {
+      gpus.push_back(g.device_id);
+    }
+    return absl::StrCat(reservations_.HoldPools(id, p.priority, choice->node,
+                                                choice->pools, choice->start),
+                        " for a MIG re-layout of ", absl::StrJoin(gpus, ", "),
+                        " once the allocations on its slices end");
   }
 
   // Preempts the borrowers of reclaim.pool that give back what `p`'s
@@ -283,6 +345,7 @@ ReservationState RunAdmissionPass(const AdmissionContext& ctx,
                                   const AdmissionActions& actions) {
   AdmissionRound round(ctx, queue, actions);
   round.AdmitRipeHolders();
+  round.AdmitRelayoutsDone(queue);
   queue.Walk([&](const std::string& tenant) { return round.Share(tenant); },
              [&](const std::string& id) { return round.VisitOnce(id); });
   return round.TakeReservations();

@@ -71,6 +71,13 @@ struct AdmissionContext {
   bool plan_relayouts = false;
   const absl::flat_hash_map<std::string, absl::Time>* relayout_backoff =
       nullptr;
+  // How far ahead a re-layout may be planned for a request that must wait:
+  // onto slices whose allocations' leases end within it (0: never).
+  absl::Duration relayout_ahead = absl::ZeroDuration();
+  // Pending requests whose MIG re-layout the node has just reported done:
+  // visited before every other (RunAdmissionPass), so that the slices
+  // made for them go to them.
+  std::vector<std::string> relayouts_done;
 };
 
 // What a pending (or new) allocation asks for, as a match spec.

@@ -15,6 +15,9 @@ namespace {
 struct Candidate {
   const Device* device = nullptr;
   std::vector<MigSliceState> slices;
+  // For each slice, when it frees if it is held and counted free ahead;
+  // InfinitePast otherwise.
+  std::vector<absl::Time> frees;
   std::string state;  // the memo key of its slices
 };
 
@@ -28,15 +31,25 @@ bool BetterGpu(const MigLayoutPlan& a, const MigLayoutPlan& b) {
 }
 
 bool BetterNode(const RelayoutChoice& a, const RelayoutChoice& b) {
+  if (a.start != b.start) return a.start < b.start;
   if (a.destroyed != b.destroyed) return a.destroyed < b.destroyed;
   return a.fragmentation_change < b.fragmentation_change - 1e-9;
 }
 
-const Device* FindDevice(const Node& node, const std::string& id) {
-  for (const Device& d : node.devices) {
-    if (d.id == id) return &d;
+// When held MIG slice `unit` frees, if that is by `frees_by` and it may be
+// planned for ahead: held by an ACTIVE allocation (not a victim in its
+// grace, which frees it for its preemptor); InfinitePast otherwise.
+absl::Time FreesBy(const AdmissionContext& ctx, const Unit& unit,
+                   absl::Time frees_by) {
+  if (frees_by <= ctx.rules.now || !unit.healthy || unit.allocation.empty()) {
+    return absl::InfinitePast();
   }
-  return nullptr;
+  const AllocationBook::Record* r = ctx.book->Find({unit.allocation, ""});
+  if (r == nullptr || r->allocation.state != AllocationState::kActive ||
+      r->allocation.expires_at > frees_by) {
+    return absl::InfinitePast();
+  }
+  return r->allocation.expires_at;
 }
 
 }  // namespace
@@ -44,7 +57,8 @@ const Device* FindDevice(const Node& node, const std::string& id) {
 std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
                                            const AcceleratorTypeSet& types,
                                            const MatchSpec& spec,
-                                           SliceHeld pinned) {
+                                           SliceHeld pinned,
+                                           absl::Time frees_by) {
   if (spec.partition.empty() || spec.replicas > 1 || spec.share.has_value() ||
       spec.device_class != DeviceClass::kNvidiaGpu || spec.models.empty()) {
     return std::nullopt;
@@ -73,7 +87,21 @@ std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
                                              spec.partition, want, mix))
                  .first;
       }
-      return it->second;
+      std::optional<MigLayoutPlan> plan = it->second;
+      // The search may have been another GPU's in the same state: the slices
+      // kept are this GPU's, with its ids (same profiles and starts).
+      if (plan.has_value()) {
+        for (MigSlice& kept : plan->layout) {
+          if (kept.id.empty()) continue;
+          for (const MigSliceState& s : c.slices) {
+            if (s.slice.profile == kept.profile &&
+                s.slice.start == kept.start) {
+              kept.id = s.slice.id;
+            }
+          }
+        }
+      }
+      return plan;
     };
     const auto& gpus = ctx.catalog->RelayoutGpus(model);
     for (auto it = gpus.begin(); it != gpus.end();) {
@@ -103,14 +131,22 @@ std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
             continue;
           }
         }
-        Candidate c{d, {}, ""};
+        Candidate c{d, {}, {}, ""};
         for (const MigSlice& s : d->mig_slices) {
           const Unit* unit = index.Find(s.id);
           // A slice planned away has no unit: such a GPU has a plan and is
           // skipped below.
-          const bool stays = unit == nullptr || !unit->free() || pinned(*unit);
-          if (!stays && s.profile == spec.partition) ++have;
+          bool stays = unit == nullptr || !unit->free() || pinned(*unit);
+          const absl::Time frees = stays && unit != nullptr
+                                       ? FreesBy(ctx, *unit, frees_by)
+                                       : absl::InfinitePast();
+          if (frees > absl::InfinitePast() && !pinned(*unit)) {
+            stays = false;
+          } else if (!stays && s.profile == spec.partition) {
+            ++have;
+          }
           c.slices.push_back(MigSliceState{s, stays});
+          c.frees.push_back(stays ? absl::InfinitePast() : frees);
           absl::StrAppend(&c.state, s.profile, "@", s.start, stays ? "p" : "f",
                           ",");
         }
@@ -135,6 +171,19 @@ std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
         if (pick < 0) break;
         taken[pick] = true;
         need -= picked->targets;
+        const Candidate& c = candidates[pick];
+        const std::vector<MigSlice> away =
+            PlannedAway(MigPlan{picked->layout, 0, "", absl::InfiniteFuture()},
+                        c.device->mig_slices);
+        for (size_t i = 0; i < c.slices.size(); ++i) {
+          if (std::find(away.begin(), away.end(), c.slices[i].slice) ==
+              away.end()) {
+            continue;
+          }
+          choice.start = std::max(choice.start, c.frees[i]);
+          choice.pools.push_back(
+              PoolKey{spec.device_class, model, c.slices[i].slice.profile});
+        }
         choice.destroyed += picked->destroyed;
         choice.fragmentation_change +=
             picked->fragmentation_after - picked->fragmentation_before;
@@ -142,6 +191,9 @@ std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
             RelayoutChoice::Gpu{candidates[pick].device->id, *picked});
       }
       if (need > 0) continue;
+      std::sort(choice.pools.begin(), choice.pools.end());
+      choice.pools.erase(std::unique(choice.pools.begin(), choice.pools.end()),
+                         choice.pools.end());
       if (!best.has_value() || BetterNode(choice, *best)) {
         best = std::move(choice);
       }
@@ -162,9 +214,19 @@ std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
 
 bool RelayoutCouldServe(const Catalog& catalog, const AcceleratorTypeSet& types,
                         const MatchSpec& spec) {
-  if (spec.partition.empty() || spec.replicas > 1 || spec.share.has_value()) {
+  if (spec.partition.empty() || spec.replicas > 1 || spec.share.has_value() ||
+      spec.device_class != DeviceClass::kNvidiaGpu) {
     return false;
   }
+  // A node that could never take the request, however its GPUs were laid
+  // out: its labels, or its pod room when it is accounted.
+  auto could_hold = [&](const std::string& name) {
+    const Node& node = catalog.nodes().find(name)->second;
+    if (!spec.selector.Matches(node.labels)) return false;
+    return !spec.pod_resources.has_value() || !node.allocatable.has_value() ||
+           FirstShortfall(*node.allocatable, *spec.pod_resources,
+                          node.allocatable->pods > 0) == nullptr;
+  };
   for (const std::string& model : spec.models) {
     const AcceleratorType* type = types.Find(model);
     const MigProfile* p =
@@ -175,11 +237,14 @@ bool RelayoutCouldServe(const Catalog& catalog, const AcceleratorTypeSet& types,
     if (p->max_instances > 0) per_gpu = std::min(per_gpu, p->max_instances);
     std::string node;
     int slices = 0;
+    bool holds = false;
     for (const auto& [home, device] : catalog.RelayoutGpus(model)) {
       if (home != node) {
         node = home;
         slices = 0;
+        holds = could_hold(home);
       }
+      if (!holds) continue;
       slices += per_gpu;
       if (slices >= spec.count) return true;
     }

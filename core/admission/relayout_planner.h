@@ -44,6 +44,13 @@ struct RelayoutChoice {
   int destroyed = 0;      // free slices destroyed in all
   // Change in MigFragmentation over those GPUs.
   double fragmentation_change = 0;
+  // When every slice it destroys is free: InfinitePast for a plan that can
+  // be applied now; planned ahead (PlanRelayout's `frees_by`), the latest
+  // lease end of the allocations on them.
+  absl::Time start = absl::InfinitePast();
+  // The pools of the slices it destroys, sorted: what to hold on `node`
+  // while it waits for them.
+  std::vector<PoolKey> pools;
 };
 
 // Whether the unit (a MIG slice) `unit` of `node` must stay as it is for a
@@ -58,15 +65,22 @@ using SliceHeld = absl::FunctionRef<bool(const Unit& unit)>;
 // free slices of the profile already suffice is not planned for (what keeps
 // the request waiting is something else). O(candidate GPUs x the search of
 // one GPU); GPUs in the same state share one search.
-std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
-                                           const AcceleratorTypeSet& types,
-                                           const MatchSpec& spec,
-                                           SliceHeld pinned);
+//
+// Planning ahead: with `frees_by` later than ctx.rules.now, a slice held by
+// an ACTIVE allocation whose lease ends by then (not one in a preemption
+// grace) counts as free, as it will be; such a plan cannot be applied
+// before its `start`, and among nodes the earliest start wins first.
+std::optional<RelayoutChoice> PlanRelayout(
+    const AdmissionContext& ctx, const AcceleratorTypeSet& types,
+    const MatchSpec& spec, SliceHeld pinned,
+    absl::Time frees_by = absl::InfinitePast());
 
 // Whether some node could ever hold `spec` (as PlanRelayout takes it) once
-// its MIG GPUs were re-laid out: a node whose agent re-lays out has enough
-// MIG GPUs of one of spec.models to hold spec.count slices of the profile
-// (each at most as many as its starts, instance limit and compute allow).
+// its MIG GPUs were re-laid out: a node whose agent re-lays out, whose labels
+// match spec.selector and whose allocatable (when accounted) holds
+// spec.pod_resources, has enough MIG GPUs of one of spec.models to hold
+// spec.count slices of the profile (each at most as many as its starts,
+// instance limit and compute allow).
 // Allocate takes such a request as one that may wait, where
 // CheckSatisfiable (which counts the slices that exist) would refuse it.
 // O(candidate GPUs).

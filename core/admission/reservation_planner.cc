@@ -127,6 +127,20 @@ void ReservationPlanner::HoldVictimNodes(const std::string& id, int priority,
   }
 }
 
+std::string ReservationPlanner::HoldPools(const std::string& id, int priority,
+                                          const std::string& node,
+                                          const std::vector<PoolKey>& pools,
+                                          absl::Time start) {
+  for (const PoolKey& pool : pools) {
+    Reservation& r = state_.reservations[pool][node];
+    r.holder = id;
+    r.start = start;
+    r.nominated = false;
+    r.priority = priority;
+  }
+  return Holds({node}, start);
+}
+
 std::optional<std::string> ReservationPlanner::Reuse(
     const std::string& id, const std::string& walk_key) {
   if (ctx_.previous == nullptr || ctx_.refresh_reservations) {

@@ -81,6 +81,16 @@ class ReservationPlanner {
   void HoldVictimNodes(const std::string& id, int priority,
                        const std::set<std::string>& victims);
 
+  // Holds `pools` on `node` for `id` (of `priority`) from `start`: the
+  // slices a MIG re-layout planned ahead will destroy once their leases end,
+  // so that nothing after it takes them meanwhile (a request whose lease
+  // ends by `start` still may, as with Reserve). The caller has checked that
+  // none is held for another. Taken over between refreshes as Reserve's are.
+  // Returns what to add to its reason: "; holds n7 from <start>".
+  std::string HoldPools(const std::string& id, int priority,
+                        const std::string& node,
+                        const std::vector<PoolKey>& pools, absl::Time start);
+
   // Reserves for `id` (a request of `priority` for `spec` that must wait),
   // when it is the first of one of its pools to wait this pass, the nodes of
   // that pool that free first (now, or at a lease end; the earliest pool

@@ -30,13 +30,6 @@ bool Relayouts(const Node& node) {
   return it != node.labels.end() && it->second == kMigRelayoutEnabled;
 }
 
-const Device* FindDevice(const Node& node, absl::string_view id) {
-  for (const Device& d : node.devices) {
-    if (d.id == id) return &d;
-  }
-  return nullptr;
-}
-
 // Why `next` cannot describe `d`, a device the catalog holds as `current`
 // describes it; OK when it can.
 absl::Status TypeStillFits(const AcceleratorTypeSet& current,
@@ -78,6 +71,7 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
   owner_.clear();
   tpu_slices_.clear();
   planned_.clear();
+  lapsed_.clear();
   relayout_gpus_.clear();
   index_ = CapacityIndex();
   for (Node& node : nodes) {
@@ -287,6 +281,7 @@ void Catalog::UnindexNode(const Node& node) {
     owner_.erase(d.id);
     for (const MigSlice& s : d.mig_slices) owner_.erase(s.id);
     planned_.erase({node.name, d.id});
+    lapsed_.erase({node.name, d.id});
     if (auto it = relayout_gpus_.find(d.canonical_model);
         it != relayout_gpus_.end()) {
       it->second.erase({node.name, d.id});
@@ -351,12 +346,17 @@ void Catalog::RefreshUnits(const std::string& node_name,
       if (!d.tpu_slice_id.empty()) {
         slices.insert(d.tpu_slice_id);
       } else if (d.mig_enabled) {
-        const std::vector<MigSlice> away =
-            d.mig_plan.has_value() ? PlannedAway(*d.mig_plan, d.mig_slices)
-                                   : std::vector<MigSlice>();
+        std::vector<MigSlice> away;
+        if (d.mig_plan.has_value()) {
+          away = PlannedAway(*d.mig_plan, d.mig_slices);
+        } else if (auto lapsed = lapsed_.find({node_name, d.id});
+                   lapsed != lapsed_.end()) {
+          away = PlannedAway(lapsed->second.plan, d.mig_slices);
+        }
         for (const MigSlice& s : d.mig_slices) {
-          // A slice planned away is not handed out while the plan stands
-          // (SetMigPlan refuses to plan away a held one).
+          // A slice planned away is not handed out while the plan stands,
+          // or may still be under way (SetMigPlan refuses to plan away a
+          // held one).
           if (std::find(away.begin(), away.end(), s) != away.end() &&
               owners_->OwnerOf(s.id).empty()) {
             continue;
@@ -402,7 +402,16 @@ void Catalog::PutUnit(Unit unit) {
 void Catalog::CarryMigPlans(const Node& old_node, Node& node,
                             std::vector<MigPlanEnd>* plan_ends) {
   for (Device& d : node.devices) {
-    if (d.removed) continue;
+    if (d.removed) {
+      // Kept only while held, and planned for no more: no agent may act on
+      // its plan.
+      if (d.mig_plan.has_value() && plan_ends != nullptr) {
+        plan_ends->push_back(MigPlanEnd{node.name, d.id, *d.mig_plan, false,
+                                        "the GPU left the node"});
+      }
+      d.mig_plan.reset();
+      continue;
+    }
     const Device* was = FindDevice(old_node, d.id);
     if (was == nullptr) continue;
     d.mig_generation = was->mig_generation;
@@ -476,7 +485,7 @@ absl::StatusOr<Node> Catalog::SetMigPlan(absl::string_view node_name,
                        owners_->OwnerOf(s.id)));
     }
   }
-  plan.generation = ++d->mig_generation;
+  d->mig_generation = plan.generation;
   d->mig_plan = std::move(plan);
   planned_.emplace(it->first, d->id);
   RefreshUnits(it->first, {});
@@ -485,21 +494,36 @@ absl::StatusOr<Node> Catalog::SetMigPlan(absl::string_view node_name,
 
 std::optional<std::pair<Node, MigPlan>> Catalog::DropMigPlan(
     absl::string_view node_name, absl::string_view device_id,
-    uint64_t generation) {
+    uint64_t generation, absl::Time hold_until) {
   auto it = nodes_.find(node_name);
   if (it == nodes_.end()) return std::nullopt;
-  for (Device& d : it->second.devices) {
-    if (d.id != device_id || !d.mig_plan.has_value()) continue;
-    if (generation != 0 && d.mig_plan->generation != generation) {
-      return std::nullopt;
-    }
-    MigPlan plan = *std::move(d.mig_plan);
-    d.mig_plan.reset();
-    planned_.erase({it->first, d.id});
-    RefreshUnits(it->first, {});
-    return std::make_pair(it->second, std::move(plan));
+  Device* d = FindDevice(it->second, device_id);
+  if (d == nullptr || !d->mig_plan.has_value() ||
+      (generation != 0 && d->mig_plan->generation != generation)) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  MigPlan plan = *std::move(d->mig_plan);
+  d->mig_plan.reset();
+  planned_.erase({it->first, d->id});
+  if (hold_until > absl::InfinitePast()) {
+    lapsed_[{it->first, d->id}] = Lapsed{plan, hold_until};
+  }
+  RefreshUnits(it->first, {});
+  return std::make_pair(it->second, std::move(plan));
+}
+
+bool Catalog::ReleaseLapsed(absl::Time now) {
+  std::set<std::string> nodes;
+  for (auto it = lapsed_.begin(); it != lapsed_.end();) {
+    if (it->second.until <= now) {
+      nodes.insert(it->first.first);
+      it = lapsed_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const std::string& node : nodes) RefreshUnits(node, {});
+  return !nodes.empty();
 }
 
 absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,

@@ -105,24 +105,35 @@ class Catalog {
   // the registration's own are ignored, the stored ones kept, and a plan
   // ends (appended to `plan_ends`, when not null) once the GPU reports its
   // layout, or when it reports one the plan does not explain
-  // (ProgressOf, core/model/mig_plan.h), leaves MIG mode or is dropped.
+  // (ProgressOf, core/model/mig_plan.h), leaves MIG mode or is dropped (a
+  // dropped GPU kept while held, too). Slices held out of service after a
+  // plan's deadline (DropMigPlan) are in service again.
   absl::StatusOr<Node> Put(const AcceleratorTypeSet& types, Node node,
                            absl::Time now,
                            std::vector<MigPlanEnd>* plan_ends = nullptr);
-  // Makes `plan` (its slices, allocation and deadline) the MIG re-layout of
-  // GPU `device_id` on `node`, with the GPU's next generation; the slices
-  // it plans away stop being allocatable. NOT_FOUND for an unknown node or
-  // device; FAILED_PRECONDITION when the device is not a MIG GPU, already
-  // has a plan, or a slice the plan destroys is held. Returns the node to
-  // write.
+  // Makes `plan` (its slices, generation, allocation and deadline) the MIG
+  // re-layout of GPU `device_id` on `node` (a device not removed), and its
+  // generation the GPU's mig_generation; the slices it plans away stop being
+  // allocatable. NOT_FOUND for an unknown node or device;
+  // FAILED_PRECONDITION when the device is not a MIG GPU, already has a
+  // plan, or a slice the plan destroys is held. Returns the node to write.
   absl::StatusOr<Node> SetMigPlan(absl::string_view node,
                                   absl::string_view device_id, MigPlan plan);
   // Ends the plan of GPU `device_id` on `node` if it is of `generation`
-  // (0: whichever it is): its slices planned away that still exist are
-  // allocatable again. Returns the node to write and the plan ended;
+  // (0: whichever it is). Its slices planned away that still exist are
+  // allocatable again at once, or, when `hold_until` is later than the
+  // InfinitePast default, once the node registers again or ReleaseLapsed
+  // is called at or after `hold_until`, whichever is first (a plan whose
+  // deadline passed may still be under way on the node: its agent may be
+  // destroying those slices). Returns the node to write and the plan ended;
   // nullopt when there was no such plan.
   std::optional<std::pair<Node, MigPlan>> DropMigPlan(
-      absl::string_view node, absl::string_view device_id, uint64_t generation);
+      absl::string_view node, absl::string_view device_id, uint64_t generation,
+      absl::Time hold_until = absl::InfinitePast());
+  // Makes allocatable again the slices that DropMigPlan held until `now` or
+  // before; true when there were any. Not durable: after a restart such
+  // slices are allocatable (README, "Dynamic MIG re-layout").
+  bool ReleaseLapsed(absl::Time now);
   // (node, device id) of the MIG GPUs of canonical `model` on nodes whose
   // agent applies re-layouts (kMigRelayoutLabel), in that order.
   const std::set<std::pair<std::string, std::string>>& RelayoutGpus(
@@ -193,6 +204,14 @@ class Catalog {
   absl::flat_hash_map<std::string, TpuSliceState> tpu_slices_;
   // (node, device id) of every GPU with a MIG plan.
   std::set<std::pair<std::string, std::string>> planned_;
+  // A plan dropped at its deadline, whose slices it planned away stay out of
+  // service until `until` or the node's next registration.
+  struct Lapsed {
+    MigPlan plan;
+    absl::Time until;
+  };
+  // (node, device id) -> its plan dropped at the deadline.
+  std::map<std::pair<std::string, std::string>, Lapsed> lapsed_;
   // Canonical model -> (node, device id) of its MIG GPUs on nodes that
   // re-layout.
   std::map<std::string, std::set<std::pair<std::string, std::string>>,

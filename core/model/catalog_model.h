@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/base/labels.h"
 #include "core/model/device_class.h"
@@ -33,7 +34,9 @@ struct MigPlan {
   // Every slice of the layout, ascending by start: the ones kept with their
   // ids, the ones to create with an empty id.
   std::vector<MigSlice> slices;
-  // Device::mig_generation when it was made.
+  // Issued by the scheduler, one more than any plan before it anywhere in
+  // the cluster (never reused, even for a GPU that leaves and returns), so
+  // that an agent can tell a new plan from one it has handled.
   uint64_t generation = 0;
   // The PENDING allocation it was made for.
   std::string allocation_id;
@@ -62,8 +65,9 @@ struct Device {
   // Its slices planned away are not allocatable while it stands. Kept by
   // the catalog across re-registrations, never set by clients.
   std::optional<MigPlan> mig_plan;
-  // The last plan generation issued for this GPU (0: none yet), kept after
-  // its plan ends so that generations only grow.
+  // The generation of the last plan made for this GPU (0: none yet), kept
+  // after its plan ends: the scheduler issues generations above every one
+  // stored.
   uint64_t mig_generation = 0;
   // Dropped by a re-registration while in a live allocation: kept, unhealthy,
   // until released, then removed. Never set by clients.
@@ -91,6 +95,20 @@ struct Node {
 
 // Nodes by name.
 using NodeMap = std::map<std::string, Node, std::less<>>;
+
+// The device of `node` whose id is `id` (a removed one too), or nullptr.
+inline const Device* FindDevice(const Node& node, absl::string_view id) {
+  for (const Device& d : node.devices) {
+    if (d.id == id) return &d;
+  }
+  return nullptr;
+}
+inline Device* FindDevice(Node& node, absl::string_view id) {
+  for (Device& d : node.devices) {
+    if (d.id == id) return &d;
+  }
+  return nullptr;
+}
 
 }  // namespace accelsched
 

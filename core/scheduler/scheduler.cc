@@ -1,6 +1,7 @@
 // The scheduler's allocation half, and its load and commit plumbing.
 #include "core/scheduler/scheduler.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <tuple>
@@ -78,6 +79,14 @@ absl::Status Scheduler::LoadLocked() {
   // connection lost at COMMIT), and its events' numbers with it.
   ASSIGN_OR_RETURN(StoredState state, store_.Load());
   committer_->set_last_event_sequence(state.event_sequence);
+  // Never below what was issued before a failed commit: higher is as
+  // unique.
+  last_mig_generation_ = std::max(last_mig_generation_, state.event_sequence);
+  for (const Node& node : state.nodes) {
+    for (const Device& d : node.devices) {
+      last_mig_generation_ = std::max(last_mig_generation_, d.mig_generation);
+    }
+  }
   // The book first: the catalog asks it who holds each unit.
   book_.Load(std::move(state.allocations));
   queue_.Clear();
@@ -551,16 +560,20 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   std::optional<std::vector<std::vector<const Unit*>>> groups =
       MatchRequest(ctx, *allowed, reserved);
   if (!groups.has_value()) {
-    // What a re-layout of idle MIG GPUs would do for it (unless one is
-    // under way for it already: its pending reason says so).
-    if (!absl::StartsWith(result.pending_reason, "waiting for the MIG")) {
+    // What a re-layout of idle MIG GPUs would do for it, as admission
+    // would plan it: only for a request that waits (queue), not one under
+    // way for it already (its pending reason says so), nor one waiting out
+    // its victims' grace.
+    const Record* own = book_.Find({"", request.request_id});
+    const std::string requester =
+        own != nullptr && own->allocation.pending() ? own->allocation.id : "";
+    if (request.queue &&
+        !absl::StartsWith(result.pending_reason, "waiting for the MIG") &&
+        (requester.empty() || book_.VictimsOf(requester).empty())) {
       std::shared_ptr<const AcceleratorTypeSet> types = accelerator_types();
       AdmissionContext planning = ctx;
       planning.rules = reserved;
       planning.relayout_backoff = &relayout_backoff_;
-      const Record* own = book_.Find({"", request.request_id});
-      const std::string requester =
-          own != nullptr && own->allocation.pending() ? own->allocation.id : "";
       // The reservations as the matcher got them above (`reserved`): the
       // lambda is not seen as holding mu_.
       const Reservations& held_for = *reserved.reservations;

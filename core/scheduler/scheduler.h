@@ -94,6 +94,11 @@ class Scheduler {
     // is dropped, and how long a GPU whose plan failed or was dropped is not
     // planned for again.
     absl::Duration mig_relayout_timeout = absl::Minutes(10);
+    // A request for a MIG profile that no slice offers, which no re-layout
+    // serves now, holds a GPU whose held slices free within this, to be
+    // re-laid out for it once they do (0: never; AdmissionContext::
+    // relayout_ahead).
+    absl::Duration mig_relayout_ahead = absl::Minutes(10);
   };
   template <typename T>
   using Callback = absl::AnyInvocable<void(absl::StatusOr<T>) &&>;
@@ -136,37 +141,42 @@ class Scheduler {
   void RemoveNode(absl::string_view name, bool force, StatusCallback done);
   void SetNodeSchedulable(absl::string_view name, bool schedulable,
                           Callback<Node> done);
-  // `unhealthy_device_ids` is the node's complete set of unhealthy devices now.
-  // `reported_ids` names what the caller reports statistics for (kept apart,
-  // in a DeviceStatsTable): each must be a device or MIG slice of the node.
-  // NOT_FOUND for an unknown node; INVALID_ARGUMENT naming the first id that
-  // is not the node's, and then nothing changes. Once the heartbeat is
-  // accepted, `accepted` runs under the scheduler's lock (so that it is
-  // ordered with the node's registration and removal: keep it short, and
-  // call nothing of the scheduler's from it); then `done` reports once the
-  // commit is done.
-  void Heartbeat(absl::string_view name,
-                 const std::vector<std::string>& unhealthy_device_ids,
-                 const std::vector<std::string>& reported_ids,
-                 absl::FunctionRef<void()> accepted, StatusCallback done);
-  // Sorted by device class, model, partition.
-  std::vector<CapacityEntry> GetCapacity() const;
   // What a node agent reports of a MIG re-layout it could not apply.
   struct RelayoutFailure {
     std::string device_id;
     uint64_t generation = 0;  // of the plan
     std::string error;
   };
-  // Node `name`'s agent could not apply these MIG re-layouts: each plan of
-  // that generation for that GPU is dropped (its slices planned away that
-  // still exist become allocatable again; event MIG_RELAYOUT_DROPPED), and
-  // the GPU is not planned for again for Options::mig_relayout_timeout;
-  // then the requests they were for wait again (and may be planned for
-  // elsewhere). A report for another generation, or a GPU with no plan,
-  // changes nothing. NOT_FOUND for an unknown node.
-  void MigRelayoutFailed(absl::string_view name,
-                         std::vector<RelayoutFailure> failures,
-                         StatusCallback done);
+  // A node agent's heartbeat.
+  struct HeartbeatReport {
+    // The node's complete set of unhealthy devices now.
+    std::vector<std::string> unhealthy_device_ids;
+    // What the caller reports statistics for (kept apart, in a
+    // DeviceStatsTable): each must be a device or MIG slice of the node.
+    std::vector<std::string> reported_ids;
+    // The MIG re-layouts its agent could not apply.
+    std::vector<RelayoutFailure> relayout_failures;
+  };
+  // The MIG plans standing for a node's GPUs: GPU id -> plan.
+  using MigPlans = std::map<std::string, MigPlan>;
+  // Records node `name`'s heartbeat. NOT_FOUND for an unknown node;
+  // INVALID_ARGUMENT naming the first id that is not the node's, and then
+  // nothing changes. Each relayout failure drops the plan of that generation
+  // for that GPU (its slices planned away that still exist become
+  // allocatable again; event MIG_RELAYOUT_DROPPED), and the GPU is not
+  // planned for again for Options::mig_relayout_timeout; the request it was
+  // for waits again (and may be planned for elsewhere). A failure for
+  // another generation, or a GPU with no plan, changes nothing. Once the
+  // heartbeat is accepted, `accepted` runs under the scheduler's lock (so
+  // that it is ordered with the node's registration and removal: keep it
+  // short, and call nothing of the scheduler's from it). `done` gets, once
+  // the heartbeat is durable, the plans that stood for the node's GPUs when
+  // it was accepted: each written before it, so that no agent acts on a plan
+  // a crash could forget (or a restart issue again under its generation).
+  void Heartbeat(absl::string_view name, const HeartbeatReport& report,
+                 absl::FunctionRef<void()> accepted, Callback<MigPlans> done);
+  // Sorted by device class, model, partition.
+  std::vector<CapacityEntry> GetCapacity() const;
 
   // --- Accelerator types ---
   // The accelerator types in use now; requests and registrations already
@@ -272,10 +282,8 @@ class Scheduler {
                                                bool force);
   absl::StatusOr<Queued<Node>> QueueSetNodeSchedulable(absl::string_view name,
                                                        bool schedulable);
-  absl::StatusOr<Queued<bool>> QueueHeartbeat(
-      absl::string_view name,
-      const std::vector<std::string>& unhealthy_device_ids,
-      const std::vector<std::string>& reported_ids,
+  absl::StatusOr<Queued<MigPlans>> QueueHeartbeat(
+      absl::string_view name, const HeartbeatReport& report,
       absl::FunctionRef<void()> accepted);
   absl::StatusOr<Queued<Allocation>> QueueAllocate(
       const AllocationRequest& request);
@@ -294,10 +302,13 @@ class Scheduler {
 
   // Ends the MIG plan of GPU `device_id` on `node` if it is of `generation`
   // (0: any), writes the node and event MIG_RELAYOUT_DROPPED with `why`,
-  // and keeps the GPU from plans until now + mig_relayout_timeout.
+  // and keeps the GPU from plans until now + mig_relayout_timeout; the
+  // slices it planned away stay out of service until `hold_until` or the
+  // node's next registration (Catalog::DropMigPlan).
   void DropMigPlanLocked(const std::string& node, const std::string& device_id,
                          uint64_t generation, absl::string_view why,
-                         absl::Time now, Write& write)
+                         absl::Time now, Write& write,
+                         absl::Time hold_until = absl::InfinitePast())
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Plans whose deadline has passed, dropped as one write; its ticket, or
   // nullptr when none was due.
@@ -340,9 +351,11 @@ class Scheduler {
   AdmissionContext ContextAt(absl::Time now) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // One admission pass, queued as its own write; its ticket, or nullptr when
-  // it changed nothing durable.
+  // it changed nothing durable. `relayouts_done`: see
+  // AdmissionContext::relayouts_done.
   std::shared_ptr<GroupCommitter::Ticket> AdmitLocked(
-      absl::Time now, bool refresh_reservations = false)
+      absl::Time now, bool refresh_reservations = false,
+      std::vector<std::string> relayouts_done = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Enters a new PENDING allocation for `a` and runs a pass.
   std::shared_ptr<GroupCommitter::Ticket> EnqueueLocked(Allocation a,
@@ -386,6 +399,12 @@ class Scheduler {
       std::make_shared<const TenantPolicies>();
   // Made by the last admission pass; respected until the next.
   ReservationState reservations_ ABSL_GUARDED_BY(mu_);
+  // The last MIG plan generation issued. Loaded as the store's last event
+  // sequence (or a stored generation above it): every plan an agent can
+  // have seen was written with its MIG_RELAYOUT_PLANNED event, so no plan
+  // written had a generation above the events written, and none is reused
+  // after a restart.
+  uint64_t last_mig_generation_ ABSL_GUARDED_BY(mu_) = 0;
   // GPUs whose MIG plan failed or timed out -> when they may be planned for
   // again. In memory only: a restart forgets it.
   absl::flat_hash_map<std::string, absl::Time> relayout_backoff_

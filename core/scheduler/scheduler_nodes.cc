@@ -61,8 +61,12 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
                                  node.name,
                                  "",
                                  0});
+    std::vector<std::string> relayouts_done;
     for (const MigPlanEnd& end : plan_ends) {
-      if (end.applied) continue;  // the registration itself says so
+      if (end.applied) {  // the registration itself says so
+        relayouts_done.push_back(end.plan.allocation_id);
+        continue;
+      }
       relayout_backoff_[end.device_id] =
           node.last_heartbeat + options_.mig_relayout_timeout;
       write.events.push_back(
@@ -75,7 +79,8 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueRegisterNode(
                 0});
     }
     ticket = Commit(std::move(write));
-    AdmitLocked(node.last_heartbeat);
+    AdmitLocked(node.last_heartbeat, /*refresh_reservations=*/false,
+                std::move(relayouts_done));
     node = WithAvailable(std::move(node));
   }
   return Queued<Node>{std::move(node), std::move(ticket)};
@@ -98,34 +103,12 @@ absl::StatusOr<NodePage> Scheduler::ListNodes(
   return page;
 }
 
-void Scheduler::MigRelayoutFailed(absl::string_view name,
-                                  std::vector<RelayoutFailure> failures,
-                                  StatusCallback done) {
-  absl::StatusOr<Queued<bool>> queued = [&]() -> absl::StatusOr<Queued<bool>> {
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(catalog_.FindNode(name).status());
-    const absl::Time now = clock_->Now();
-    Write write;
-    for (const RelayoutFailure& f : failures) {
-      if (f.generation == 0) continue;  // names no plan
-      DropMigPlanLocked(
-          std::string(name), f.device_id, f.generation,
-          absl::StrCat("the node's agent could not apply it: ", f.error), now,
-          write);
-    }
-    if (write.mutations.empty()) return Queued<bool>{true, nullptr};
-    auto ticket = Commit(std::move(write));
-    AdmitLocked(now);
-    return Queued<bool>{true, std::move(ticket)};
-  }();
-  Complete(std::move(queued), std::move(done));
-}
-
 void Scheduler::DropMigPlanLocked(const std::string& node,
                                   const std::string& device_id,
                                   uint64_t generation, absl::string_view why,
-                                  absl::Time now, Write& write) {
-  auto dropped = catalog_.DropMigPlan(node, device_id, generation);
+                                  absl::Time now, Write& write,
+                                  absl::Time hold_until) {
+  auto dropped = catalog_.DropMigPlan(node, device_id, generation, hold_until);
   if (!dropped.has_value()) return;
   relayout_backoff_[device_id] = now + options_.mig_relayout_timeout;
   write.mutations.push_back(PutNodeMutation{std::move(dropped->first)});
@@ -144,22 +127,22 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::DropDueMigPlansLocked(
     absl::Time now) {
   std::vector<std::pair<std::string, std::string>> due;
   for (const auto& [node, device] : catalog_.mig_plans()) {
-    for (const Device& d : catalog_.nodes().find(node)->second.devices) {
-      if (d.id == device && d.mig_plan.has_value() &&
-          d.mig_plan->deadline <= now) {
-        due.emplace_back(node, device);
-      }
-    }
+    const Device* d = FindDevice(catalog_.nodes().find(node)->second, device);
+    if (d->mig_plan->deadline <= now) due.emplace_back(node, device);
   }
   // Forget backoffs that have run out, so that the map stays small.
   absl::erase_if(relayout_backoff_,
                  [&](const auto& entry) { return entry.second <= now; });
+  catalog_.ReleaseLapsed(now);
   if (due.empty()) return nullptr;
   Write write;
   for (const auto& [node, device] : due) {
+    // Its agent may have started just before the deadline: the slices it
+    // planned away stay out of service for one more timeout, or until the
+    // node registers what it has.
     DropMigPlanLocked(node, device, 0,
                       "the node did not report the layout by its deadline", now,
-                      write);
+                      write, now + options_.mig_relayout_timeout);
   }
   return Commit(std::move(write));
 }
@@ -228,26 +211,22 @@ absl::StatusOr<Scheduler::Queued<Node>> Scheduler::QueueSetNodeSchedulable(
   return Queued<Node>{std::move(updated), std::move(ticket)};
 }
 
-void Scheduler::Heartbeat(absl::string_view name,
-                          const std::vector<std::string>& unhealthy_device_ids,
-                          const std::vector<std::string>& reported_ids,
+void Scheduler::Heartbeat(absl::string_view name, const HeartbeatReport& report,
                           absl::FunctionRef<void()> accepted,
-                          StatusCallback done) {
-  Complete(QueueHeartbeat(name, unhealthy_device_ids, reported_ids, accepted),
-           std::move(done));
+                          Callback<MigPlans> done) {
+  Complete(QueueHeartbeat(name, report, accepted), std::move(done));
 }
 
-absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueHeartbeat(
-    absl::string_view name,
-    const std::vector<std::string>& unhealthy_device_ids,
-    const std::vector<std::string>& reported_ids,
-    absl::FunctionRef<void()> accepted) {
-  if (unhealthy_device_ids.size() > kMaxDevicesPerNode) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unhealthy_device_ids has ", unhealthy_device_ids.size(),
-                     " entries; at most ", kMaxDevicesPerNode));
+absl::StatusOr<Scheduler::Queued<Scheduler::MigPlans>>
+Scheduler::QueueHeartbeat(absl::string_view name, const HeartbeatReport& report,
+                          absl::FunctionRef<void()> accepted) {
+  if (report.unhealthy_device_ids.size() > kMaxDevicesPerNode) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unhealthy_device_ids has ", report.unhealthy_device_ids.size(),
+        " entries; at most ", kMaxDevicesPerNode));
   }
   std::shared_ptr<GroupCommitter::Ticket> ticket;
+  MigPlans plans;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
@@ -257,9 +236,9 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueHeartbeat(
         node.ok() && options_.heartbeat_timeout > absl::ZeroDuration()) {
       was_stale = now - (*node)->last_heartbeat > options_.heartbeat_timeout;
     }
-    ASSIGN_OR_RETURN(
-        const std::vector<HealthChange> changes,
-        catalog_.Heartbeat(name, unhealthy_device_ids, reported_ids, now));
+    ASSIGN_OR_RETURN(const std::vector<HealthChange> changes,
+                     catalog_.Heartbeat(name, report.unhealthy_device_ids,
+                                        report.reported_ids, now));
     Write write;
     for (const HealthChange& change : changes) {
       write.events.push_back(
@@ -271,13 +250,29 @@ absl::StatusOr<Scheduler::Queued<bool>> Scheduler::QueueHeartbeat(
                              change.healthy ? " healthy" : " unhealthy"),
                 0});
     }
-    write.mutations.push_back(
-        PutNodeStatusMutation{**catalog_.FindNode(name)});  // found above
+    const std::string node_name(name);
+    const size_t events = write.events.size();
+    for (const RelayoutFailure& f : report.relayout_failures) {
+      if (f.generation == 0) continue;  // names no plan
+      DropMigPlanLocked(
+          node_name, f.device_id, f.generation,
+          absl::StrCat("the node's agent could not apply it: ", f.error), now,
+          write);
+    }
+    const bool dropped = write.events.size() > events;
+    // After the drops, which write the node whole.
+    const Node& node = **catalog_.FindNode(name);  // found above
+    write.mutations.push_back(PutNodeStatusMutation{node});
+    // Every plan standing now was queued before this write (plans are made
+    // under mu_), so it is durable when this write is.
+    for (const Device& d : node.devices) {
+      if (d.mig_plan.has_value()) plans.emplace(d.id, *d.mig_plan);
+    }
     ticket = Commit(std::move(write));
-    if (was_stale || !changes.empty()) AdmitLocked(now);
+    if (was_stale || !changes.empty() || dropped) AdmitLocked(now);
     accepted();
   }
-  return Queued<bool>{true, std::move(ticket)};
+  return Queued<MigPlans>{std::move(plans), std::move(ticket)};
 }
 
 std::vector<CapacityEntry> Scheduler::GetCapacity() const {

@@ -37,7 +37,8 @@ AdmissionContext Scheduler::ContextAt(absl::Time now) const {
 }
 
 std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
-    absl::Time now, bool refresh_reservations) {
+    absl::Time now, bool refresh_reservations,
+    std::vector<std::string> relayouts_done) {
   if (queue_.empty()) {
     if (!reservations_.reservations.empty() ||
         !reservations_.unplaced.empty() ||
@@ -57,6 +58,8 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
   ctx.types = types.get();
   ctx.plan_relayouts = refresh_reservations;
   ctx.relayout_backoff = &relayout_backoff_;
+  ctx.relayouts_done = std::move(relayouts_done);
+  ctx.relayout_ahead = options_.mig_relayout_ahead;
   auto admit =
       [&](const std::string& id, std::vector<std::vector<const Unit*>> groups)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -95,37 +98,33 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
       [&](const std::string& id, const std::string& reason)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { queue_.SetReason(id, reason); };
   auto plan_relayout =
-      [&](const std::string& id, const RelayoutChoice& choice)
-          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-            std::optional<Node> planned;
-            for (const RelayoutChoice::Gpu& gpu : choice.gpus) {
-              absl::StatusOr<Node> node = catalog_.SetMigPlan(
-                  choice.node, gpu.device_id,
-                  MigPlan{gpu.plan.layout, 0, id,
-                          now + options_.mig_relayout_timeout});
-              // The planner only chose GPUs the catalog would take; one refused
-              // is left out, and the request plans again later.
-              if (!node.ok()) continue;
-              const Device* device = nullptr;
-              for (const Device& d : node->devices) {
-                if (d.id == gpu.device_id) device = &d;
-              }
-              write.events.push_back(Event{
-                  Event::Type::kMigRelayoutPlanned, now,
-                  book_.Find({id, ""})->allocation, choice.node,
-                  absl::StrCat(gpu.device_id, ": ",
-                               DescribeMigLayout(gpu.plan.layout),
-                               " (generation ", device->mig_plan->generation,
-                               "; destroys ", gpu.plan.destroyed, " free slice",
-                               gpu.plan.destroyed == 1 ? "" : "s", ", creates ",
-                               gpu.plan.created, ")"),
-                  0});
-              planned = *std::move(node);
-            }
-            if (planned.has_value()) {
-              write.mutations.push_back(PutNodeMutation{*std::move(planned)});
-            }
-          };
+      [&](const std::string& id,
+          const RelayoutChoice& choice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        std::optional<Node> planned;
+        for (const RelayoutChoice::Gpu& gpu : choice.gpus) {
+          const uint64_t generation = ++last_mig_generation_;
+          absl::StatusOr<Node> node =
+              catalog_.SetMigPlan(choice.node, gpu.device_id,
+                                  MigPlan{gpu.plan.layout, generation, id,
+                                          now + options_.mig_relayout_timeout});
+          // The planner only chose GPUs the catalog would take; one refused
+          // is left out, and the request plans again later.
+          if (!node.ok()) continue;
+          write.events.push_back(Event{
+              Event::Type::kMigRelayoutPlanned, now,
+              book_.Find({id, ""})->allocation, choice.node,
+              absl::StrCat(gpu.device_id, ": ",
+                           DescribeMigLayout(gpu.plan.layout), " (generation ",
+                           generation, "; destroys ", gpu.plan.destroyed,
+                           " free slice", gpu.plan.destroyed == 1 ? "" : "s",
+                           ", creates ", gpu.plan.created, ")"),
+              0});
+          planned = *std::move(node);
+        }
+        if (planned.has_value()) {
+          write.mutations.push_back(PutNodeMutation{*std::move(planned)});
+        }
+      };
   reservations_ = RunAdmissionPass(
       ctx, queue_, AdmissionActions{admit, preempt, wait, plan_relayout});
   // Taken out after the walk, which must not see the queue change.

@@ -66,17 +66,19 @@ class BlockingScheduler {
       const std::vector<std::string>& unhealthy_device_ids,
       const std::vector<std::string>& reported_ids = {},
       absl::FunctionRef<void()> accepted = [] {}) {
-    return WaitStatus([&](Scheduler::StatusCallback done) {
-      scheduler_->Heartbeat(name, unhealthy_device_ids, reported_ids, accepted,
-                            std::move(done));
-    });
+    Scheduler::HeartbeatReport report;
+    report.unhealthy_device_ids = unhealthy_device_ids;
+    report.reported_ids = reported_ids;
+    return HeartbeatPlans(name, report, accepted).status();
   }
-  absl::Status MigRelayoutFailed(
-      absl::string_view name,
-      std::vector<Scheduler::RelayoutFailure> failures) {
-    return WaitStatus([&](Scheduler::StatusCallback done) {
-      scheduler_->MigRelayoutFailed(name, std::move(failures), std::move(done));
-    });
+  // The whole report, and the plans the reply carries.
+  absl::StatusOr<Scheduler::MigPlans> HeartbeatPlans(
+      absl::string_view name, const Scheduler::HeartbeatReport& report,
+      absl::FunctionRef<void()> accepted = [] {}) {
+    return Wait<Scheduler::MigPlans>(
+        [&](Scheduler::Callback<Scheduler::MigPlans> done) {
+          scheduler_->Heartbeat(name, report, accepted, std::move(done));
+        });
   }
   absl::StatusOr<Allocation> Allocate(const AllocationRequest& request) {
     return Wait<Allocation>([&](Scheduler::Callback<Allocation> done) {

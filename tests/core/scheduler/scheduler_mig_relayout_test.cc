@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "core/model/mig_plan.h"
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
@@ -22,6 +25,7 @@
 namespace accelsched {
 namespace {
 
+using ::testing::_;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -111,6 +115,11 @@ TYPED_TEST(SchedulerMigRelayoutTest,
               HasSubstr("a MIG re-layout would serve it at the next periodic "
                         "pass: GPU-a into 1g.10gb@0 1g.10gb@1 1g.10gb@2 "
                         "1g.10gb@3 3g.40gb@4 on n7 (destroys 3 free slices)"));
+  // A request that would not wait (queue false) is never planned for.
+  AllocationRequest at_once = QueuedFor("big", "3g.40gb");
+  at_once.queue = false;
+  ASSERT_OK_AND_ASSIGN(ExplainResult not_queued, this->s().Explain(at_once));
+  EXPECT_THAT(not_queued.explanation.summary, Not(HasSubstr("re-layout")));
   ASSERT_OK(this->s().Sweep());
   ASSERT_OK_AND_ASSIGN(ExplainResult during,
                        this->s().Explain(QueuedFor("big", "3g.40gb")));
@@ -131,9 +140,8 @@ TYPED_TEST(SchedulerMigRelayoutTest,
   // kept are.
   EXPECT_EQ(this->Free("1g.10gb"), 4);
   ASSERT_OK(this->s().Allocate(Want("small", "nvidia-h100", 4, "1g.10gb")));
-  EXPECT_THAT(
-      this->s().Allocate(Want("one-more", "nvidia-h100", 1, "1g.10gb")),
-      StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("1g.10gb")));
+  EXPECT_THAT(this->s().Allocate(Want("one-more", "nvidia-h100", 1, "1g.10gb")),
+              StatusIs(absl::StatusCode::kResourceExhausted, _));
 
   // The agent applies it: its registration shows the new slice.
   ASSERT_OK(this->s().RegisterNode(
@@ -163,6 +171,12 @@ TYPED_TEST(SchedulerMigRelayoutTest,
       "n7", {SevenSmall("GPU-b", 0), SevenSmall("GPU-c", 1)}, kRelayouts)));
   EXPECT_THAT(
       this->s().Allocate(QueuedFor("five", "3g.40gb", 5)),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("3g.40gb")));
+  // Nor a node the request could never be on, whatever its layout.
+  AllocationRequest elsewhere = QueuedFor("elsewhere", "3g.40gb");
+  elsewhere.node_selector = {{"zone", "nowhere"}};
+  EXPECT_THAT(
+      this->s().Allocate(elsewhere),
       StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("3g.40gb")));
   ASSERT_OK(this->s().Allocate(QueuedFor("four", "3g.40gb", 4)));
   ASSERT_OK(this->s().Sweep());
@@ -226,6 +240,11 @@ TYPED_TEST(SchedulerMigRelayoutTest,
   ASSERT_NO_FATAL_FAILURE(keep_alive());
   ASSERT_OK(this->s().Sweep());
   EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  // Its agent may have been under way at the deadline: the slices it
+  // planned away stay out of service until the node registers what it has.
+  EXPECT_EQ(this->Free("1g.10gb"), 4);
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
   EXPECT_EQ(this->Free("1g.10gb"), 7);  // the slices are back
   // The GPU waits out its back-off before it is planned for again.
   EXPECT_THAT(this->ReasonOf("big"), HasSubstr("no node has 1 free"));
@@ -234,7 +253,34 @@ TYPED_TEST(SchedulerMigRelayoutTest,
   ASSERT_OK(this->s().Sweep());
   const Device again = DeviceOf(this->s(), "n7", "GPU-a");
   ASSERT_TRUE(again.mig_plan.has_value());
-  EXPECT_EQ(again.mig_plan->generation, 2u);
+  EXPECT_GT(again.mig_plan->generation, planned.mig_plan->generation);
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest,
+           SlicesHeldAfterADeadlineComeBackAfterOneMoreTimeout) {
+  this->options_.mig_relayout_timeout = absl::Minutes(4);
+  this->Restart();
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK_AND_ASSIGN(Allocation big,
+                       this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  ASSERT_TRUE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  this->clock_.Advance(absl::Minutes(4));
+  ASSERT_OK(this->s().Heartbeat("n7", {}));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_EQ(this->Free("1g.10gb"), 4);
+  ASSERT_OK(this->s().Release({big.id, ""}));
+  // No registration came: one more timeout, and the slices serve again.
+  this->clock_.Advance(absl::Minutes(4) - absl::Seconds(1));
+  ASSERT_OK(this->s().Heartbeat("n7", {}));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_EQ(this->Free("1g.10gb"), 4);
+  this->clock_.Advance(absl::Seconds(1));
+  ASSERT_OK(this->s().Heartbeat("n7", {}));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_EQ(this->Free("1g.10gb"), 7);
 }
 
 TYPED_TEST(SchedulerMigRelayoutTest,
@@ -243,13 +289,26 @@ TYPED_TEST(SchedulerMigRelayoutTest,
       "n7", {SevenSmall("GPU-a", 0), SevenSmall("GPU-b", 1)}, kRelayouts)));
   ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
   ASSERT_OK(this->s().Sweep());
-  ASSERT_TRUE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(planned.mig_plan.has_value());
+  const uint64_t generation = planned.mig_plan->generation;
+  // The heartbeat's reply carries the plan.
+  ASSERT_OK_AND_ASSIGN(
+      Scheduler::MigPlans plans,
+      this->s().HeartbeatPlans("n7", Scheduler::HeartbeatReport{}));
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans.at("GPU-a"), *planned.mig_plan);
   // A stale report (another generation) changes nothing.
-  ASSERT_OK(
-      this->s().MigRelayoutFailed("n7", {{"GPU-a", 7, "NVML_ERROR_IN_USE"}}));
+  Scheduler::HeartbeatReport stale;
+  stale.relayout_failures = {{"GPU-a", generation + 1, "NVML_ERROR_IN_USE"}};
+  ASSERT_OK_AND_ASSIGN(plans, this->s().HeartbeatPlans("n7", stale));
+  EXPECT_EQ(plans.size(), 1u);
   ASSERT_TRUE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
-  ASSERT_OK(this->s().MigRelayoutFailed(
-      "n7", {{"GPU-a", 1, "a compute process runs on MIG-x"}}));
+  Scheduler::HeartbeatReport failed;
+  failed.relayout_failures = {
+      {"GPU-a", generation, "a compute process runs on MIG-x"}};
+  ASSERT_OK_AND_ASSIGN(plans, this->s().HeartbeatPlans("n7", failed));
+  EXPECT_TRUE(plans.empty());  // the reply is after the drop
   EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
   EXPECT_EQ(this->Free("1g.10gb"), 14);
   // The next periodic pass plans the other GPU.
@@ -258,8 +317,114 @@ TYPED_TEST(SchedulerMigRelayoutTest,
   EXPECT_TRUE(DeviceOf(this->s(), "n7", "GPU-b").mig_plan.has_value());
   EXPECT_EQ(this->ReasonOf("big"),
             "waiting for the MIG re-layout of GPU-b on n7");
-  EXPECT_THAT(this->s().MigRelayoutFailed("nope", {}),
+  EXPECT_THAT(this->s().HeartbeatPlans("nope", failed),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest,
+           GenerationsAreNeverReusedAfterAGpuLeavesAndReturns) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  const Device first = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(first.mig_plan.has_value());
+  // The GPU leaves the node (its plan ends) and comes back as it was; the
+  // server restarts meanwhile, forgetting all it held in memory.
+  ASSERT_OK(this->s().RegisterNode(MakeNode("n7", {}, kRelayouts)));
+  this->Restart();
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK(this->s().Sweep());  // the restart forgot the back-off
+  const Device second = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(second.mig_plan.has_value());
+  // Same GPU, same layout, same request: only the generation tells the
+  // agent that this is a new plan.
+  EXPECT_GT(second.mig_plan->generation, first.mig_plan->generation);
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest, AGpuKeptWhileHeldLosesItsPlan) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  // Three 1g slices taken: a 3g still fits beside them.
+  ASSERT_OK_AND_ASSIGN(
+      Allocation small,
+      this->s().Allocate(Want("small", "nvidia-h100", 3, "1g.10gb")));
+  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  ASSERT_TRUE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  // The node re-registers without the GPU: kept while "small" holds it,
+  // and planned for no more.
+  ASSERT_OK(this->s().RegisterNode(MakeNode("n7", {}, kRelayouts)));
+  const Device kept = DeviceOf(this->s(), "n7", "GPU-a");
+  EXPECT_TRUE(kept.removed);
+  EXPECT_FALSE(kept.mig_plan.has_value());
+  ASSERT_OK_AND_ASSIGN(
+      Scheduler::MigPlans plans,
+      this->s().HeartbeatPlans("n7", Scheduler::HeartbeatReport{}));
+  EXPECT_TRUE(plans.empty());
+  EXPECT_THAT(this->ReasonOf("big"), Not(HasSubstr("waiting for the MIG")));
+  ASSERT_OK(this->s().Release({small.id, ""}));
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest, TheSlicesMadeForARequestGoToIt) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK_AND_ASSIGN(Allocation big,
+                       this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(planned.mig_plan.has_value());
+  // A request of higher priority for the same comes meanwhile: it is ahead
+  // of "big" in the order, and no GPU is left to plan for it.
+  AllocationRequest rival = QueuedFor("rival", "3g.40gb");
+  rival.priority = 10;
+  ASSERT_OK(this->s().Allocate(rival));
+  // The plan's request keeps its reason, though one ahead of it of its
+  // shape found nothing.
+  EXPECT_EQ(this->ReasonOf("big"),
+            "waiting for the MIG re-layout of GPU-a on n7");
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {Applied(planned, *planned.mig_plan)}, kRelayouts)));
+  EXPECT_EQ(this->StateOf("big"), AllocationState::kActive);
+  EXPECT_EQ(this->StateOf("rival"), AllocationState::kPending);
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest, APlanKeepsTheIdsOfItsOwnGpusSlices) {
+  // Three GPUs alike, each with its slice at start 3 taken: a 3g fits at 4
+  // only, one a GPU. n1 cannot hold two; n2 can, on two GPUs in the state
+  // n1's GPU was in (one search serves all three).
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n1", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK(this->s().RegisterNode(MakeNode(
+      "n2", {SevenSmall("GPU-b", 0), SevenSmall("GPU-c", 1)}, kRelayouts)));
+  std::vector<Allocation> held;
+  for (int i = 0; i < 21; ++i) {
+    ASSERT_OK_AND_ASSIGN(Allocation a,
+                         this->s().Allocate(Want(absl::StrCat("s", i),
+                                                 "nvidia-h100", 1, "1g.10gb")));
+    held.push_back(a);
+  }
+  for (const Allocation& a : held) {
+    if (!absl::EndsWith(a.devices[0].mig_slice_id, "-s3")) {
+      ASSERT_OK(this->s().Release({a.id, ""}));
+    }
+  }
+  ASSERT_OK(this->s().Allocate(QueuedFor("two", "3g.40gb", 2)));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_EQ(this->ReasonOf("two"),
+            "waiting for the MIG re-layout of GPU-b, GPU-c on n2");
+  for (const std::string gpu : {"GPU-b", "GPU-c"}) {
+    const Device d = DeviceOf(this->s(), "n2", gpu);
+    ASSERT_TRUE(d.mig_plan.has_value()) << gpu;
+    EXPECT_EQ(DescribeMigLayout(d.mig_plan->slices),
+              "1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 3g.40gb@4");
+    for (const MigSlice& s : d.mig_plan->slices) {
+      if (!s.id.empty()) {
+        EXPECT_EQ(s.id, absl::StrCat(gpu, "-s", s.start));
+      }
+    }
+  }
 }
 
 TYPED_TEST(SchedulerMigRelayoutTest, ALayoutThePlanDoesNotLeadToDropsIt) {
@@ -292,6 +457,63 @@ TYPED_TEST(SchedulerMigRelayoutTest, SeveralRequestsGetPlansOnSeveralGpus) {
   EXPECT_EQ(this->ReasonOf("big-2"),
             "waiting for the MIG re-layout of GPU-b on n7");
   EXPECT_EQ(this->StateOf("big-1"), AllocationState::kPending);
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest,
+           AGpuWhoseSlicesFreeSoonIsHeldThenReLaidOutOnceTheyDo) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  // Slices 3 and 4 taken for five minutes: no 3g fits now (one at 0 spans
+  // slices 0-3, one at 4 slices 4-6).
+  std::vector<Allocation> held;
+  for (int i = 0; i < 7; ++i) {
+    AllocationRequest r =
+        Want(absl::StrCat("s", i), "nvidia-h100", 1, "1g.10gb");
+    r.lease = absl::Minutes(5);
+    ASSERT_OK_AND_ASSIGN(Allocation a, this->s().Allocate(r));
+    held.push_back(a);
+  }
+  for (const Allocation& a : held) {
+    const std::string& slice = a.devices[0].mig_slice_id;
+    if (slice != "GPU-a-s3" && slice != "GPU-a-s4") {
+      ASSERT_OK(this->s().Release({a.id, ""}));
+    }
+  }
+  const absl::Time frees = this->clock_.Now() + absl::Minutes(5);
+  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  // Nothing to apply yet: the GPU's slices are held for it from when the
+  // allocations end.
+  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_THAT(
+      this->ReasonOf("big"),
+      HasSubstr(absl::StrCat("; holds n7 from ", absl::FormatTime(frees),
+                             " for a MIG re-layout of GPU-a once the "
+                             "allocations on its slices end")));
+  // Meanwhile a request that would still run then does not get the free
+  // slices; one that ends by then does (backfill).
+  AllocationRequest late = Want("late", "nvidia-h100", 1, "1g.10gb");
+  late.lease = absl::Hours(1);
+  EXPECT_THAT(this->s().Allocate(late),
+              StatusIs(absl::StatusCode::kResourceExhausted, _));
+  AllocationRequest brief = Want("brief", "nvidia-h100", 1, "1g.10gb");
+  brief.lease = absl::Minutes(1);
+  ASSERT_OK(this->s().Allocate(brief));
+  // The hold outlives the passes between periodic ones.
+  ASSERT_OK(this->s().Release({"", "brief"}));
+  EXPECT_THAT(this->s().Allocate(late),
+              StatusIs(absl::StatusCode::kResourceExhausted, _));
+
+  // The leases end: the next periodic pass plans the re-layout.
+  this->clock_.Advance(absl::Minutes(5));
+  ASSERT_OK(this->s().Heartbeat("n7", {}));
+  ASSERT_OK(this->s().Sweep());
+  const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(planned.mig_plan.has_value());
+  EXPECT_EQ(DescribeMigLayout(planned.mig_plan->slices),
+            "1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 3g.40gb@4");
+  EXPECT_EQ(this->ReasonOf("big"),
+            "waiting for the MIG re-layout of GPU-a on n7");
 }
 
 }  // namespace
