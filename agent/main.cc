@@ -62,6 +62,11 @@ ABSL_FLAG(bool, allow_mig_relayout, false,
           "instances, never switching MIG mode), and label the node "
           "accelsched.io/mig-relayout=enabled so that the server plans them; "
           "off: layouts are never changed, whatever the server sends");
+ABSL_FLAG(absl::Duration, mig_relayout_margin,
+          accelsched::agent::kDefaultMigRelayoutMargin,
+          "with --allow_mig_relayout: a plan whose deadline is less than this "
+          "away is refused (reported as failed) rather than started, since "
+          "the server drops it at its deadline");
 ABSL_FLAG(bool, once, false,
           "discover, print the node as JSON on stdout and exit");
 ABSL_FLAG(std::string, sys_dir, "/sys", "where sysfs is (TPU discovery)");
@@ -321,6 +326,12 @@ int Run(int argc, char** argv) {
   absl::StatusOr<std::map<std::string, std::string>> labels = Labels();
   if (!labels.ok()) return Fail(labels.status());
   const bool allow_mig_relayout = absl::GetFlag(FLAGS_allow_mig_relayout);
+  const absl::Duration mig_relayout_margin =
+      absl::GetFlag(FLAGS_mig_relayout_margin);
+  if (mig_relayout_margin < absl::ZeroDuration()) {
+    return Fail(absl::InvalidArgumentError(
+        "--mig_relayout_margin must not be negative"));
+  }
   if (SetMigRelayoutLabel(allow_mig_relayout, *labels)) {
     std::fprintf(stderr,
                  "accelsched-agent: label %s left out: only "
@@ -387,7 +398,7 @@ int Run(int argc, char** argv) {
     stop.Notify();
   });
   MigRelayout relayout(gpus != nullptr ? &gpus->nvml() : nullptr);
-  MigPlans mig_plans(&relayout);
+  MigPlans mig_plans(&relayout, mig_relayout_margin);
   bool ignored_plans_logged = false;
   Backoff backoff(initial_backoff, max_backoff);
   std::string last_error;

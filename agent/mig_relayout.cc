@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "agent/nvidia_gpus.h"
 
 namespace accelsched::agent {
@@ -529,19 +530,47 @@ absl::StatusOr<MigLayoutDiff> MigRelayout::Apply(const std::string& gpu_id,
   return diff;
 }
 
+std::string TruncatedRelayoutError(std::string error) {
+  if (error.size() <= kMaxRelayoutErrorBytes) return error;
+  constexpr absl::string_view kCut = "...";
+  size_t keep = kMaxRelayoutErrorBytes - kCut.size();
+  // Back to the first byte of a UTF-8 sequence (continuation bytes are
+  // 10xxxxxx), so that the sequence cut is dropped whole.
+  while (keep > 0 && (static_cast<unsigned char>(error[keep]) & 0xC0) == 0x80) {
+    --keep;
+  }
+  error.resize(keep);
+  error.append(kCut.data(), kCut.size());
+  return error;
+}
+
 bool MigPlans::Handle(
-    const google::protobuf::Map<std::string, v1::MigLayout>& plans) {
+    const google::protobuf::Map<std::string, v1::MigLayout>& plans,
+    absl::Time now) {
   // In id order, so that the outcome does not depend on the map's.
   const std::map<std::string, v1::MigLayout> ordered(plans.begin(),
                                                      plans.end());
   bool applied = false;
   for (const auto& [gpu_id, plan] : ordered) {
-    auto [it, first] = handled_.try_emplace(gpu_id, plan.generation());
+    const PlanId id{plan.generation(), plan.allocation_id(),
+                    plan.deadline().seconds(), plan.deadline().nanos()};
+    auto [it, first] = handled_.try_emplace(gpu_id, id);
     if (!first) {
-      if (plan.generation() <= it->second) continue;  // handled already
-      it->second = plan.generation();
+      if (it->second == id) continue;  // handled already
+      it->second = id;
     }
-    absl::StatusOr<MigLayoutDiff> diff = applier_->Apply(gpu_id, plan);
+    absl::StatusOr<MigLayoutDiff> diff;
+    const absl::Time deadline = absl::FromUnixSeconds(id.deadline_seconds) +
+                                absl::Nanoseconds(id.deadline_nanos);
+    if (plan.has_deadline() && deadline - now < margin_) {
+      diff = absl::FailedPreconditionError(
+          absl::StrCat("the plan's deadline ", absl::FormatTime(deadline),
+                       " is ", absl::FormatDuration(deadline - now),
+                       " away, under the ", absl::FormatDuration(margin_),
+                       " margin (--mig_relayout_margin): not started"));
+    } else {
+      diff = applier_->Apply(gpu_id, plan);
+    }
     if (!diff.ok()) {
       std::fprintf(stderr,
                    "accelsched-agent: MIG re-layout of %s (generation %llu) "
@@ -551,7 +580,8 @@ bool MigPlans::Handle(
                    diff.status().ToString().c_str());
       v1::MigRelayoutFailure& failure = failures_[gpu_id];
       failure.set_generation(plan.generation());
-      failure.set_error(std::string(diff.status().message()));
+      failure.set_error(
+          TruncatedRelayoutError(std::string(diff.status().message())));
       continue;
     }
     std::fprintf(stderr,

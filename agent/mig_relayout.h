@@ -1,8 +1,8 @@
 // Dynamic MIG re-layout on the node (--allow_mig_relayout): the server plans
 // a GPU's whole MIG layout (HeartbeatResponse.mig_plans, a v1::MigLayout per
-// GPU id) and the agent applies it through NVML (MigRelayout), each GPU's
-// plan generation at most once, reporting a failure in its next heartbeat
-// (MigPlans). Not thread-safe: the agent's one loop owns these.
+// GPU id) and the agent applies it through NVML (MigRelayout), each plan at
+// most once, reporting a failure in its next heartbeat (MigPlans). Not
+// thread-safe: the agent's one loop owns these.
 //
 // Applying is a diff by (profile name, placement start): the GPU instances
 // not in the plan are destroyed, the plan's slices not on the GPU created,
@@ -24,6 +24,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "accelsched/v1/accelsched.pb.h"
 #include "agent/nvml_library.h"
 
@@ -104,23 +106,45 @@ class MigRelayout final : public MigLayoutApplier {
   const NvmlLibrary* const nvml_;
 };
 
-// The plans of the heartbeat replies: applies each GPU's plan generation at
-// most once per agent process (a failed generation is never retried; the
-// server plans anew with a higher one), and keeps the failures until a
-// heartbeat delivers them.
+// The server's limit on MigRelayoutFailure.error (services/
+// scheduler_service.cc, kMaxRelayoutErrorBytes): a longer one would fail the
+// whole heartbeat with INVALID_ARGUMENT.
+inline constexpr size_t kMaxRelayoutErrorBytes = 4096;
+
+// `error` cut to at most kMaxRelayoutErrorBytes, ending in "..." when cut,
+// never inside a UTF-8 sequence.
+std::string TruncatedRelayoutError(std::string error);
+
+// How close to its deadline a plan is still started by default
+// (--mig_relayout_margin).
+inline constexpr absl::Duration kDefaultMigRelayoutMargin = absl::Seconds(30);
+
+// The plans of the heartbeat replies: applies each plan at most once per
+// agent process (a failed one is never retried; the server plans anew), and
+// keeps the failures until a heartbeat delivers them.
 class MigPlans {
  public:
-  // `applier` is not owned and must outlive this.
-  explicit MigPlans(MigLayoutApplier* applier) : applier_(applier) {}
+  // `applier` is not owned and must outlive this. A plan whose deadline is
+  // less than `margin` away is refused (see Handle).
+  explicit MigPlans(MigLayoutApplier* applier,
+                    absl::Duration margin = kDefaultMigRelayoutMargin)
+      : applier_(applier), margin_(margin) {}
   MigPlans(const MigPlans&) = delete;
   MigPlans& operator=(const MigPlans&) = delete;
 
-  // Applies, in GPU id order, each plan of `plans` (by GPU id) whose
-  // generation is above the last one handled for that GPU, and remembers
-  // the generation whatever the outcome; a failure goes to failures(). Logs
-  // each outcome on stderr. True when a plan was applied: the GPUs' slices
-  // changed, so the node should be registered again now.
-  bool Handle(const google::protobuf::Map<std::string, v1::MigLayout>& plans);
+  // Handles, in GPU id order, each plan of `plans` (by GPU id) that is not
+  // the one last handled for that GPU (a plan is its generation, allocation
+  // and deadline: the server never reuses a generation, and a plan that
+  // differs in any of them is another), and remembers it whatever the
+  // outcome. A plan with a deadline less than the margin after `now`
+  // (the server drops it at its deadline and may hand its slices out again)
+  // is refused without touching the GPU; any other is applied. A refusal or
+  // a failure goes to failures(), with the error cut to
+  // kMaxRelayoutErrorBytes. Logs each outcome on stderr. True when a plan
+  // was applied: the GPUs' slices changed, so the node should be registered
+  // again now.
+  bool Handle(const google::protobuf::Map<std::string, v1::MigLayout>& plans,
+              absl::Time now = absl::Now());
 
   // The failures to send in the next heartbeat
   // (HeartbeatRequest.mig_relayout_failures), by GPU id.
@@ -131,8 +155,19 @@ class MigPlans {
   void FailuresDelivered() { failures_.clear(); }
 
  private:
+  // What tells one plan from another.
+  struct PlanId {
+    uint64_t generation = 0;
+    std::string allocation_id;
+    int64_t deadline_seconds = 0;
+    int32_t deadline_nanos = 0;
+
+    bool operator==(const PlanId&) const = default;
+  };
+
   MigLayoutApplier* const applier_;
-  std::map<std::string, uint64_t> handled_;  // GPU id -> last generation
+  const absl::Duration margin_;
+  std::map<std::string, PlanId> handled_;  // GPU id -> the last plan handled
   std::map<std::string, v1::MigRelayoutFailure> failures_;
 };
 

@@ -345,17 +345,14 @@ TEST_F(MigRelayoutTest, AnNvmlFailureIsReportedOnceAndANewGenerationIsTried) {
   EXPECT_EQ(Discovered().size(), 4u);
   EXPECT_EQ(Changes(), Counts(0, 3, 0, 3));
 
-  // The server's next plan is tried, and finishes the layout; an older one
-  // is not.
+  // The server's next plan is tried, and finishes the layout.
   EXPECT_TRUE(plans_->Handle(Plans({{"GPU-h100", FourAndA3g(4)}})));
   EXPECT_THAT(plans_->failures(), IsEmpty());
   EXPECT_THAT(Discovered(), ElementsAre("MIG-0 1g.10gb@0", "MIG-1 1g.10gb@1",
                                         "MIG-2 1g.10gb@2", "MIG-3 1g.10gb@3",
                                         "MIG-h100-2-4 3g.40gb@4"));
   EXPECT_EQ(Changes(), Counts(1, 3, 1, 3));
-  v1::MigLayout older;
-  older.set_generation(2);
-  EXPECT_FALSE(plans_->Handle(Plans({{"GPU-h100", older}})));
+  EXPECT_FALSE(plans_->Handle(Plans({{"GPU-h100", FourAndA3g(4)}})));
   EXPECT_EQ(Discovered().size(), 5u);
 }
 
@@ -473,6 +470,95 @@ TEST_F(MigRelayoutTest, PlansForAWholeGpuOrAGpuElsewhereAreRefused) {
   EXPECT_THAT(none.Apply("GPU-whole", one),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("GPU-whole is not on this node")));
+}
+
+// `plan` with its allocation and deadline set.
+v1::MigLayout For(v1::MigLayout plan, const std::string& allocation_id,
+                  absl::Time deadline) {
+  plan.set_allocation_id(allocation_id);
+  plan.mutable_deadline()->set_seconds(absl::ToUnixSeconds(deadline));
+  return plan;
+}
+
+TEST_F(MigRelayoutTest, APlanIsItsGenerationAllocationAndDeadline) {
+  SetScenario(SevenSlices());
+  const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  const absl::Time deadline = now + absl::Minutes(10);
+  const v1::MigLayout plan = For(FourAndA3g(5), "a-1", deadline);
+  EXPECT_TRUE(plans_->Handle(Plans({{"GPU-h100", plan}}), now));
+  EXPECT_EQ(Changes(), Counts(1, 3, 1, 3));
+  // The same plan in every heartbeat reply: handled once.
+  EXPECT_FALSE(plans_->Handle(Plans({{"GPU-h100", plan}}), now));
+  // The same generation for another request, or with another deadline, is
+  // another plan (a server that lost its memory of generations); so is a
+  // lower generation. Each is handled (here, nothing left to change).
+  EXPECT_TRUE(plans_->Handle(
+      Plans({{"GPU-h100", For(FourAndA3g(5), "a-2", deadline)}}), now));
+  EXPECT_TRUE(plans_->Handle(
+      Plans({{"GPU-h100",
+              For(FourAndA3g(5), "a-2", deadline + absl::Seconds(1))}}),
+      now));
+  EXPECT_TRUE(plans_->Handle(
+      Plans({{"GPU-h100", For(FourAndA3g(4), "a-2", deadline)}}), now));
+  EXPECT_THAT(plans_->failures(), IsEmpty());
+  EXPECT_EQ(Changes(), Counts(1, 3, 1, 3));
+}
+
+TEST_F(MigRelayoutTest, APlanNearItsDeadlineIsRefusedUntouched) {
+  SetScenario(SevenSlices());
+  const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  // 29 s left, under the 30 s margin: the server may drop it before the
+  // agent is done, and hand the slices out again.
+  EXPECT_FALSE(plans_->Handle(
+      Plans({{"GPU-h100", For(FourAndA3g(5), "a-1", now + absl::Seconds(29))}}),
+      now));
+  ASSERT_TRUE(plans_->failures().contains("GPU-h100"));
+  EXPECT_EQ(plans_->failures().at("GPU-h100").generation(), 5u);
+  EXPECT_THAT(plans_->failures().at("GPU-h100").error(),
+              HasSubstr("is 29s away, under the 30s margin "
+                        "(--mig_relayout_margin): not started"));
+  EXPECT_EQ(Changes(), Counts(0, 0, 0, 0));
+  EXPECT_EQ(Discovered().size(), 7u);
+  // One past its deadline likewise; one with time to spare is applied.
+  plans_->FailuresDelivered();
+  EXPECT_FALSE(plans_->Handle(
+      Plans({{"GPU-h100", For(FourAndA3g(6), "a-1", now - absl::Seconds(1))}}),
+      now));
+  EXPECT_EQ(Changes(), Counts(0, 0, 0, 0));
+  EXPECT_TRUE(plans_->Handle(
+      Plans({{"GPU-h100", For(FourAndA3g(7), "a-1", now + absl::Seconds(31))}}),
+      now));
+  EXPECT_EQ(Changes(), Counts(1, 3, 1, 3));
+}
+
+// An applier that fails with a long message.
+class Verbose final : public MigLayoutApplier {
+ public:
+  absl::StatusOr<MigLayoutDiff> Apply(const std::string&,
+                                      const v1::MigLayout&) override {
+    // 10,000 bytes of two-byte characters after two bytes: a cut at the
+    // limit less "..." would split one.
+    std::string message = "xx";
+    for (int i = 0; i < 5000; ++i) message += "\u00e9";
+    return absl::InternalError(message);
+  }
+};
+
+TEST(MigPlansTest, AFailureIsCutToWhatTheServerTakes) {
+  Verbose applier;
+  MigPlans plans(&applier);
+  EXPECT_FALSE(plans.Handle(Plans({{"GPU-1", FourAndA3g(1)}})));
+  ASSERT_TRUE(plans.failures().contains("GPU-1"));
+  const std::string& error = plans.failures().at("GPU-1").error();
+  EXPECT_LE(error.size(), kMaxRelayoutErrorBytes);
+  EXPECT_GT(error.size(), kMaxRelayoutErrorBytes - 8);
+  ASSERT_TRUE(absl::EndsWith(error, "..."));
+  // Whole characters only: "xx", then two bytes each.
+  EXPECT_EQ((error.size() - 3 - 2) % 2, 0u);
+  EXPECT_EQ(static_cast<unsigned char>(error[error.size() - 4]), 0xA9);
+  EXPECT_EQ(TruncatedRelayoutError("short"), "short");
+  EXPECT_EQ(TruncatedRelayoutError(std::string(kMaxRelayoutErrorBytes, 'a')),
+            std::string(kMaxRelayoutErrorBytes, 'a'));
 }
 
 TEST(DiffMigLayoutTest, KeepsByProfileAndStart) {

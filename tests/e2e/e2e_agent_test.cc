@@ -260,9 +260,8 @@ TEST_F(AgentE2eTest, AReLayoutPlannedByTheServerIsAppliedByTheAgent) {
             admitted.devices(0).mig_slice_id());
   // The DRA claim pins the new slice by its new MIG UUID.
   EXPECT_THAT(admitted.placement().resource_claim(),
-              HasSubstr(absl::StrCat("uuid == \\\"",
-                                     admitted.devices(0).mig_slice_id(),
-                                     "\\\"")));
+              HasSubstr(absl::StrCat(
+                  "uuid == \\\"", admitted.devices(0).mig_slice_id(), "\\\"")));
   // Done once: three instances destroyed, one made.
   EXPECT_THAT(FakeStats(), HasSubstr("gi_created=1 gi_destroyed=3"));
 }
@@ -277,7 +276,8 @@ TEST_F(AgentE2eTest, AFailedReLayoutIsReportedDroppedAndPlannedAgain) {
               "gpu=0 start=4 times=1\n");
   ASSERT_TRUE(
       StartServer({"--sweep_interval=100ms", "--mig_relayout_timeout=2s"}));
-  ASSERT_TRUE(StartAgent({"--allow_mig_relayout"}));
+  // Plans last 2 s here: the agent starts any not yet past its deadline.
+  ASSERT_TRUE(StartAgent({"--allow_mig_relayout", "--mig_relayout_margin=0s"}));
   ASSERT_TRUE(NodeBecomes([](const v1::Node& n) {
     return n.labels().count("accelsched.io/mig-relayout") == 1;
   }));

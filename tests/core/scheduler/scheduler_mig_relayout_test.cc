@@ -516,5 +516,73 @@ TYPED_TEST(SchedulerMigRelayoutTest,
             "waiting for the MIG re-layout of GPU-a on n7");
 }
 
+TYPED_TEST(SchedulerMigRelayoutTest, PlansAndDropsAreEventsOfTheirNode) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n8", {SevenSmall("GPU-z", 0)})));  // does not re-lay out
+  auto on_n7 = this->s().scheduler().events().Subscribe({"", "", "n7"});
+  auto on_n8 = this->s().scheduler().events().Subscribe({"", "", "n8"});
+  auto drain = [](const std::shared_ptr<EventHub::Watcher>& w) {
+    std::vector<Event> events;
+    for (;;) {
+      absl::StatusOr<std::shared_ptr<const Event>> e = w->TryNext();
+      if (!e.ok() || *e == nullptr) break;
+      events.push_back(**e);
+    }
+    return events;
+  };
+  ASSERT_OK_AND_ASSIGN(Allocation big,
+                       this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(planned.mig_plan.has_value());
+  std::vector<Event> seen = drain(on_n7);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].type, Event::Type::kMigRelayoutPlanned);
+  EXPECT_EQ(seen[0].node, "n7");
+  EXPECT_EQ(seen[0].allocation.id, big.id);
+  EXPECT_EQ(seen[0].reason,
+            absl::StrCat("GPU-a: 1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 "
+                         "3g.40gb@4 (generation ",
+                         planned.mig_plan->generation,
+                         "; destroys 3 free slices, creates 1)"));
+  Scheduler::HeartbeatReport failed;
+  failed.relayout_failures = {
+      {"GPU-a", planned.mig_plan->generation, "NVML_ERROR_IN_USE"}};
+  ASSERT_OK(this->s().HeartbeatPlans("n7", failed));
+  seen = drain(on_n7);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].type, Event::Type::kMigRelayoutDropped);
+  EXPECT_THAT(seen[0].reason,
+              HasSubstr("could not apply it: NVML_ERROR_IN_USE"));
+  EXPECT_TRUE(drain(on_n8).empty());
+}
+
+TYPED_TEST(SchedulerMigRelayoutTest,
+           ARequestARelayoutMayServeWaitsForItRatherThanPreempt) {
+  // GPU-a's seven 1g slices are held at low priority; GPU-b has three free
+  // 2g slices, one of which a re-layout turns into 1g slices.
+  Device b = Gpu("GPU-b", "nvidia-h100", 1);
+  b.mig_enabled = true;
+  for (int start : {0, 2, 4}) {
+    b.mig_slices.push_back({absl::StrCat("GPU-b-", start), "2g.20gb", start});
+  }
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0), b}, kRelayouts)));
+  ASSERT_OK(this->s().Allocate(Want("low", "nvidia-h100", 7, "1g.10gb")));
+  AllocationRequest urgent = QueuedFor("urgent", "1g.10gb");
+  urgent.priority = 10;
+  ASSERT_OK_AND_ASSIGN(Allocation a, this->s().Allocate(urgent));
+  EXPECT_EQ(a.state, AllocationState::kPending);
+  EXPECT_THAT(a.pending_reason, HasSubstr("at the next periodic pass"));
+  EXPECT_EQ(this->StateOf("low"), AllocationState::kActive);
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_EQ(this->StateOf("low"), AllocationState::kActive);
+  EXPECT_TRUE(DeviceOf(this->s(), "n7", "GPU-b").mig_plan.has_value());
+  EXPECT_EQ(this->ReasonOf("urgent"),
+            "waiting for the MIG re-layout of GPU-b on n7");
+}
+
 }  // namespace
 }  // namespace accelsched
