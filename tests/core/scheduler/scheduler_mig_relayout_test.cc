@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -89,6 +90,26 @@ class SchedulerMigRelayoutTest : public StoreSchedulerTest<Factory> {
     absl::StatusOr<Allocation> a = this->s().GetAllocation({"", request_id});
     EXPECT_OK(a);
     return a.ok() ? a->pending_reason : "";
+  }
+  // Takes each of `total` free 1g.10gb slices, one allocation each (with
+  // `lease`; 0: the default), then releases all but those whose slice id
+  // `keep` accepts.
+  void HoldOnly(int total, absl::FunctionRef<bool(const std::string&)> keep,
+                absl::Duration lease = absl::ZeroDuration()) {
+    std::vector<Allocation> held;
+    for (int i = 0; i < total; ++i) {
+      AllocationRequest r =
+          Want(absl::StrCat("s", i), "nvidia-h100", 1, "1g.10gb");
+      r.lease = lease;
+      absl::StatusOr<Allocation> a = this->s().Allocate(r);
+      ASSERT_OK(a);
+      held.push_back(*std::move(a));
+    }
+    for (const Allocation& a : held) {
+      if (!keep(a.devices[0].mig_slice_id)) {
+        ASSERT_OK(this->s().Release({a.id, ""}));
+      }
+    }
   }
   AllocationState StateOf(const std::string& request_id) {
     absl::StatusOr<Allocation> a = this->s().GetAllocation({"", request_id});
@@ -190,19 +211,9 @@ TYPED_TEST(SchedulerMigRelayoutTest, AnAllocatedSliceIsNeverPlannedAway) {
   ASSERT_OK(this->s().RegisterNode(
       MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
   // Slices 1 and 6 taken: neither 3g start (0 or 4) is free of them.
-  std::vector<Allocation> held;
-  for (int i = 0; i < 7; ++i) {
-    ASSERT_OK_AND_ASSIGN(Allocation a,
-                         this->s().Allocate(Want(absl::StrCat("s", i),
-                                                 "nvidia-h100", 1, "1g.10gb")));
-    held.push_back(a);
-  }
-  for (const Allocation& a : held) {
-    const std::string& slice = a.devices[0].mig_slice_id;
-    if (slice != "GPU-a-s1" && slice != "GPU-a-s6") {
-      ASSERT_OK(this->s().Release({a.id, ""}));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(this->HoldOnly(7, [](const std::string& slice) {
+    return slice == "GPU-a-s1" || slice == "GPU-a-s6";
+  }));
   ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
   ASSERT_OK(this->s().Sweep());
   EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
@@ -398,18 +409,9 @@ TYPED_TEST(SchedulerMigRelayoutTest, APlanKeepsTheIdsOfItsOwnGpusSlices) {
       MakeNode("n1", {SevenSmall("GPU-a", 0)}, kRelayouts)));
   ASSERT_OK(this->s().RegisterNode(MakeNode(
       "n2", {SevenSmall("GPU-b", 0), SevenSmall("GPU-c", 1)}, kRelayouts)));
-  std::vector<Allocation> held;
-  for (int i = 0; i < 21; ++i) {
-    ASSERT_OK_AND_ASSIGN(Allocation a,
-                         this->s().Allocate(Want(absl::StrCat("s", i),
-                                                 "nvidia-h100", 1, "1g.10gb")));
-    held.push_back(a);
-  }
-  for (const Allocation& a : held) {
-    if (!absl::EndsWith(a.devices[0].mig_slice_id, "-s3")) {
-      ASSERT_OK(this->s().Release({a.id, ""}));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(this->HoldOnly(21, [](const std::string& slice) {
+    return absl::EndsWith(slice, "-s3");
+  }));
   ASSERT_OK(this->s().Allocate(QueuedFor("two", "3g.40gb", 2)));
   ASSERT_OK(this->s().Sweep());
   EXPECT_EQ(this->ReasonOf("two"),
@@ -465,20 +467,12 @@ TYPED_TEST(SchedulerMigRelayoutTest,
       MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
   // Slices 3 and 4 taken for five minutes: no 3g fits now (one at 0 spans
   // slices 0-3, one at 4 slices 4-6).
-  std::vector<Allocation> held;
-  for (int i = 0; i < 7; ++i) {
-    AllocationRequest r =
-        Want(absl::StrCat("s", i), "nvidia-h100", 1, "1g.10gb");
-    r.lease = absl::Minutes(5);
-    ASSERT_OK_AND_ASSIGN(Allocation a, this->s().Allocate(r));
-    held.push_back(a);
-  }
-  for (const Allocation& a : held) {
-    const std::string& slice = a.devices[0].mig_slice_id;
-    if (slice != "GPU-a-s3" && slice != "GPU-a-s4") {
-      ASSERT_OK(this->s().Release({a.id, ""}));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(this->HoldOnly(
+      7,
+      [](const std::string& slice) {
+        return slice == "GPU-a-s3" || slice == "GPU-a-s4";
+      },
+      absl::Minutes(5)));
   const absl::Time frees = this->clock_.Now() + absl::Minutes(5);
   ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
   ASSERT_OK(this->s().Sweep());
