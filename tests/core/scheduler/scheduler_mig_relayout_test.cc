@@ -6,18 +6,23 @@
 // away slices are not handed out while it stands, it survives a restart, and
 // it is dropped (the slices coming back) at its deadline, when the agent
 // reports a failure, or when the GPU is re-sliced otherwise.
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/model/mig_plan.h"
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/blocking_scheduler.h"
+#include "tests/support/fake_store.h"
 #include "tests/support/scheduler_test_util.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/store_factories.h"
@@ -576,6 +581,63 @@ TYPED_TEST(SchedulerMigRelayoutTest,
   EXPECT_TRUE(DeviceOf(this->s(), "n7", "GPU-b").mig_plan.has_value());
   EXPECT_EQ(this->ReasonOf("urgent"),
             "waiting for the MIG re-layout of GPU-b on n7");
+}
+
+// A heartbeat's reply carries no plan that is not durable when it is
+// delivered: one made after the heartbeat was accepted (its write queued
+// behind the heartbeat's) waits for the next heartbeat.
+TEST(SchedulerMigRelayoutRaceTest, AReplyCarriesOnlyPlansWrittenBeforeIt) {
+  FakeStore store;
+  FakeClock clock{absl::FromUnixSeconds(1'700'000'000)};
+  Scheduler::Options options;
+  // One write per transaction, committed on the committer's thread: the
+  // heartbeat's commits alone, and its reply is built before the next.
+  options.commit_mode = GroupCommitter::Mode::kThread;
+  options.max_commit_batch = 1;
+  BlockingScheduler s(&store, &clock, BuiltinAcceleratorTypes(), options);
+  ASSERT_OK(s.Load());
+  ASSERT_OK(
+      s.RegisterNode(MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK(s.Allocate(QueuedFor("big", "3g.40gb")));
+
+  store.HoldCommits(true);
+  absl::Notification replied;
+  absl::StatusOr<Scheduler::MigPlans> reply;
+  std::map<std::string, Node> durable_then;
+  s.scheduler().Heartbeat(
+      "n7", Scheduler::HeartbeatReport{}, [] {},
+      [&](absl::StatusOr<Scheduler::MigPlans> plans) {
+        reply = std::move(plans);
+        durable_then = store.nodes();
+        replied.Notify();
+      });
+  // The periodic pass plans while the heartbeat's write waits for the disk.
+  absl::Status swept;
+  std::thread sweep([&] { swept = s.Sweep().status(); });
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (!DeviceOf(s, "n7", "GPU-a").mig_plan.has_value() &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(DeviceOf(s, "n7", "GPU-a").mig_plan.has_value());
+  store.HoldCommits(false);
+  replied.WaitForNotification();
+  sweep.join();
+  ASSERT_OK(swept);
+  ASSERT_OK(reply);
+  for (const auto& [gpu, plan] : *reply) {
+    const Node& n = durable_then.at("n7");
+    const Device* d = FindDevice(n, gpu);
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->mig_plan, plan) << gpu << "'s plan was not yet written";
+  }
+  EXPECT_TRUE(reply->empty());
+  // The next heartbeat carries it, written.
+  ASSERT_OK_AND_ASSIGN(Scheduler::MigPlans next,
+                       s.HeartbeatPlans("n7", Scheduler::HeartbeatReport{}));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(FindDevice(store.nodes().at("n7"), "GPU-a")->mig_plan,
+            next.at("GPU-a"));
 }
 
 }  // namespace
