@@ -329,8 +329,9 @@ int Run(int argc, char** argv) {
   const absl::Duration mig_relayout_margin =
       absl::GetFlag(FLAGS_mig_relayout_margin);
   if (mig_relayout_margin < absl::ZeroDuration()) {
-    return Fail(absl::InvalidArgumentError(
-        "--mig_relayout_margin must not be negative"));
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--mig_relayout_margin ", absl::FormatDuration(mig_relayout_margin),
+        " must not be negative")));
   }
   if (SetMigRelayoutLabel(allow_mig_relayout, *labels)) {
     std::fprintf(stderr,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -411,6 +412,9 @@ absl::Status CheckFunctions(const NvmlLibrary& nvml) {
   return absl::OkStatus();
 }
 
+// How long after its deadline a handled plan is remembered.
+constexpr absl::Duration kForgetHandledPlan = absl::Hours(1);
+
 }  // namespace
 
 bool SetMigRelayoutLabel(bool allowed,
@@ -550,23 +554,40 @@ bool MigPlans::Handle(
   // In id order, so that the outcome does not depend on the map's.
   const std::map<std::string, v1::MigLayout> ordered(plans.begin(),
                                                      plans.end());
+  // The server dropped these long ago and never sends them again; were one
+  // sent, its deadline would refuse it.
+  for (auto it = handled_.begin(); it != handled_.end();) {
+    std::erase_if(it->second, [&](const PlanId& id) {
+      return id.has_deadline() && now - id.deadline() > kForgetHandledPlan;
+    });
+    it = it->second.empty() ? handled_.erase(it) : std::next(it);
+  }
   bool applied = false;
   for (const auto& [gpu_id, plan] : ordered) {
     const PlanId id{plan.generation(), plan.allocation_id(),
                     plan.deadline().seconds(), plan.deadline().nanos()};
-    auto [it, first] = handled_.try_emplace(gpu_id, id);
-    if (!first) {
-      if (it->second == id) continue;  // handled already
-      it->second = id;
+    std::vector<PlanId>& handled = handled_[gpu_id];
+    if (std::find(handled.begin(), handled.end(), id) != handled.end()) {
+      continue;  // handled already, whatever came between
     }
+    handled.push_back(id);
     absl::StatusOr<MigLayoutDiff> diff;
-    const absl::Time deadline = absl::FromUnixSeconds(id.deadline_seconds) +
-                                absl::Nanoseconds(id.deadline_nanos);
-    if (plan.has_deadline() && deadline - now < margin_) {
+    const absl::Time deadline = id.deadline();
+    // At its deadline a plan is refused whatever the margin: the server
+    // drops it then.
+    if (id.has_deadline() && (deadline <= now || deadline - now < margin_)) {
+      // RFC 3339 in UTC, as protobuf's JSON and the server write times.
+      const std::string when = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ",
+                                                deadline, absl::UTCTimeZone());
+      const std::string left =
+          deadline >= now
+              ? absl::StrCat("is ", absl::FormatDuration(deadline - now),
+                             " away")
+              : absl::StrCat("passed ", absl::FormatDuration(now - deadline),
+                             " ago");
       diff = absl::FailedPreconditionError(
-          absl::StrCat("the plan's deadline ", absl::FormatTime(deadline),
-                       " is ", absl::FormatDuration(deadline - now),
-                       " away, under the ", absl::FormatDuration(margin_),
+          absl::StrCat("the plan's deadline ", when, " ", left, ", under the ",
+                       absl::FormatDuration(margin_),
                        " margin (--mig_relayout_margin): not started"));
     } else {
       diff = applier_->Apply(gpu_id, plan);

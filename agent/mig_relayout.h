@@ -17,6 +17,7 @@
 #define ACCELSCHED_AGENT_MIG_RELAYOUT_H_
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -133,16 +134,20 @@ class MigPlans {
   MigPlans& operator=(const MigPlans&) = delete;
 
   // Handles, in GPU id order, each plan of `plans` (by GPU id) that is not
-  // the one last handled for that GPU (a plan is its generation, allocation
-  // and deadline: the server never reuses a generation, and a plan that
-  // differs in any of them is another), and remembers it whatever the
-  // outcome. A plan with a deadline less than the margin after `now`
-  // (the server drops it at its deadline and may hand its slices out again)
-  // is refused without touching the GPU; any other is applied. A refusal or
-  // a failure goes to failures(), with the error cut to
-  // kMaxRelayoutErrorBytes. Logs each outcome on stderr. True when a plan
-  // was applied: the GPUs' slices changed, so the node should be registered
-  // again now.
+  // one already handled for that GPU (a plan is its generation, allocation
+  // and deadline; one that differs in any of them is another, even at a
+  // lower or equal generation), and remembers it whatever the outcome, so
+  // that no plan is applied or reported twice in one process (a plan is
+  // forgotten an hour after its deadline, when its deadline would refuse
+  // it anyway). A plan whose deadline is at or before `now`, or less than
+  // the margin after it, is refused without touching the GPU (the server
+  // drops a plan at its deadline and may hand its slices out again); any
+  // other, or one without a deadline (unset or 0), is applied. A refusal or
+  // a failure goes to failures() with the plan's generation and the error
+  // cut to kMaxRelayoutErrorBytes; a refusal's error names the deadline
+  // (UTC), the time left and the margin. Logs each outcome on stderr. True
+  // when a plan was applied: the GPUs' slices changed, so the node should
+  // be registered again now.
   bool Handle(const google::protobuf::Map<std::string, v1::MigLayout>& plans,
               absl::Time now = absl::Now());
 
@@ -163,11 +168,22 @@ class MigPlans {
     int32_t deadline_nanos = 0;
 
     bool operator==(const PlanId&) const = default;
+    // An unset deadline reads as 0, and 0 is taken as unset (proto3: a
+    // sender need not tell them apart).
+    bool has_deadline() const {
+      return deadline_seconds != 0 || deadline_nanos != 0;
+    }
+    absl::Time deadline() const {
+      return absl::FromUnixSeconds(deadline_seconds) +
+             absl::Nanoseconds(deadline_nanos);
+    }
   };
 
   MigLayoutApplier* const applier_;
   const absl::Duration margin_;
-  std::map<std::string, PlanId> handled_;  // GPU id -> the last plan handled
+  // GPU id -> the plans handled for it, but those an hour past their
+  // deadline.
+  std::map<std::string, std::vector<PlanId>> handled_;
   std::map<std::string, v1::MigRelayoutFailure> failures_;
 };
 

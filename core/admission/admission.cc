@@ -13,9 +13,10 @@
 namespace accelsched {
 namespace {
 
-// Plans made in one pass at most: each costs a search over the candidate
-// GPUs.
+// Plans made in one pass at most, and plans ahead looked for at most: each
+// costs a search over the candidate GPUs.
 constexpr int kMaxRelayoutsPerPass = 16;
+constexpr int kMaxAheadSearchesPerPass = 16;
 
 // What a preemptor waiting out its victims' grace adds to its reason.
 std::string WaitingForVictims(size_t n) {
@@ -158,8 +159,7 @@ class AdmissionRound {
       // A share holds no reservation yet (README, "GPU sharing"); it does
       // not take its pool's turn to reserve either, so that a whole request
       // after it still holds the GPUs that free first.
-    } else if (std::string ahead =
-                   relayout == Relayout::kNone ? PlanAhead(id, p, *spec) : "";
+    } else if (std::string ahead = PlanAhead(id, p, *spec, relayout);
                !ahead.empty()) {
       absl::StrAppend(&reason, ahead);
     } else {
@@ -255,17 +255,19 @@ class AdmissionRound {
   }
 
   // For `id` (`p`, asking `spec`), the first of its shape that must wait,
-  // when no re-layout serves it now and no slice of its profile exists:
-  // holds the pools of a MIG GPU whose held slices free within
+  // when no re-layout serves it now (`relayout`) and no slice of its profile
+  // exists: holds the pools of a MIG GPU whose held slices free within
   // ctx.relayout_ahead, where a re-layout will serve it then (the first
   // periodic pass after they are free plans it, as for any request).
+  // Between periodic passes, the holds it made at the last one, kept.
   // Returns what to add to its reason, or "" (nothing planned ahead: it
   // reserves as any other).
   std::string PlanAhead(const std::string& id, const Allocation& p,
-                        const MatchSpec& spec) {
-    if (!ctx_.plan_relayouts || ctx_.types == nullptr ||
+                        const MatchSpec& spec, Relayout relayout) {
+    if (!ctx_.plan_relayouts) return reservations_.KeptAhead(id);
+    if (relayout != Relayout::kNone || ctx_.types == nullptr ||
         ctx_.relayout_ahead <= absl::ZeroDuration() ||
-        relayouts_planned_ >= kMaxRelayoutsPerPass) {
+        ahead_searches_ >= kMaxAheadSearchesPerPass) {
       return "";
     }
     // Where some slice of the profile exists, the one that frees first is
@@ -276,24 +278,26 @@ class AdmissionRound {
           PoolKey{spec.device_class, model, spec.partition});
       if (pool != nullptr && pool->total > 0) return "";
     }
+    // Unlike a plan made now, one ahead holds pools: it leaves alone every
+    // hold of another, even a nominated one it would outrank (taking that
+    // over would end the preemptor's).
     auto pinned = [&](const Unit& unit) {
-      return reservations_.ReservedForOther(unit.pool, unit.home, id,
-                                            p.priority);
+      return reservations_.HeldForOther(unit.pool, unit.home, id);
     };
+    ++ahead_searches_;
     std::optional<RelayoutChoice> choice = PlanRelayout(
         ctx_, *ctx_.types, spec, pinned, ctx_.rules.now + ctx_.relayout_ahead);
     if (!choice.has_value() || choice->start == absl::InfinitePast()) {
       return "";
     }
-    ++relayouts_planned_;
     std::vector<std::string> gpus;
     for (const RelayoutChoice::Gpu& g : choice->gpus) {
       gpus.push_back(g.device_id);
     }
-    return absl::StrCat(reservations_.HoldPools(id, p.priority, choice->node,
-                                                choice->pools, choice->start),
-                        " for a MIG re-layout of ", absl::StrJoin(gpus, ", "),
-                        " once the allocations on its slices end");
+    return reservations_.HoldPools(
+        id, p.priority, choice->node, choice->pools, choice->start,
+        absl::StrCat(" for a MIG re-layout of ", absl::StrJoin(gpus, ", "),
+                     " once the allocations on its slices end"));
   }
 
   // Preempts the borrowers of reclaim.pool that give back what `p`'s
@@ -336,6 +340,7 @@ class AdmissionRound {
                       std::pair<std::string, std::vector<std::string>>>
       relayouts_;
   int relayouts_planned_ = 0;
+  int ahead_searches_ = 0;
 };
 
 }  // namespace

@@ -38,6 +38,10 @@ struct ReservationState {
   // Walk key -> the holder of the reservation that Reserve found for it (not
   // nominated holds): a request of the same key takes it over next pass.
   absl::flat_hash_map<std::string, std::string> walk_holders;
+  // Holder -> what HoldPools added to its reason, for the holds of a MIG
+  // re-layout planned ahead: kept, with their reason, until the next
+  // refresh while the holder waits.
+  absl::flat_hash_map<std::string, std::string> ahead;
 };
 
 // Not owned: the pointers must outlive every planner built on the context.

@@ -136,11 +136,12 @@ std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
           const Unit* unit = index.Find(s.id);
           // A slice planned away has no unit: such a GPU has a plan and is
           // skipped below.
-          bool stays = unit == nullptr || !unit->free() || pinned(*unit);
-          const absl::Time frees = stays && unit != nullptr
+          const bool held_for_other = unit != nullptr && pinned(*unit);
+          bool stays = unit == nullptr || !unit->free() || held_for_other;
+          const absl::Time frees = stays && unit != nullptr && !held_for_other
                                        ? FreesBy(ctx, *unit, frees_by)
                                        : absl::InfinitePast();
-          if (frees > absl::InfinitePast() && !pinned(*unit)) {
+          if (frees > absl::InfinitePast()) {
             stays = false;
           } else if (!stays && s.profile == spec.partition) {
             ++have;

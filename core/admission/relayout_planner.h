@@ -19,6 +19,12 @@
 //   destroys the fewest free slices wins, then the one that leaves the least
 //   free space the recent mix of requests could not use (MigFragmentation:
 //   the change it makes), then the node's name and the GPUs' order.
+// - Planned ahead (PlanRelayout's `frees_by`), a slice an ACTIVE allocation
+//   holds counts as free when its lease ends by then; the plan's start is
+//   the latest such lease end among the slices it destroys, and among nodes
+//   the earliest start wins before the rules above. Such a plan is never
+//   written: the admission round only holds its pools (ReservationPlanner::
+//   HoldPools), and plans it again once they are free.
 #ifndef ACCELSCHED_CORE_ADMISSION_RELAYOUT_PLANNER_H_
 #define ACCELSCHED_CORE_ADMISSION_RELAYOUT_PLANNER_H_
 

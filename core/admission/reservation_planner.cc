@@ -45,12 +45,20 @@ ReservationPlanner::ReservationPlanner(
   // kept from the last pass while it waits, so that no request of its
   // priority or lower takes what was freed for it, even one ahead of it in
   // this pass's order. Other reservations are made afresh.
+  // Holds for a re-layout planned ahead stand as they were until the next
+  // refresh (made there afresh): between refreshes no pass plans ahead.
   if (ctx.previous != nullptr) {
+    const bool keep_ahead = !ctx.refresh_reservations;
     for (const auto& [pool, nodes] : ctx.previous->reservations) {
       for (const auto& [node, r] : nodes) {
-        if (r.nominated && waiting(r.holder)) {
+        if (!waiting(r.holder)) continue;
+        if (r.nominated) {
           state_.reservations[pool][node] = r;
           kept_holders_.insert(r.holder);
+        } else if (auto ahead = ctx.previous->ahead.find(r.holder);
+                   keep_ahead && ahead != ctx.previous->ahead.end()) {
+          state_.reservations[pool][node] = r;
+          state_.ahead[r.holder] = ahead->second;
         }
       }
     }
@@ -64,6 +72,7 @@ ReservationPlanner::ReservationPlanner(
 
 void ReservationPlanner::Forget(const std::string& id) {
   forgotten_.insert(id);
+  state_.ahead.erase(id);
   for (auto pool = state_.reservations.begin();
        pool != state_.reservations.end();) {
     absl::erase_if(pool->second, [&](const auto& entry) {
@@ -127,18 +136,31 @@ void ReservationPlanner::HoldVictimNodes(const std::string& id, int priority,
   }
 }
 
+bool ReservationPlanner::HeldForOther(const PoolKey& pool,
+                                      const std::string& home,
+                                      const std::string& id) const {
+  auto p = state_.reservations.find(pool);
+  if (p == state_.reservations.end()) return false;
+  auto r = p->second.find(home);
+  return r != p->second.end() && r->second.holder != id;
+}
+
 std::string ReservationPlanner::HoldPools(const std::string& id, int priority,
                                           const std::string& node,
                                           const std::vector<PoolKey>& pools,
-                                          absl::Time start) {
+                                          absl::Time start,
+                                          absl::string_view what) {
   for (const PoolKey& pool : pools) {
-    Reservation& r = state_.reservations[pool][node];
-    r.holder = id;
-    r.start = start;
-    r.nominated = false;
-    r.priority = priority;
+    state_.reservations[pool][node] = Reservation{start, id, false, priority};
   }
-  return Holds({node}, start);
+  std::string reason = absl::StrCat(Holds({node}, start), what);
+  state_.ahead[id] = reason;
+  return reason;
+}
+
+std::string ReservationPlanner::KeptAhead(const std::string& id) const {
+  auto it = state_.ahead.find(id);
+  return it == state_.ahead.end() ? "" : it->second;
 }
 
 std::optional<std::string> ReservationPlanner::Reuse(

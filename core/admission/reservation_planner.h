@@ -25,6 +25,11 @@
 // - A preemptor holds its victims' nodes (nominated) against requests of its
 //   priority or lower until it is admitted: those holds are kept from pass
 //   to pass while it is still queued.
+// - A request a MIG re-layout will serve once some slices free holds their
+//   pools on that node (HoldPools, a backfill hold from their lease end),
+//   made at each refresh and kept as they were between refreshes while it
+//   waits. They do not take their pools' turn to Reserve: the first request
+//   of such a pool that waits still reserves, elsewhere.
 #ifndef ACCELSCHED_CORE_ADMISSION_RESERVATION_PLANNER_H_
 #define ACCELSCHED_CORE_ADMISSION_RESERVATION_PLANNER_H_
 
@@ -81,15 +86,26 @@ class ReservationPlanner {
   void HoldVictimNodes(const std::string& id, int priority,
                        const std::set<std::string>& victims);
 
+  // Whether node `home` of `pool` is held, in any way, for a request other
+  // than `id`.
+  bool HeldForOther(const PoolKey& pool, const std::string& home,
+                    const std::string& id) const;
+
   // Holds `pools` on `node` for `id` (of `priority`) from `start`: the
   // slices a MIG re-layout planned ahead will destroy once their leases end,
   // so that nothing after it takes them meanwhile (a request whose lease
   // ends by `start` still may, as with Reserve). The caller has checked that
-  // none is held for another. Taken over between refreshes as Reserve's are.
-  // Returns what to add to its reason: "; holds n7 from <start>".
+  // none is held for another (HeldForOther). Kept, with `what`, until the
+  // next refresh while `id` waits (KeptAhead). Returns what to add to its
+  // reason: "; holds n7 from <start>" followed by `what`.
   std::string HoldPools(const std::string& id, int priority,
                         const std::string& node,
-                        const std::vector<PoolKey>& pools, absl::Time start);
+                        const std::vector<PoolKey>& pools, absl::Time start,
+                        absl::string_view what);
+
+  // What HoldPools returned for `id` at the last refresh, when its holds
+  // were kept into this pass; "" otherwise.
+  std::string KeptAhead(const std::string& id) const;
 
   // Reserves for `id` (a request of `priority` for `spec` that must wait),
   // when it is the first of one of its pools to wait this pass, the nodes of

@@ -71,7 +71,8 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
   owner_.clear();
   tpu_slices_.clear();
   planned_.clear();
-  lapsed_.clear();
+  // lapsed_ is kept: a reload after a failed commit does not stop an agent
+  // that may be destroying those slices.
   relayout_gpus_.clear();
   index_ = CapacityIndex();
   for (Node& node : nodes) {
@@ -281,7 +282,6 @@ void Catalog::UnindexNode(const Node& node) {
     owner_.erase(d.id);
     for (const MigSlice& s : d.mig_slices) owner_.erase(s.id);
     planned_.erase({node.name, d.id});
-    lapsed_.erase({node.name, d.id});
     if (auto it = relayout_gpus_.find(d.canonical_model);
         it != relayout_gpus_.end()) {
       it->second.erase({node.name, d.id});
@@ -512,7 +512,7 @@ std::optional<std::pair<Node, MigPlan>> Catalog::DropMigPlan(
   return std::make_pair(it->second, std::move(plan));
 }
 
-bool Catalog::ReleaseLapsed(absl::Time now) {
+void Catalog::ReleaseLapsed(absl::Time now) {
   std::set<std::string> nodes;
   for (auto it = lapsed_.begin(); it != lapsed_.end();) {
     if (it->second.until <= now) {
@@ -523,7 +523,24 @@ bool Catalog::ReleaseLapsed(absl::Time now) {
     }
   }
   for (const std::string& node : nodes) RefreshUnits(node, {});
-  return !nodes.empty();
+}
+
+bool Catalog::EndLapsed(absl::string_view node, absl::string_view device_id,
+                        uint64_t generation) {
+  auto it = lapsed_.find({std::string(node), std::string(device_id)});
+  if (it == lapsed_.end() || it->second.plan.generation != generation) {
+    return false;
+  }
+  lapsed_.erase(it);
+  RefreshUnits(std::string(node), {});
+  return true;
+}
+
+void Catalog::ForgetLapsed(absl::string_view node) {
+  auto first = lapsed_.lower_bound({std::string(node), ""});
+  auto last = first;
+  while (last != lapsed_.end() && last->first.first == node) ++last;
+  lapsed_.erase(first, last);
 }
 
 absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,
@@ -550,6 +567,8 @@ absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,
   } else {
     nodes_.emplace(node.name, node);
   }
+  // What the node registers is what it has: no agent is under way.
+  ForgetLapsed(node.name);
   IndexNode(node);
   // Lowered under what live allocations hold: they are kept (as a dropped
   // device in use is), and takes no request with pod_resources until they
@@ -579,6 +598,7 @@ absl::Status Catalog::Remove(absl::string_view name) {
   const std::string node_name(name);
   const std::set<std::string> old_slices = TpuSlicesOf(it->second);
   UnindexNode(it->second);
+  ForgetLapsed(node_name);
   nodes_.erase(it);
   index_.SetAllocatable(node_name, std::nullopt);
   RefreshUnits(node_name, old_slices);

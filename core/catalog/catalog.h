@@ -122,18 +122,26 @@ class Catalog {
   // Ends the plan of GPU `device_id` on `node` if it is of `generation`
   // (0: whichever it is). Its slices planned away that still exist are
   // allocatable again at once, or, when `hold_until` is later than the
-  // InfinitePast default, once the node registers again or ReleaseLapsed
-  // is called at or after `hold_until`, whichever is first (a plan whose
-  // deadline passed may still be under way on the node: its agent may be
-  // destroying those slices). Returns the node to write and the plan ended;
-  // nullopt when there was no such plan.
+  // InfinitePast default, held out of service until the first of: the node
+  // registers again (Put) or is removed, ReleaseLapsed is called at or after
+  // `hold_until`, or EndLapsed names the plan (a plan whose deadline passed
+  // may still be under way on the node: its agent may be destroying those
+  // slices). Such a hold is kept across Load and a change of the node's
+  // devices otherwise. Returns the node to write and the plan ended; nullopt
+  // when there was no such plan (nothing changes).
   std::optional<std::pair<Node, MigPlan>> DropMigPlan(
       absl::string_view node, absl::string_view device_id, uint64_t generation,
       absl::Time hold_until = absl::InfinitePast());
   // Makes allocatable again the slices that DropMigPlan held until `now` or
-  // before; true when there were any. Not durable: after a restart such
-  // slices are allocatable (README, "Dynamic MIG re-layout").
-  bool ReleaseLapsed(absl::Time now);
+  // before. Not durable: after a restart such slices are allocatable
+  // (README, "Dynamic MIG re-layout").
+  void ReleaseLapsed(absl::Time now);
+  // Makes allocatable again the slices held for the plan of `generation`
+  // (not 0) of GPU `device_id` on `node` that DropMigPlan dropped at its
+  // deadline (the node's agent has said it failed). False, and nothing
+  // changes, when no such plan is held.
+  bool EndLapsed(absl::string_view node, absl::string_view device_id,
+                 uint64_t generation);
   // (node, device id) of the MIG GPUs of canonical `model` on nodes whose
   // agent applies re-layouts (kMigRelayoutLabel), in that order.
   const std::set<std::pair<std::string, std::string>>& RelayoutGpus(
@@ -190,6 +198,8 @@ class Catalog {
                             std::vector<MigPlanEnd>* plan_ends);
   void IndexNode(const Node& node);
   void UnindexNode(const Node& node);
+  // Ends every DropMigPlan hold on `node` (it registered or left).
+  void ForgetLapsed(absl::string_view node);
   // Re-derives the units of `node` (and of TPU slices it holds or held).
   void RefreshUnits(const std::string& node,
                     const std::set<std::string>& old_slices);
@@ -210,7 +220,9 @@ class Catalog {
     MigPlan plan;
     absl::Time until;
   };
-  // (node, device id) -> its plan dropped at the deadline.
+  // (node, device id) -> its plan dropped at the deadline. Not derived from
+  // nodes_ (which no longer shows the plan): IndexNode and UnindexNode leave
+  // it alone.
   std::map<std::pair<std::string, std::string>, Lapsed> lapsed_;
   // Canonical model -> (node, device id) of its MIG GPUs on nodes that
   // re-layout.

@@ -79,9 +79,12 @@ absl::Status Scheduler::LoadLocked() {
   // connection lost at COMMIT), and its events' numbers with it.
   ASSIGN_OR_RETURN(StoredState state, store_.Load());
   committer_->set_last_event_sequence(state.event_sequence);
-  // Never below what was issued before a failed commit: higher is as
-  // unique.
-  last_mig_generation_ = std::max(last_mig_generation_, state.event_sequence);
+  // Every plan is written with its MIG_RELAYOUT_PLANNED event, and a
+  // generation is drawn only for a plan made: none written is above the
+  // last event's number, or above a generation stored. Plans of a failed
+  // commit reached no agent (a heartbeat's reply and a watch wait for their
+  // write), so their generations may be drawn again.
+  last_mig_generation_ = state.event_sequence;
   for (const Node& node : state.nodes) {
     for (const Device& d : node.devices) {
       last_mig_generation_ = std::max(last_mig_generation_, d.mig_generation);
@@ -365,12 +368,21 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
         ticket = Commit(std::move(write));
         book_.Add(Record{a, std::move(keys), ticket});
       } else if (!request.queue) {
-        return absl::ResourceExhaustedError(
-            allowed != nullptr
-                ? ExplainNodes(catalog_.index(), catalog_.nodes(), spec,
-                               RulesAt(now))
-                      .summary
-                : quota);
+        if (allowed == nullptr) return absl::ResourceExhaustedError(quota);
+        std::string why =
+            ExplainNodes(catalog_.index(), catalog_.nodes(), spec, RulesAt(now))
+                .summary;
+        // The nodes that would serve but for the holds of waiting requests
+        // (which ExplainNodes does not weigh).
+        if (ExplainNodes(catalog_.index(), catalog_.nodes(), *allowed,
+                         RulesAt(now))
+                .available > 0) {
+          absl::StrAppend(&why,
+                          "; what is free there is held for waiting requests "
+                          "until their reservations start (a request whose "
+                          "lease ends by then may take it)");
+        }
+        return absl::ResourceExhaustedError(why);
       } else {
         ticket = EnqueueLocked(a, now);
         const Record& queued = *book_.Find({a.id, ""});

@@ -304,8 +304,9 @@ class Scheduler {
   // (0: any), writes the node and event MIG_RELAYOUT_DROPPED with `why`,
   // and keeps the GPU from plans until now + mig_relayout_timeout; the
   // slices it planned away stay out of service until `hold_until` or the
-  // node's next registration (Catalog::DropMigPlan).
-  void DropMigPlanLocked(const std::string& node, const std::string& device_id,
+  // node's next registration (Catalog::DropMigPlan). False, with nothing
+  // written, when the GPU has no such plan.
+  bool DropMigPlanLocked(const std::string& node, const std::string& device_id,
                          uint64_t generation, absl::string_view why,
                          absl::Time now, Write& write,
                          absl::Time hold_until = absl::InfinitePast())

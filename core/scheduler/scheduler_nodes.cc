@@ -103,13 +103,13 @@ absl::StatusOr<NodePage> Scheduler::ListNodes(
   return page;
 }
 
-void Scheduler::DropMigPlanLocked(const std::string& node,
+bool Scheduler::DropMigPlanLocked(const std::string& node,
                                   const std::string& device_id,
                                   uint64_t generation, absl::string_view why,
                                   absl::Time now, Write& write,
                                   absl::Time hold_until) {
   auto dropped = catalog_.DropMigPlan(node, device_id, generation, hold_until);
-  if (!dropped.has_value()) return;
+  if (!dropped.has_value()) return false;
   relayout_backoff_[device_id] = now + options_.mig_relayout_timeout;
   write.mutations.push_back(PutNodeMutation{std::move(dropped->first)});
   write.events.push_back(
@@ -121,6 +121,7 @@ void Scheduler::DropMigPlanLocked(const std::string& node,
                          dropped->second.generation, " for ",
                          dropped->second.allocation_id, " dropped: ", why),
             0});
+  return true;
 }
 
 std::shared_ptr<GroupCommitter::Ticket> Scheduler::DropDueMigPlansLocked(
@@ -251,15 +252,21 @@ Scheduler::QueueHeartbeat(absl::string_view name, const HeartbeatReport& report,
                 0});
     }
     const std::string node_name(name);
-    const size_t events = write.events.size();
+    // Whether slices came back into service.
+    bool freed = false;
     for (const RelayoutFailure& f : report.relayout_failures) {
       if (f.generation == 0) continue;  // names no plan
-      DropMigPlanLocked(
-          node_name, f.device_id, f.generation,
-          absl::StrCat("the node's agent could not apply it: ", f.error), now,
-          write);
+      if (DropMigPlanLocked(
+              node_name, f.device_id, f.generation,
+              absl::StrCat("the node's agent could not apply it: ", f.error),
+              now, write)) {
+        freed = true;
+      } else if (catalog_.EndLapsed(node_name, f.device_id, f.generation)) {
+        // Dropped at its deadline already, its slices held for an agent
+        // that might still be under way: it has now said it stopped.
+        freed = true;
+      }
     }
-    const bool dropped = write.events.size() > events;
     // After the drops, which write the node whole.
     const Node& node = **catalog_.FindNode(name);  // found above
     write.mutations.push_back(PutNodeStatusMutation{node});
@@ -269,7 +276,7 @@ Scheduler::QueueHeartbeat(absl::string_view name, const HeartbeatReport& report,
       if (d.mig_plan.has_value()) plans.emplace(d.id, *d.mig_plan);
     }
     ticket = Commit(std::move(write));
-    if (was_stale || !changes.empty() || dropped) AdmitLocked(now);
+    if (was_stale || !changes.empty() || freed) AdmitLocked(now);
     accepted();
   }
   return Queued<MigPlans>{std::move(plans), std::move(ticket)};

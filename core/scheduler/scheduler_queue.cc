@@ -102,7 +102,7 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
           const RelayoutChoice& choice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         std::optional<Node> planned;
         for (const RelayoutChoice::Gpu& gpu : choice.gpus) {
-          const uint64_t generation = ++last_mig_generation_;
+          const uint64_t generation = last_mig_generation_ + 1;
           absl::StatusOr<Node> node =
               catalog_.SetMigPlan(choice.node, gpu.device_id,
                                   MigPlan{gpu.plan.layout, generation, id,
@@ -110,6 +110,7 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
           // The planner only chose GPUs the catalog would take; one refused
           // is left out, and the request plans again later.
           if (!node.ok()) continue;
+          last_mig_generation_ = generation;  // one per event (LoadLocked)
           write.events.push_back(Event{
               Event::Type::kMigRelayoutPlanned, now,
               book_.Find({id, ""})->allocation, choice.node,

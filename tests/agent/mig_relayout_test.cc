@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -499,7 +500,9 @@ TEST_F(MigRelayoutTest, APlanIsItsGenerationAllocationAndDeadline) {
               For(FourAndA3g(5), "a-2", deadline + absl::Seconds(1))}}),
       now));
   EXPECT_TRUE(plans_->Handle(
-      Plans({{"GPU-h100", For(FourAndA3g(4), "a-2", deadline)}}), now));
+      Plans({{"GPU-h100",
+              For(FourAndA3g(4), "a-2", deadline + absl::Seconds(1))}}),
+      now));
   EXPECT_THAT(plans_->failures(), IsEmpty());
   EXPECT_EQ(Changes(), Counts(1, 3, 1, 3));
 }
@@ -514,21 +517,119 @@ TEST_F(MigRelayoutTest, APlanNearItsDeadlineIsRefusedUntouched) {
       now));
   ASSERT_TRUE(plans_->failures().contains("GPU-h100"));
   EXPECT_EQ(plans_->failures().at("GPU-h100").generation(), 5u);
-  EXPECT_THAT(plans_->failures().at("GPU-h100").error(),
-              HasSubstr("is 29s away, under the 30s margin "
-                        "(--mig_relayout_margin): not started"));
+  EXPECT_EQ(plans_->failures().at("GPU-h100").error(),
+            "the plan's deadline 2027-01-15T08:00:29Z is 29s away, under the "
+            "30s margin (--mig_relayout_margin): not started");
   EXPECT_EQ(Changes(), Counts(0, 0, 0, 0));
   EXPECT_EQ(Discovered().size(), 7u);
-  // One past its deadline likewise; one with time to spare is applied.
+  // The same plan in the next replies: neither tried nor reported again.
   plans_->FailuresDelivered();
+  EXPECT_FALSE(plans_->Handle(
+      Plans({{"GPU-h100", For(FourAndA3g(5), "a-1", now + absl::Seconds(29))}}),
+      now + absl::Seconds(10)));
+  EXPECT_THAT(plans_->failures(), IsEmpty());
+  // One past its deadline likewise; one with time to spare is applied.
   EXPECT_FALSE(plans_->Handle(
       Plans({{"GPU-h100", For(FourAndA3g(6), "a-1", now - absl::Seconds(1))}}),
       now));
+  ASSERT_TRUE(plans_->failures().contains("GPU-h100"));
+  EXPECT_EQ(plans_->failures().at("GPU-h100").generation(), 6u);
+  EXPECT_EQ(plans_->failures().at("GPU-h100").error(),
+            "the plan's deadline 2027-01-15T07:59:59Z passed 1s ago, under "
+            "the 30s margin (--mig_relayout_margin): not started");
   EXPECT_EQ(Changes(), Counts(0, 0, 0, 0));
+  EXPECT_EQ(ReadFile(scenario_), SevenSlices()) << "NVML was changed";
+  plans_->FailuresDelivered();
   EXPECT_TRUE(plans_->Handle(
       Plans({{"GPU-h100", For(FourAndA3g(7), "a-1", now + absl::Seconds(31))}}),
       now));
   EXPECT_EQ(Changes(), Counts(1, 3, 1, 3));
+}
+
+// An applier that records the plans it is given and fails those listed.
+class Recorder final : public MigLayoutApplier {
+ public:
+  absl::StatusOr<MigLayoutDiff> Apply(const std::string& gpu_id,
+                                      const v1::MigLayout& plan) override {
+    applied.push_back(absl::StrCat(gpu_id, " ", plan.generation(), " ",
+                                   plan.allocation_id()));
+    if (fail.contains(plan.generation())) {
+      return absl::InternalError(absl::StrCat("failed ", plan.generation()));
+    }
+    return MigLayoutDiff{};
+  }
+  std::vector<std::string> applied;
+  std::set<uint64_t> fail;
+};
+
+TEST(MigPlansTest, APlanIsNeverAppliedTwiceWhateverCameBetween) {
+  Recorder applier;
+  MigPlans plans(&applier);
+  const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  const v1::MigLayout a = For(FourAndA3g(8), "a-1", now + absl::Minutes(10));
+  const v1::MigLayout b = For(FourAndA3g(9), "a-2", now + absl::Minutes(10));
+  EXPECT_TRUE(plans.Handle(Plans({{"GPU-1", a}}), now));
+  EXPECT_TRUE(plans.Handle(Plans({{"GPU-1", b}}), now));
+  // `a` back (a server whose state went back): not applied again.
+  EXPECT_FALSE(plans.Handle(Plans({{"GPU-1", a}}), now));
+  EXPECT_FALSE(plans.Handle(Plans({{"GPU-1", b}}), now));
+  // A failed plan is neither retried nor reported again, even after
+  // another.
+  applier.fail = {3};
+  const v1::MigLayout c = For(FourAndA3g(3), "a-3", now + absl::Minutes(10));
+  EXPECT_FALSE(plans.Handle(Plans({{"GPU-1", c}}), now));
+  EXPECT_EQ(plans.failures().at("GPU-1").error(), "failed 3");
+  plans.FailuresDelivered();
+  EXPECT_FALSE(plans.Handle(Plans({{"GPU-1", c}}), now));
+  EXPECT_FALSE(plans.Handle(Plans({{"GPU-1", a}, {"GPU-2", c}}), now));
+  EXPECT_EQ(plans.failures().at("GPU-2").error(), "failed 3");
+  plans.FailuresDelivered();
+  EXPECT_FALSE(plans.Handle(Plans({{"GPU-1", c}, {"GPU-2", c}}), now));
+  EXPECT_THAT(plans.failures(), IsEmpty());
+  EXPECT_THAT(applier.applied, ElementsAre("GPU-1 8 a-1", "GPU-1 9 a-2",
+                                           "GPU-1 3 a-3", "GPU-2 3 a-3"));
+  // Two hours on, `a` is forgotten; sent again, its deadline refuses it.
+  const absl::Time later = now + absl::Hours(2);
+  EXPECT_FALSE(plans.Handle(Plans({{"GPU-1", a}}), later));
+  EXPECT_EQ(applier.applied.size(), 4u);
+  EXPECT_THAT(plans.failures().at("GPU-1").error(),
+              HasSubstr("passed 1h50m ago, under the 30s margin"));
+}
+
+TEST(MigPlansTest, APlanWithoutADeadlineIsApplied) {
+  Recorder applier;
+  MigPlans plans(&applier);
+  const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  v1::MigLayout unset = FourAndA3g(1);
+  v1::MigLayout zero = FourAndA3g(2);
+  zero.mutable_deadline()->set_seconds(0);  // present, 0: taken as unset
+  ASSERT_TRUE(zero.has_deadline());
+  EXPECT_TRUE(plans.Handle(Plans({{"GPU-1", unset}, {"GPU-2", zero}}), now));
+  EXPECT_THAT(plans.failures(), IsEmpty());
+  EXPECT_THAT(applier.applied, ElementsAre("GPU-1 1 ", "GPU-2 2 "));
+}
+
+TEST(MigPlansTest, TheMarginIsTheOneGiven) {
+  Recorder applier;
+  MigPlans none(&applier, absl::ZeroDuration());
+  const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  // At its deadline: refused even without a margin.
+  EXPECT_TRUE(none.Handle(
+      Plans({{"GPU-1", For(FourAndA3g(1), "a-1", now + absl::Seconds(1))}}),
+      now));
+  EXPECT_FALSE(
+      none.Handle(Plans({{"GPU-1", For(FourAndA3g(2), "a-1", now)}}), now));
+  EXPECT_EQ(none.failures().at("GPU-1").error(),
+            "the plan's deadline 2027-01-15T08:00:00Z is 0 away, under the 0 "
+            "margin (--mig_relayout_margin): not started");
+  MigPlans wide(&applier, absl::Minutes(11));
+  v1::MigLayout plan = For(FourAndA3g(3), "a-1", now + absl::Minutes(10));
+  plan.mutable_deadline()->set_nanos(5'000'000);
+  EXPECT_FALSE(wide.Handle(Plans({{"GPU-1", plan}}), now));
+  EXPECT_EQ(wide.failures().at("GPU-1").error(),
+            "the plan's deadline 2027-01-15T08:10:00.005Z is 10m0.005s away, "
+            "under the 11m margin (--mig_relayout_margin): not started");
+  EXPECT_THAT(applier.applied, ElementsAre("GPU-1 1 a-1"));
 }
 
 // An applier that fails with a long message.
@@ -559,6 +660,61 @@ TEST(MigPlansTest, AFailureIsCutToWhatTheServerTakes) {
   EXPECT_EQ(TruncatedRelayoutError("short"), "short");
   EXPECT_EQ(TruncatedRelayoutError(std::string(kMaxRelayoutErrorBytes, 'a')),
             std::string(kMaxRelayoutErrorBytes, 'a'));
+}
+
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms,
+// surrogates or code points past U+10FFFF).
+bool IsUtf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The continuation bytes after the first, and its payload bits.
+    const int n = (c & 0xE0) == 0xC0   ? 1
+                  : (c & 0xF0) == 0xE0 ? 2
+                  : (c & 0xF8) == 0xF0 ? 3
+                                       : 0;
+    if (n == 0) return false;
+    uint32_t cp = c & (0x3F >> n);
+    if (i + n >= s.size()) return false;  // cut short
+    for (int k = 1; k <= n; ++k) {
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+TEST(TruncatedRelayoutErrorTest, CutsAtAWholeCharacterOfAnyWidth) {
+  // 2-, 3- and 4-byte characters after 0 to 3 ASCII bytes, so that the
+  // limit falls on every byte of a character.
+  for (const std::string ch : {"\u00e9", "\u20ac", "\U0001F600"}) {
+    for (int lead = 0; lead < 4; ++lead) {
+      std::string error(lead, 'x');
+      while (error.size() < 10'000) error += ch;
+      ASSERT_TRUE(IsUtf8(error));
+      const std::string cut = TruncatedRelayoutError(error);
+      SCOPED_TRACE(absl::StrCat(ch.size(), "-byte characters after ", lead));
+      EXPECT_LE(cut.size(), kMaxRelayoutErrorBytes);
+      EXPECT_GE(cut.size(), kMaxRelayoutErrorBytes - ch.size() + 1);
+      EXPECT_TRUE(IsUtf8(cut));
+      ASSERT_TRUE(absl::EndsWith(cut, "..."));
+      EXPECT_TRUE(absl::StartsWith(error, cut.substr(0, cut.size() - 3)));
+    }
+  }
+  // At the limit it is left alone; one byte more is cut.
+  const std::string at(kMaxRelayoutErrorBytes, 'a');
+  EXPECT_EQ(TruncatedRelayoutError(at), at);
+  EXPECT_EQ(TruncatedRelayoutError(at + "b"),
+            std::string(kMaxRelayoutErrorBytes - 3, 'a') + "...");
 }
 
 TEST(DiffMigLayoutTest, KeepsByProfileAndStart) {
@@ -731,6 +887,45 @@ TEST_F(AgentBinaryTest, AFailureGoesOutInTheNextHeartbeatOnce) {
               "GPU-whole is not in MIG mode (the agent never changes MIG "
               "mode)");
   }
+}
+
+TEST_F(AgentBinaryTest, APlanUnderTheMarginIsRefusedUntouched) {
+  const std::string before = SevenSlices();
+  WriteFile(scenario_, before);
+  v1::MigLayout plan = FourAndA3g(4);
+  plan.mutable_deadline()->set_seconds(
+      absl::ToUnixSeconds(absl::Now() + absl::Minutes(10)));
+  scheduler_.SetPlan("GPU-h100", plan);
+  StartAgent("50ms", {"--allow_mig_relayout", "--mig_relayout_margin=11m"});
+  ASSERT_TRUE(scheduler_.WaitFor([](const RecordingScheduler& s) {
+    for (const v1::HeartbeatRequest& h : s.heartbeats()) {
+      if (h.mig_relayout_failures_size() > 0) return true;
+    }
+    return false;
+  })) << Log();
+  for (const v1::HeartbeatRequest& h : scheduler_.heartbeats()) {
+    if (h.mig_relayout_failures_size() == 0) continue;
+    const v1::MigRelayoutFailure& f = h.mig_relayout_failures().at("GPU-h100");
+    EXPECT_EQ(f.generation(), 4u);
+    EXPECT_THAT(f.error(), AllOf(HasSubstr("the plan's deadline "),
+                                 HasSubstr("away, under the 11m margin "
+                                           "(--mig_relayout_margin): not "
+                                           "started")));
+  }
+  EXPECT_EQ(ReadFile(scenario_), before) << "NVML was changed";
+}
+
+TEST_F(AgentBinaryTest, ANegativeMarginIsRefused) {
+  WriteFile(scenario_, SevenSlices());
+  StartAgent("50ms", {"--allow_mig_relayout", "--mig_relayout_margin=-1s"});
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid_, &status, 0), pid_);
+  pid_ = -1;
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_THAT(Log(), HasSubstr("--mig_relayout_margin -1s must not be "
+                               "negative"));
+  EXPECT_THAT(scheduler_.registered(), IsEmpty());
 }
 
 TEST_F(AgentBinaryTest, WithoutTheFlagPlansAreIgnoredAndTheLabelLeftOut) {

@@ -116,6 +116,40 @@ class SchedulerMigRelayoutTest : public StoreSchedulerTest<Factory> {
       }
     }
   }
+  // With a 4-minute --mig_relayout_timeout (under the pending lease, so
+  // that the request waits on past a deadline): n7 with GPU-a, request "big"
+  // waiting for a 3g.40gb, and a sweep that plans for it. Returns GPU-a as
+  // planned.
+  Device PlanForBig() {
+    this->options_.mig_relayout_timeout = absl::Minutes(4);
+    this->Restart();
+    EXPECT_OK(this->s().RegisterNode(
+        MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+    EXPECT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+    EXPECT_OK(this->s().Sweep());
+    return DeviceOf(this->s(), "n7", "GPU-a");
+  }
+  // n7 with GPU-a, its slices 3 and 4 taken for five minutes (no 3g fits
+  // now: one at 0 spans slices 0-3, one at 4 slices 4-6), request "big"
+  // waiting for a 3g.40gb, and a sweep (which plans ahead).
+  void PlanAheadForBig() {
+    ASSERT_OK(this->s().RegisterNode(
+        MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+    ASSERT_NO_FATAL_FAILURE(this->HoldOnly(
+        7,
+        [](const std::string& slice) {
+          return slice == "GPU-a-s3" || slice == "GPU-a-s4";
+        },
+        absl::Minutes(5)));
+    ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+    ASSERT_OK(this->s().Sweep());
+  }
+  // Time passes by `d`; n7 is heard from and the periodic pass runs.
+  void SweepAfter(absl::Duration d) {
+    this->clock_.Advance(d);
+    ASSERT_OK(this->s().Heartbeat("n7", {}));
+    ASSERT_OK(this->s().Sweep());
+  }
   AllocationState StateOf(const std::string& request_id) {
     absl::StatusOr<Allocation> a = this->s().GetAllocation({"", request_id});
     EXPECT_OK(a);
@@ -166,8 +200,9 @@ TYPED_TEST(SchedulerMigRelayoutTest,
   // kept are.
   EXPECT_EQ(this->Free("1g.10gb"), 4);
   ASSERT_OK(this->s().Allocate(Want("small", "nvidia-h100", 4, "1g.10gb")));
-  EXPECT_THAT(this->s().Allocate(Want("one-more", "nvidia-h100", 1, "1g.10gb")),
-              StatusIs(absl::StatusCode::kResourceExhausted, _));
+  EXPECT_THAT(
+      this->s().Allocate(Want("one-more", "nvidia-h100", 1, "1g.10gb")),
+      StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("1g.10gb")));
 
   // The agent applies it: its registration shows the new slice.
   ASSERT_OK(this->s().RegisterNode(
@@ -227,15 +262,7 @@ TYPED_TEST(SchedulerMigRelayoutTest, AnAllocatedSliceIsNeverPlannedAway) {
 
 TYPED_TEST(SchedulerMigRelayoutTest,
            APlanSurvivesARestartAndIsDroppedAtItsDeadline) {
-  // Shorter than the pending lease (10 minutes), so that the request waits
-  // on.
-  this->options_.mig_relayout_timeout = absl::Minutes(4);
-  this->Restart();
-  ASSERT_OK(this->s().RegisterNode(
-      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
-  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
-  ASSERT_OK(this->s().Sweep());
-  const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
+  const Device planned = this->PlanForBig();
   ASSERT_TRUE(planned.mig_plan.has_value());
 
   this->Restart();
@@ -274,28 +301,81 @@ TYPED_TEST(SchedulerMigRelayoutTest,
 
 TYPED_TEST(SchedulerMigRelayoutTest,
            SlicesHeldAfterADeadlineComeBackAfterOneMoreTimeout) {
+  ASSERT_TRUE(this->PlanForBig().mig_plan.has_value());
+  ASSERT_NO_FATAL_FAILURE(this->SweepAfter(absl::Minutes(4)));
+  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_EQ(this->Free("1g.10gb"), 4);
+  ASSERT_OK(this->s().Release({"", "big"}));
+  // No registration came: one more timeout, and the slices serve again.
+  ASSERT_NO_FATAL_FAILURE(
+      this->SweepAfter(absl::Minutes(4) - absl::Seconds(1)));
+  EXPECT_EQ(this->Free("1g.10gb"), 4);
+  ASSERT_NO_FATAL_FAILURE(this->SweepAfter(absl::Seconds(1)));
+  EXPECT_EQ(this->Free("1g.10gb"), 7);
+}
+
+// The hold after a deadline is the catalog's own, not a view of the node:
+// it outlives a change of the node's devices that is not a registration.
+TYPED_TEST(SchedulerMigRelayoutTest,
+           SlicesHeldAfterADeadlineStayHeldWhenAKeptGpuIsDropped) {
   this->options_.mig_relayout_timeout = absl::Minutes(4);
   this->Restart();
   ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0), Gpu("GPU-w", "nvidia-h100", 1)},
+               kRelayouts)));
+  ASSERT_OK_AND_ASSIGN(Allocation whole,
+                       this->s().Allocate(Want("whole", "nvidia-h100")));
+  ASSERT_EQ(whole.devices[0].device_id, "GPU-w");
+  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  // The node stops reporting GPU-w while "whole" holds it: kept, removed.
+  // GPU-a's layout is as it was: its plan stands.
+  ASSERT_OK(this->s().RegisterNode(
       MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
-  ASSERT_OK_AND_ASSIGN(Allocation big,
-                       this->s().Allocate(QueuedFor("big", "3g.40gb")));
-  ASSERT_OK(this->s().Sweep());
+  ASSERT_TRUE(DeviceOf(this->s(), "n7", "GPU-w").removed);
   ASSERT_TRUE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
-  this->clock_.Advance(absl::Minutes(4));
-  ASSERT_OK(this->s().Heartbeat("n7", {}));
-  ASSERT_OK(this->s().Sweep());
-  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  ASSERT_NO_FATAL_FAILURE(this->SweepAfter(absl::Minutes(4)));
+  ASSERT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
   EXPECT_EQ(this->Free("1g.10gb"), 4);
-  ASSERT_OK(this->s().Release({big.id, ""}));
-  // No registration came: one more timeout, and the slices serve again.
-  this->clock_.Advance(absl::Minutes(4) - absl::Seconds(1));
-  ASSERT_OK(this->s().Heartbeat("n7", {}));
-  ASSERT_OK(this->s().Sweep());
+  ASSERT_OK(this->s().Release({"", "big"}));  // planned for no more
+  // Its release drops the kept GPU from the node: GPU-a's agent may still
+  // be under way all the same.
+  ASSERT_OK(this->s().Release({whole.id, ""}));
+  ASSERT_OK_AND_ASSIGN(Node n7, this->s().GetNode("n7"));
+  ASSERT_EQ(n7.devices.size(), 1u);
   EXPECT_EQ(this->Free("1g.10gb"), 4);
-  this->clock_.Advance(absl::Seconds(1));
-  ASSERT_OK(this->s().Heartbeat("n7", {}));
-  ASSERT_OK(this->s().Sweep());
+  ASSERT_NO_FATAL_FAILURE(this->SweepAfter(absl::Minutes(4)));
+  EXPECT_EQ(this->Free("1g.10gb"), 7);
+}
+
+// The agent's failure report for a plan already dropped at its deadline
+// says it is not under way: the slices held for it come back at once.
+TYPED_TEST(SchedulerMigRelayoutTest,
+           AFailureReportedAfterTheDeadlineGivesTheHeldSlicesBack) {
+  // A first plan fails at once; the GPU is planned for again after its
+  // back-off.
+  const Device first = this->PlanForBig();
+  ASSERT_TRUE(first.mig_plan.has_value());
+  Scheduler::HeartbeatReport older;
+  older.relayout_failures = {
+      {"GPU-a", first.mig_plan->generation, "NVML_ERROR_IN_USE"}};
+  ASSERT_OK(this->s().HeartbeatPlans("n7", older));
+  ASSERT_NO_FATAL_FAILURE(
+      this->SweepAfter(absl::Minutes(4) + absl::Seconds(1)));
+  const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
+  ASSERT_TRUE(planned.mig_plan.has_value());
+  const uint64_t generation = planned.mig_plan->generation;
+  ASSERT_GT(generation, first.mig_plan->generation);
+  ASSERT_NO_FATAL_FAILURE(this->SweepAfter(absl::Minutes(4)));
+  ASSERT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_EQ(this->Free("1g.10gb"), 4);
+  // The first plan's report, late, is not about this one.
+  ASSERT_OK(this->s().HeartbeatPlans("n7", older));
+  EXPECT_EQ(this->Free("1g.10gb"), 4);
+  Scheduler::HeartbeatReport failed;
+  failed.relayout_failures = {
+      {"GPU-a", generation, "the deadline is 3s away, under the margin"}};
+  ASSERT_OK(this->s().HeartbeatPlans("n7", failed));
   EXPECT_EQ(this->Free("1g.10gb"), 7);
 }
 
@@ -468,19 +548,8 @@ TYPED_TEST(SchedulerMigRelayoutTest, SeveralRequestsGetPlansOnSeveralGpus) {
 
 TYPED_TEST(SchedulerMigRelayoutTest,
            AGpuWhoseSlicesFreeSoonIsHeldThenReLaidOutOnceTheyDo) {
-  ASSERT_OK(this->s().RegisterNode(
-      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
-  // Slices 3 and 4 taken for five minutes: no 3g fits now (one at 0 spans
-  // slices 0-3, one at 4 slices 4-6).
-  ASSERT_NO_FATAL_FAILURE(this->HoldOnly(
-      7,
-      [](const std::string& slice) {
-        return slice == "GPU-a-s3" || slice == "GPU-a-s4";
-      },
-      absl::Minutes(5)));
   const absl::Time frees = this->clock_.Now() + absl::Minutes(5);
-  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
-  ASSERT_OK(this->s().Sweep());
+  ASSERT_NO_FATAL_FAILURE(this->PlanAheadForBig());
   // Nothing to apply yet: the GPU's slices are held for it from when the
   // allocations end.
   EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
@@ -494,25 +563,102 @@ TYPED_TEST(SchedulerMigRelayoutTest,
   AllocationRequest late = Want("late", "nvidia-h100", 1, "1g.10gb");
   late.lease = absl::Hours(1);
   EXPECT_THAT(this->s().Allocate(late),
-              StatusIs(absl::StatusCode::kResourceExhausted, _));
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("held for waiting requests")));
   AllocationRequest brief = Want("brief", "nvidia-h100", 1, "1g.10gb");
   brief.lease = absl::Minutes(1);
   ASSERT_OK(this->s().Allocate(brief));
   // The hold outlives the passes between periodic ones.
   ASSERT_OK(this->s().Release({"", "brief"}));
   EXPECT_THAT(this->s().Allocate(late),
-              StatusIs(absl::StatusCode::kResourceExhausted, _));
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("held for waiting requests")));
 
   // The leases end: the next periodic pass plans the re-layout.
-  this->clock_.Advance(absl::Minutes(5));
-  ASSERT_OK(this->s().Heartbeat("n7", {}));
-  ASSERT_OK(this->s().Sweep());
+  ASSERT_NO_FATAL_FAILURE(this->SweepAfter(absl::Minutes(5)));
   const Device planned = DeviceOf(this->s(), "n7", "GPU-a");
   ASSERT_TRUE(planned.mig_plan.has_value());
   EXPECT_EQ(DescribeMigLayout(planned.mig_plan->slices),
             "1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 3g.40gb@4");
   EXPECT_EQ(this->ReasonOf("big"),
             "waiting for the MIG re-layout of GPU-a on n7");
+}
+
+// Between periodic passes the hold planned ahead stands as made, whatever
+// order the passes visit requests in: a request of another tenant (ahead of
+// "big" in the order, its tenant holding nothing) that would still run at
+// the hold's start waits, and "big" keeps its hold and its reason.
+TYPED_TEST(SchedulerMigRelayoutTest,
+           AHoldPlannedAheadStandsInThePassesBetweenPeriodicOnes) {
+  ASSERT_NO_FATAL_FAILURE(this->PlanAheadForBig());
+  const std::string held = this->ReasonOf("big");
+  ASSERT_THAT(held, HasSubstr("; holds n7 from "));
+  AllocationRequest other = QueuedFor("other", "1g.10gb");
+  other.tenant = "t2";
+  other.lease = absl::Hours(1);
+  ASSERT_OK_AND_ASSIGN(Allocation waiting, this->s().Allocate(other));
+  EXPECT_EQ(waiting.state, AllocationState::kPending);
+  EXPECT_THAT(waiting.pending_reason, HasSubstr("1g.10gb"));
+  EXPECT_EQ(this->Free("1g.10gb"), 5);
+  EXPECT_THAT(this->ReasonOf("big"), HasSubstr("; holds n7 from "));
+  EXPECT_THAT(this->ReasonOf("big"),
+              HasSubstr("for a MIG re-layout of GPU-a once the allocations "
+                        "on its slices end"));
+}
+
+// A hold planned ahead never takes over another request's hold, not even a
+// nominated one of lower priority: the preemptor keeps the slice it
+// preempted for.
+TYPED_TEST(SchedulerMigRelayoutTest, APlanAheadLeavesAPreemptorsHoldAlone) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_NO_FATAL_FAILURE(this->HoldOnly(
+      7, [](const std::string&) { return true; }, absl::Minutes(5)));
+  AllocationRequest preemptor = QueuedFor("preemptor", "1g.10gb");
+  preemptor.priority = 5;
+  ASSERT_OK(this->s().Allocate(preemptor));
+  // The periodic pass finds no re-layout for it, and it preempts.
+  ASSERT_OK(this->s().Sweep());
+  ASSERT_THAT(this->ReasonOf("preemptor"), HasSubstr("preempted 1 allocation"));
+  AllocationRequest big = QueuedFor("big", "3g.40gb");
+  big.priority = 10;
+  ASSERT_OK(this->s().Allocate(big));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_THAT(this->ReasonOf("big"), Not(HasSubstr("re-layout")));
+  // The victim's grace ends: its slice goes to the preemptor.
+  ASSERT_NO_FATAL_FAILURE(
+      this->SweepAfter(this->options_.preemption_grace + absl::Seconds(1)));
+  EXPECT_EQ(this->StateOf("preemptor"), AllocationState::kActive);
+}
+
+// Where a slice of the profile exists, the one that frees first is reserved
+// as for any request: no GPU is re-sliced ahead for what a release gives.
+TYPED_TEST(SchedulerMigRelayoutTest,
+           NothingIsPlannedAheadWhereASliceOfTheProfileExists) {
+  Device b = Gpu("GPU-b", "nvidia-h100", 0);
+  b.mig_enabled = true;
+  b.mig_slices.push_back({"GPU-b-3g", "3g.40gb", 4});
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  ASSERT_OK(this->s().RegisterNode(MakeNode("n8", {b})));
+  ASSERT_NO_FATAL_FAILURE(this->HoldOnly(
+      7,
+      [](const std::string& slice) {
+        return slice == "GPU-a-s3" || slice == "GPU-a-s4";
+      },
+      absl::Minutes(5)));
+  AllocationRequest taken = Want("taken", "nvidia-h100", 1, "3g.40gb");
+  taken.lease = absl::Minutes(8);
+  ASSERT_OK(this->s().Allocate(taken));
+  const absl::Time frees = this->clock_.Now() + absl::Minutes(8);
+  ASSERT_OK(this->s().Allocate(QueuedFor("big", "3g.40gb")));
+  ASSERT_OK(this->s().Sweep());
+  EXPECT_FALSE(DeviceOf(this->s(), "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_THAT(
+      this->ReasonOf("big"),
+      HasSubstr(absl::StrCat("; holds n8 from ", absl::FormatTime(frees))));
+  EXPECT_THAT(this->ReasonOf("big"), Not(HasSubstr("re-layout")));
+  EXPECT_EQ(this->Free("1g.10gb"), 5);
 }
 
 TYPED_TEST(SchedulerMigRelayoutTest, PlansAndDropsAreEventsOfTheirNode) {
@@ -583,6 +729,92 @@ TYPED_TEST(SchedulerMigRelayoutTest,
             "waiting for the MIG re-layout of GPU-b on n7");
 }
 
+// After a failed commit the scheduler reloads what the store holds: the
+// slices held after a plan's deadline stay held (its agent may be under way
+// whatever the store says), and the plans of the failed write leave no gap
+// in the generations: each plan's generation is at most the number of the
+// event written with it, so a restart, which starts from the last event's
+// number, never draws one an agent has seen.
+class SchedulerMigRelayoutFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(s_.Load());
+    ASSERT_OK(
+        s_.RegisterNode(MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+    ASSERT_OK(s_.Allocate(QueuedFor("big", "3g.40gb")));
+  }
+  int64_t Free() {
+    for (const CapacityEntry& e : s_.GetCapacity()) {
+      if (e.partition == "1g.10gb") return e.free;
+    }
+    return 0;
+  }
+
+  FakeStore store_;
+  FakeClock clock_{absl::FromUnixSeconds(1'700'000'000)};
+  Scheduler::Options options_ = [] {
+    Scheduler::Options o;
+    o.mig_relayout_timeout = absl::Minutes(4);
+    return o;
+  }();
+  BlockingScheduler s_{&store_, &clock_, BuiltinAcceleratorTypes(), options_};
+};
+
+TEST_F(SchedulerMigRelayoutFaultTest, SlicesHeldAfterADeadlineOutliveAReload) {
+  ASSERT_OK(s_.Sweep());
+  ASSERT_TRUE(DeviceOf(s_, "n7", "GPU-a").mig_plan.has_value());
+  clock_.Advance(absl::Minutes(4));
+  ASSERT_OK(s_.Heartbeat("n7", {}));
+  ASSERT_OK(s_.Sweep());
+  ASSERT_FALSE(DeviceOf(s_, "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_EQ(Free(), 4);
+  ASSERT_OK(s_.Release({"", "big"}));  // planned for no more
+  store_.FailWrites(absl::UnavailableError("disk gone"));
+  EXPECT_THAT(s_.Allocate(Want("one", "nvidia-h100", 1, "1g.10gb")),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("disk gone")));
+  store_.FailWrites(absl::OkStatus());
+  EXPECT_EQ(Free(), 4);
+  // One more timeout after the deadline, and they serve again.
+  clock_.Advance(absl::Minutes(4));
+  ASSERT_OK(s_.Heartbeat("n7", {}));
+  ASSERT_OK(s_.Sweep());
+  EXPECT_EQ(Free(), 7);
+}
+
+TEST_F(SchedulerMigRelayoutFaultTest,
+       APlansGenerationIsAtMostItsEventsNumberAfterAFailedCommit) {
+  // Four GPUs and four requests: the failed pass plans more than the store
+  // holds events.
+  ASSERT_OK(
+      s_.RegisterNode(MakeNode("n7",
+                               {SevenSmall("GPU-a", 0), SevenSmall("GPU-b", 1),
+                                SevenSmall("GPU-c", 2), SevenSmall("GPU-d", 3)},
+                               kRelayouts)));
+  for (int i = 2; i <= 4; ++i) {
+    ASSERT_OK(s_.Allocate(QueuedFor(absl::StrCat("big", i), "3g.40gb")));
+  }
+  auto watch = s_.scheduler().events().Subscribe({"", "", "n7"});
+  store_.FailWrites(absl::UnavailableError("disk gone"));
+  EXPECT_THAT(s_.Sweep(),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("disk gone")));
+  store_.FailWrites(absl::OkStatus());
+  // The reload forgot the plans that were not written.
+  ASSERT_FALSE(DeviceOf(s_, "n7", "GPU-a").mig_plan.has_value());
+  ASSERT_OK(s_.Sweep());
+  int seen = 0;
+  for (;;) {
+    absl::StatusOr<std::shared_ptr<const Event>> e = watch->TryNext();
+    if (!e.ok() || *e == nullptr) break;
+    if ((*e)->type != Event::Type::kMigRelayoutPlanned) continue;
+    ++seen;
+    const std::string gpu = (*e)->reason.substr(0, (*e)->reason.find(':'));
+    const Device planned = DeviceOf(s_, "n7", gpu);
+    ASSERT_TRUE(planned.mig_plan.has_value()) << gpu;
+    EXPECT_LE(planned.mig_plan->generation, (*e)->sequence) << gpu;
+  }
+  EXPECT_EQ(seen, 4);
+}
+
 // A heartbeat's reply carries no plan that is not durable when it is
 // delivered: one made after the heartbeat was accepted (its write queued
 // behind the heartbeat's) waits for the next heartbeat.
@@ -615,14 +847,16 @@ TEST(SchedulerMigRelayoutRaceTest, AReplyCarriesOnlyPlansWrittenBeforeIt) {
   absl::Status swept;
   std::thread sweep([&] { swept = s.Sweep().status(); });
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (!DeviceOf(s, "n7", "GPU-a").mig_plan.has_value() &&
+  bool planned = false;
+  while (!(planned = DeviceOf(s, "n7", "GPU-a").mig_plan.has_value()) &&
          absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(1));
   }
-  ASSERT_TRUE(DeviceOf(s, "n7", "GPU-a").mig_plan.has_value());
+  // Let go and joined before any assertion can return.
   store.HoldCommits(false);
   replied.WaitForNotification();
   sweep.join();
+  ASSERT_TRUE(planned) << "the sweep planned nothing in 30 s";
   ASSERT_OK(swept);
   ASSERT_OK(reply);
   for (const auto& [gpu, plan] : *reply) {
