@@ -141,6 +141,13 @@ class AdmissionRound {
     const Relayout relayout =
         victims.empty() ? PlanRelayoutFor(id, p, *spec) : Relayout::kNone;
     if (relayout == Relayout::kPlanned) return Queue::Verdict::kPassed;
+    // Held since the last periodic pass for a re-layout no GPU can give any
+    // more (its node left, or stopped re-laying out): let go, and the request
+    // waits as any other.
+    if (relayout == Relayout::kNone && !ctx_.plan_relayouts &&
+        !reservations_.KeptAhead(id).empty()) {
+      reservations_.Forget(id);
+    }
     if (relayout == Relayout::kLater) {
       absl::StrAppend(&reason,
                       "; a MIG re-layout is looked for at the next periodic "

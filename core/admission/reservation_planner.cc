@@ -55,10 +55,9 @@ ReservationPlanner::ReservationPlanner(
         if (r.nominated) {
           state_.reservations[pool][node] = r;
           kept_holders_.insert(r.holder);
-        } else if (auto ahead = ctx.previous->ahead.find(r.holder);
-                   keep_ahead && ahead != ctx.previous->ahead.end()) {
+        } else if (r.ahead && keep_ahead) {
           state_.reservations[pool][node] = r;
-          state_.ahead[r.holder] = ahead->second;
+          state_.ahead[r.holder] = ctx.previous->ahead.at(r.holder);
         }
       }
     }
@@ -94,7 +93,8 @@ bool ReservationPlanner::ReservedForOther(const PoolKey& pool,
   if (p == state_.reservations.end()) return false;
   auto r = p->second.find(home);
   if (r == p->second.end() || r->second.holder == id) return false;
-  return !(r->second.nominated && priority > r->second.priority);
+  return !((r->second.nominated || r->second.ahead) &&
+           priority > r->second.priority);
 }
 
 void ReservationPlanner::HoldFit(const std::string& id, const MatchSpec& spec,
@@ -151,7 +151,8 @@ std::string ReservationPlanner::HoldPools(const std::string& id, int priority,
                                           absl::Time start,
                                           absl::string_view what) {
   for (const PoolKey& pool : pools) {
-    state_.reservations[pool][node] = Reservation{start, id, false, priority};
+    state_.reservations[pool][node] =
+        Reservation{start, id, /*nominated=*/false, priority, /*ahead=*/true};
   }
   std::string reason = absl::StrCat(Holds({node}, start), what);
   state_.ahead[id] = reason;
@@ -172,6 +173,9 @@ std::optional<std::string> ReservationPlanner::Reuse(
     previous_indexed_ = true;
     for (const auto& [pool, nodes] : ctx_.previous->reservations) {
       for (const auto& [node, r] : nodes) {
+        // Holds for a re-layout planned ahead are kept (or let go) as a
+        // whole, never taken over here.
+        if (r.ahead) continue;
         previous_by_holder_[r.holder].push_back({&pool, &node, &r});
       }
     }

@@ -28,8 +28,9 @@
 // - A request a MIG re-layout will serve once some slices free holds their
 //   pools on that node (HoldPools, a backfill hold from their lease end),
 //   made at each refresh and kept as they were between refreshes while it
-//   waits. They do not take their pools' turn to Reserve: the first request
-//   of such a pool that waits still reserves, elsewhere.
+//   waits, against requests of its priority or lower (as a nominated hold).
+//   They do not take their pools' turn to Reserve: the first request of
+//   such a pool that waits still reserves, elsewhere.
 #ifndef ACCELSCHED_CORE_ADMISSION_RESERVATION_PLANNER_H_
 #define ACCELSCHED_CORE_ADMISSION_RESERVATION_PLANNER_H_
 
@@ -68,8 +69,8 @@ class ReservationPlanner {
   void Forget(const std::string& id);
 
   // Whether node `home` of `pool` is held for a request other than `id`
-  // against one of `priority` (a nominated hold yields to a higher
-  // priority).
+  // against one of `priority` (a nominated hold, or one for a re-layout
+  // planned ahead, yields to a higher priority).
   bool ReservedForOther(const PoolKey& pool, const std::string& home,
                         const std::string& id, int priority) const;
 
@@ -93,11 +94,11 @@ class ReservationPlanner {
 
   // Holds `pools` on `node` for `id` (of `priority`) from `start`: the
   // slices a MIG re-layout planned ahead will destroy once their leases end,
-  // so that nothing after it takes them meanwhile (a request whose lease
-  // ends by `start` still may, as with Reserve). The caller has checked that
-  // none is held for another (HeldForOther). Kept, with `what`, until the
-  // next refresh while `id` waits (KeptAhead). Returns what to add to its
-  // reason: "; holds n7 from <start>" followed by `what`.
+  // so that no request of `priority` or lower takes them meanwhile (one
+  // whose lease ends by `start` still may, as with Reserve). The caller has
+  // checked that none is held for another (HeldForOther). Kept, with `what`,
+  // until the next refresh while `id` waits (KeptAhead). Returns what to add
+  // to its reason: "; holds n7 from <start>" followed by `what`.
   std::string HoldPools(const std::string& id, int priority,
                         const std::string& node,
                         const std::vector<PoolKey>& pools, absl::Time start,

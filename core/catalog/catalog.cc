@@ -72,7 +72,11 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
   tpu_slices_.clear();
   planned_.clear();
   // lapsed_ is kept: a reload after a failed commit does not stop an agent
-  // that may be destroying those slices.
+  // that may be destroying those slices. Holds ended since are put back:
+  // the write that ended them (a registration, the agent's report) may be
+  // the one that failed.
+  for (auto& [key, lapsed] : ended_lapsed_) lapsed_.emplace(key, lapsed);
+  ended_lapsed_.clear();
   relayout_gpus_.clear();
   index_ = CapacityIndex();
   for (Node& node : nodes) {
@@ -522,6 +526,8 @@ void Catalog::ReleaseLapsed(absl::Time now) {
       ++it;
     }
   }
+  std::erase_if(ended_lapsed_,
+                [&](const auto& entry) { return entry.second.until <= now; });
   for (const std::string& node : nodes) RefreshUnits(node, {});
 }
 
@@ -531,6 +537,7 @@ bool Catalog::EndLapsed(absl::string_view node, absl::string_view device_id,
   if (it == lapsed_.end() || it->second.plan.generation != generation) {
     return false;
   }
+  ended_lapsed_.insert_or_assign(it->first, std::move(it->second));
   lapsed_.erase(it);
   RefreshUnits(std::string(node), {});
   return true;
@@ -539,7 +546,9 @@ bool Catalog::EndLapsed(absl::string_view node, absl::string_view device_id,
 void Catalog::ForgetLapsed(absl::string_view node) {
   auto first = lapsed_.lower_bound({std::string(node), ""});
   auto last = first;
-  while (last != lapsed_.end() && last->first.first == node) ++last;
+  for (; last != lapsed_.end() && last->first.first == node; ++last) {
+    ended_lapsed_.insert_or_assign(last->first, last->second);
+  }
   lapsed_.erase(first, last);
 }
 

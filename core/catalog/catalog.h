@@ -81,9 +81,10 @@ class Catalog {
   Catalog& operator=(const Catalog&) = delete;
 
   // Replaces the whole catalog with `nodes` as the store returned them,
-  // typing each device through `types`. DATA_LOSS for a device whose model
-  // the set of types does not know or that does not fit its type; the catalog
-  // is then empty.
+  // typing each device through `types`, but for the slices held after a
+  // plan's deadline (DropMigPlan), which are not stored and stay held.
+  // DATA_LOSS for a device whose model the set of types does not know or
+  // that does not fit its type; the catalog then has no node.
   absl::Status Load(std::vector<Node> nodes, const AcceleratorTypeSet& types);
 
   const NodeMap& nodes() const { return nodes_; }
@@ -127,8 +128,10 @@ class Catalog {
   // `hold_until`, or EndLapsed names the plan (a plan whose deadline passed
   // may still be under way on the node: its agent may be destroying those
   // slices). Such a hold is kept across Load and a change of the node's
-  // devices otherwise. Returns the node to write and the plan ended; nullopt
-  // when there was no such plan (nothing changes).
+  // devices otherwise; one ended by Put, Remove or EndLapsed comes back with
+  // Load until `hold_until` (the write that ended it may have failed).
+  // Returns the node to write and the plan ended; nullopt when there was no
+  // such plan (nothing changes).
   std::optional<std::pair<Node, MigPlan>> DropMigPlan(
       absl::string_view node, absl::string_view device_id, uint64_t generation,
       absl::Time hold_until = absl::InfinitePast());
@@ -224,6 +227,9 @@ class Catalog {
   // nodes_ (which no longer shows the plan): IndexNode and UnindexNode leave
   // it alone.
   std::map<std::pair<std::string, std::string>, Lapsed> lapsed_;
+  // Those of lapsed_ ended by Put, Remove or EndLapsed before their time was
+  // up, kept until then for Load to put back.
+  std::map<std::pair<std::string, std::string>, Lapsed> ended_lapsed_;
   // Canonical model -> (node, device id) of its MIG GPUs on nodes that
   // re-layout.
   std::map<std::string, std::set<std::pair<std::string, std::string>>,

@@ -128,6 +128,15 @@ void GroupCommitter::FailQueued(const absl::Status& status) {
   failed_status_ = status;
 }
 
+std::shared_ptr<GroupCommitter::Ticket> GroupCommitter::Refused(
+    absl::Status status) {
+  auto ticket = std::make_shared<Ticket>();
+  absl::MutexLock lock(&ticket->mu_);
+  ticket->status_ = std::move(status);
+  ticket->done_ = true;
+  return ticket;
+}
+
 GroupCommitter::Stats GroupCommitter::stats() const {
   absl::MutexLock lock(&mu_);
   return stats_;

@@ -114,6 +114,9 @@ class GroupCommitter {
   // Fails every queued, not yet taken write with `status` (from the failure
   // handler); their completions run when the handler has returned.
   void FailQueued(const absl::Status& status);
+  // A ticket already done with `status` (not OK), for a write the owner
+  // refuses to queue: OnDone runs at once, Wait returns `status`.
+  static std::shared_ptr<Ticket> Refused(absl::Status status);
 
   Stats stats() const;
 

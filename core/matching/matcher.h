@@ -71,6 +71,9 @@ struct Reservation {
   // its priority or lower only.
   bool nominated = false;
   int priority = 0;
+  // Held for a MIG re-layout planned ahead (ReservationPlanner::HoldPools):
+  // against requests of its priority or lower only, as a nominated hold.
+  bool ahead = false;
 };
 // pool -> node -> reservation.
 using Reservations =

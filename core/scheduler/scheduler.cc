@@ -131,6 +131,15 @@ void Scheduler::OnCommitFailure(const absl::Status& status) {
 
 std::shared_ptr<GroupCommitter::Ticket> Scheduler::Commit(Write write) {
   ++generation_;
+  // After a reload that failed, memory is not what the store holds (it may
+  // show plans never written): nothing built on it is written or answered,
+  // a heartbeat's plans included, until a sweep has reloaded. A call that
+  // passed Ready() just before gets here.
+  if (stale_.load()) {
+    return GroupCommitter::Refused(absl::UnavailableError(absl::StrCat(
+        "the scheduler lost track of the store after a failed commit: ",
+        stale_reason_.message())));
+  }
   return committer_->Enqueue(std::move(write.mutations),
                              std::move(write.events));
 }
@@ -372,11 +381,11 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
         std::string why =
             ExplainNodes(catalog_.index(), catalog_.nodes(), spec, RulesAt(now))
                 .summary;
-        // The nodes that would serve but for the holds of waiting requests
-        // (which ExplainNodes does not weigh).
-        if (ExplainNodes(catalog_.index(), catalog_.nodes(), *allowed,
-                         RulesAt(now))
-                .available > 0) {
+        // It would fit but for the holds of waiting requests (which
+        // ExplainNodes does not weigh).
+        EligibilityRules unheld = rules;
+        unheld.reservations = nullptr;
+        if (MatchRequest(ctx, *allowed, unheld).has_value()) {
           absl::StrAppend(&why,
                           "; what is free there is held for waiting requests "
                           "until their reservations start (a request whose "

@@ -165,8 +165,10 @@ class Scheduler {
   // for that GPU (its slices planned away that still exist become
   // allocatable again; event MIG_RELAYOUT_DROPPED), and the GPU is not
   // planned for again for Options::mig_relayout_timeout; the request it was
-  // for waits again (and may be planned for elsewhere). A failure for
-  // another generation, or a GPU with no plan, changes nothing. Once the
+  // for waits again (and may be planned for elsewhere). A failure of a plan
+  // already dropped at its deadline gives back the slices held for it
+  // (Catalog::EndLapsed). A failure of any other generation changes
+  // nothing. Once the
   // heartbeat is accepted, `accepted` runs under the scheduler's lock (so
   // that it is ordered with the node's registration and removal: keep it
   // short, and call nothing of the scheduler's from it). `done` gets, once
@@ -296,16 +298,18 @@ class Scheduler {
   absl::Status LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnCommitFailure(const absl::Status& status);
   // Queues `write` for commit in the order of memory changes; returns its
-  // ticket.
+  // ticket. While a failed reload leaves memory stale, queues nothing and
+  // returns a ticket failed with UNAVAILABLE.
   std::shared_ptr<GroupCommitter::Ticket> Commit(Write write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Ends the MIG plan of GPU `device_id` on `node` if it is of `generation`
   // (0: any), writes the node and event MIG_RELAYOUT_DROPPED with `why`,
   // and keeps the GPU from plans until now + mig_relayout_timeout; the
-  // slices it planned away stay out of service until `hold_until` or the
-  // node's next registration (Catalog::DropMigPlan). False, with nothing
-  // written, when the GPU has no such plan.
+  // slices it planned away stay out of service until `hold_until`, the
+  // node's next registration or removal, or the agent's failure report of
+  // that plan (Catalog::DropMigPlan). False, with nothing written, when the
+  // GPU has no such plan.
   bool DropMigPlanLocked(const std::string& node, const std::string& device_id,
                          uint64_t generation, absl::string_view why,
                          absl::Time now, Write& write,

@@ -732,13 +732,20 @@ type MigLayout struct {
 	// Every slice of the layout, ascending by start. A slice that exists now
 	// has its MIG UUID; one to create has an empty id.
 	Slices []*MigSlice `protobuf:"bytes,1,rep,name=slices,proto3" json:"slices,omitempty"`
-	// Grows with every plan made for this GPU: an agent applies each
-	// generation at most once and names it in a failure.
+	// Drawn from one server-wide counter that grows with every plan written
+	// (for any GPU). A generation an agent has been sent is never drawn again,
+	// across restarts and a GPU leaving and returning (one drawn for a write
+	// that failed may be). An agent takes a plan as (generation,
+	// allocation_id, deadline), applies each at most once, and names the
+	// generation in a failure.
 	Generation uint64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
 	// The allocation (a PENDING one) it was planned for.
 	AllocationId string `protobuf:"bytes,3,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
 	// When the server drops the plan if the node has not reported the layout
-	// by then.
+	// by then (the slices it planned away stay out of service for one more
+	// --mig_relayout_timeout, or until the node registers). An agent starts
+	// no plan at or after its deadline, nor within its --mig_relayout_margin
+	// of it; unset or 0: none.
 	Deadline      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1304,7 +1311,8 @@ type HeartbeatRequest struct {
 	DeviceStats map[string]*DeviceStats `protobuf:"bytes,3,rep,name=device_stats,json=deviceStats,proto3" json:"device_stats,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Plans the agent could not apply, by GPU device id: the server drops the
 	// plan of that generation at once (and plans that GPU again only after
-	// --mig_relayout_timeout).
+	// --mig_relayout_timeout); one it dropped at its deadline gives back the
+	// slices held for it.
 	MigRelayoutFailures map[string]*MigRelayoutFailure `protobuf:"bytes,4,rep,name=mig_relayout_failures,json=migRelayoutFailures,proto3" json:"mig_relayout_failures,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
@@ -1422,7 +1430,11 @@ func (x *MigRelayoutFailure) GetError() string {
 
 type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The MIG layouts planned for the node's GPUs, by device id (Device.mig_plan).
+	// The MIG layouts planned for the node's GPUs, by device id (Device.mig_plan),
+	// as they stand once this heartbeat's failures are handled. Each was written
+	// before the heartbeat's own write, and the reply is sent once that is
+	// durable: no plan in it can be forgotten by a crash. Sent in every reply
+	// while it stands.
 	MigPlans      map[string]*MigLayout `protobuf:"bytes,1,rep,name=mig_plans,json=migPlans,proto3" json:"mig_plans,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

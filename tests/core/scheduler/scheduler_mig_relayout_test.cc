@@ -604,6 +604,29 @@ TYPED_TEST(SchedulerMigRelayoutTest,
   EXPECT_THAT(this->ReasonOf("big"),
               HasSubstr("for a MIG re-layout of GPU-a once the allocations "
                         "on its slices end"));
+  // As a nominated hold, it stands against its own priority or lower only:
+  // a request of higher priority takes a held slice.
+  AllocationRequest urgent = Want("urgent", "nvidia-h100", 1, "1g.10gb");
+  urgent.lease = absl::Hours(1);
+  urgent.priority = 5;
+  ASSERT_OK(this->s().Allocate(urgent));
+  EXPECT_EQ(this->Free("1g.10gb"), 4);
+}
+
+// A hold kept from the last periodic pass for a re-layout that no GPU can
+// give any more (the node stopped re-laying out) is let go at the next pass,
+// not kept until the next periodic one.
+TYPED_TEST(SchedulerMigRelayoutTest,
+           AHoldPlannedAheadIsLetGoWhenNoGpuCanServe) {
+  ASSERT_NO_FATAL_FAILURE(this->PlanAheadForBig());
+  ASSERT_THAT(this->ReasonOf("big"), HasSubstr("; holds n7 from "));
+  ASSERT_OK(this->s().RegisterNode(MakeNode("n7", {SevenSmall("GPU-a", 0)})));
+  AllocationRequest other = Want("other", "nvidia-h100", 1, "1g.10gb");
+  other.tenant = "t2";
+  other.lease = absl::Hours(1);
+  ASSERT_OK_AND_ASSIGN(Allocation a, this->s().Allocate(other));
+  EXPECT_EQ(a.state, AllocationState::kActive);
+  EXPECT_THAT(this->ReasonOf("big"), Not(HasSubstr("; holds n7 from ")));
 }
 
 // A hold planned ahead never takes over another request's hold, not even a
@@ -779,6 +802,53 @@ TEST_F(SchedulerMigRelayoutFaultTest, SlicesHeldAfterADeadlineOutliveAReload) {
   ASSERT_OK(s_.Heartbeat("n7", {}));
   ASSERT_OK(s_.Sweep());
   EXPECT_EQ(Free(), 7);
+}
+
+// A registration ends the hold, but only once it is written: one whose
+// write fails leaves the node as it was, its agent perhaps still at work.
+TEST_F(SchedulerMigRelayoutFaultTest,
+       AHoldEndedByARegistrationThatFailsToCommitStands) {
+  ASSERT_OK(s_.Sweep());
+  ASSERT_TRUE(DeviceOf(s_, "n7", "GPU-a").mig_plan.has_value());
+  clock_.Advance(absl::Minutes(4));
+  ASSERT_OK(s_.Heartbeat("n7", {}));
+  ASSERT_OK(s_.Sweep());
+  ASSERT_OK(s_.Release({"", "big"}));  // planned for no more
+  ASSERT_EQ(Free(), 4);
+  store_.FailWrites(absl::UnavailableError("disk gone"));
+  EXPECT_THAT(
+      s_.RegisterNode(MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)),
+      StatusIs(absl::StatusCode::kUnavailable, HasSubstr("disk gone")));
+  store_.FailWrites(absl::OkStatus());
+  EXPECT_EQ(Free(), 4);
+  ASSERT_OK(
+      s_.RegisterNode(MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
+  EXPECT_EQ(Free(), 7);
+}
+
+// A commit fails and so does the reload after it: memory still shows the
+// plan that was not written. A heartbeat that gets in before the next sweep
+// is refused rather than answered with that plan, though its own write
+// would commit.
+TEST_F(SchedulerMigRelayoutFaultTest,
+       NoReplyCarriesAPlanLeftInMemoryByAFailedReload) {
+  const absl::Status gone = absl::UnavailableError("disk gone");
+  store_.FailWrites(gone);
+  store_.FailLoads(gone);
+  EXPECT_THAT(s_.Sweep(), StatusIs(absl::StatusCode::kUnavailable, _));
+  store_.FailWrites(absl::OkStatus());
+  store_.FailLoads(absl::OkStatus());
+  ASSERT_TRUE(DeviceOf(s_, "n7", "GPU-a").mig_plan.has_value());
+  EXPECT_THAT(s_.HeartbeatPlans("n7", Scheduler::HeartbeatReport{}),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("lost track of the store")));
+  // The sweep reloads: no plan was written, and the next is made afresh.
+  ASSERT_OK(s_.Sweep());
+  ASSERT_OK_AND_ASSIGN(Scheduler::MigPlans plans,
+                       s_.HeartbeatPlans("n7", Scheduler::HeartbeatReport{}));
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(FindDevice(store_.nodes().at("n7"), "GPU-a")->mig_plan,
+            plans.at("GPU-a"));
 }
 
 TEST_F(SchedulerMigRelayoutFaultTest,

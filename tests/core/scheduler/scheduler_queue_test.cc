@@ -503,6 +503,14 @@ TEST_F(SchedulerQueueTest, AGangStaysInOneTopologyDomain) {
   second.replicas = 3;
   second.topology_key = "rack";
   EXPECT_EQ(Must(s_->Allocate(second)).state, AllocationState::kPending);
+  // Refused at once: what is free (16 GPUs of r2) is not held, it is in a
+  // rack too small, and the message does not say otherwise.
+  AllocationRequest at_once = second;
+  at_once.request_id = "at-once";
+  at_once.queue = false;
+  EXPECT_THAT(s_->Allocate(at_once),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       testing::Not(HasSubstr("held for waiting requests"))));
   second.request_id = "two";
   second.replicas = 2;
   const Allocation two = Must(s_->Allocate(second));
