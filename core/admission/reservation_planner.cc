@@ -46,7 +46,9 @@ ReservationPlanner::ReservationPlanner(
   // priority or lower takes what was freed for it, even one ahead of it in
   // this pass's order. Other reservations are made afresh.
   // Holds for a re-layout planned ahead stand as they were until the next
-  // refresh (made there afresh): between refreshes no pass plans ahead.
+  // refresh (made there afresh), but for a higher priority's taking part of
+  // them or the round letting them go: between refreshes no pass plans
+  // ahead.
   if (ctx.previous != nullptr) {
     const bool keep_ahead = !ctx.refresh_reservations;
     for (const auto& [pool, nodes] : ctx.previous->reservations) {
@@ -55,9 +57,10 @@ ReservationPlanner::ReservationPlanner(
         if (r.nominated) {
           state_.reservations[pool][node] = r;
           kept_holders_.insert(r.holder);
-        } else if (r.ahead && keep_ahead) {
+        } else if (auto why = ctx.previous->ahead.find(r.holder);
+                   r.ahead && keep_ahead && why != ctx.previous->ahead.end()) {
           state_.reservations[pool][node] = r;
-          state_.ahead[r.holder] = ctx.previous->ahead.at(r.holder);
+          state_.ahead[r.holder] = why->second;
         }
       }
     }
@@ -128,10 +131,13 @@ void ReservationPlanner::HoldVictimNodes(const std::string& id, int priority,
       // A node an earlier request holds this pass stays its.
       if (ReservedForOther(pool, u->home, id, priority)) continue;
       Reservation& res = state_.reservations[pool][u->home];
-      res.holder = id;
+      if (res.holder != id) {
+        // Taken over from one of lower priority: nothing of its hold
+        // (start, kind) is this one's.
+        res = Reservation{r.allocation.expires_at, id, /*nominated=*/true,
+                          priority};
+      }
       res.start = std::max(res.start, r.allocation.expires_at);
-      res.nominated = true;
-      res.priority = priority;
     }
   }
 }

@@ -129,17 +129,20 @@ void Scheduler::OnCommitFailure(const absl::Status& status) {
   }
 }
 
+absl::Status Scheduler::StaleError() const {
+  return absl::UnavailableError(
+      absl::StrCat("the scheduler lost track of the store after a failed "
+                   "commit: ",
+                   stale_reason_.message()));
+}
+
 std::shared_ptr<GroupCommitter::Ticket> Scheduler::Commit(Write write) {
   ++generation_;
   // After a reload that failed, memory is not what the store holds (it may
   // show plans never written): nothing built on it is written or answered,
   // a heartbeat's plans included, until a sweep has reloaded. A call that
   // passed Ready() just before gets here.
-  if (stale_.load()) {
-    return GroupCommitter::Refused(absl::UnavailableError(absl::StrCat(
-        "the scheduler lost track of the store after a failed commit: ",
-        stale_reason_.message())));
-  }
+  if (stale_.load()) return GroupCommitter::Refused(StaleError());
   return committer_->Enqueue(std::move(write.mutations),
                              std::move(write.events));
 }
@@ -602,7 +605,11 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
         auto pool = held_for.find(unit.pool);
         if (pool == held_for.end()) return false;
         auto held = pool->second.find(unit.home);
-        return held != pool->second.end() && held->second.holder != requester;
+        // As the admission round's ReservedForOther: a nominated or
+        // planned-ahead hold yields to a higher priority.
+        return held != pool->second.end() && held->second.holder != requester &&
+               !((held->second.nominated || held->second.ahead) &&
+                 request.priority > held->second.priority);
       };
       if (std::optional<RelayoutChoice> choice =
               PlanRelayout(planning, *types, *allowed, pinned)) {
@@ -624,9 +631,7 @@ absl::StatusOr<int> Scheduler::Sweep() {
   {
     absl::MutexLock lock(&mu_);
     if (stale_.load()) {
-      // Retried here, once a sweep. Writes queued meanwhile were made from
-      // stale memory: they fail.
-      committer_->FailQueued(absl::UnavailableError(stale_reason_.message()));
+      // Retried here, once a sweep (Commit queues nothing meanwhile).
       if (absl::Status s = LoadLocked(); !s.ok()) {
         stale_reason_ = s;
         return s;

@@ -297,6 +297,8 @@ class Scheduler {
 
   absl::Status LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnCommitFailure(const absl::Status& status);
+  // UNAVAILABLE naming stale_reason_: memory is not what the store holds.
+  absl::Status StaleError() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Queues `write` for commit in the order of memory changes; returns its
   // ticket. While a failed reload leaves memory stale, queues nothing and
   // returns a ticket failed with UNAVAILABLE.

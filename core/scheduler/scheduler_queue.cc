@@ -296,6 +296,9 @@ absl::Status Scheduler::SetTenantPolicies(
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   {
     absl::MutexLock lock(&mu_);
+    // Not in force while memory is stale: the admission write after it would
+    // be refused, and the caller told the policies did not change.
+    if (stale_.load()) return StaleError();
     tenants_ = std::move(next);
     ++generation_;
     ticket = AdmitLocked(clock_->Now());
