@@ -519,6 +519,60 @@ TEST_F(ReservationPlannerTest, ANominatedHoldYieldsToAHigherPriorityOnly) {
   EXPECT_FALSE(planner.ReservedForOther(GpuPool(kL4), "n1", "p-9", 0));
 }
 
+// Holds for a MIG re-layout planned ahead are kept as made between
+// refreshes while their holder waits (with their reason), not at a refresh;
+// they yield to a higher priority, and are never taken over by Reserve.
+TEST_F(ReservationPlannerTest, HoldsPlannedAheadAreKeptBetweenRefreshesOnly) {
+  AddNode("n1", 2);
+  ReservationPlanner first(ctx_, NoneWaiting);
+  EXPECT_EQ(
+      first.HoldPools("a-1", 3, "n1", {GpuPool(kT4)}, T0() + absl::Hours(1),
+                      " for a re-layout"),
+      absl::StrCat(HoldsFrom("n1", T0() + absl::Hours(1)), " for a re-layout"));
+  const ReservationState previous = first.Take();
+  ctx_.previous = &previous;
+  ctx_.refresh_reservations = false;
+  ReservationPlanner kept(ctx_, [](absl::string_view) { return true; });
+  EXPECT_EQ(Held(*kept.reservations()),
+            (HeldMap{{"n1", {"a-1", T0() + absl::Hours(1)}}}));
+  EXPECT_EQ(
+      kept.KeptAhead("a-1"),
+      absl::StrCat(HoldsFrom("n1", T0() + absl::Hours(1)), " for a re-layout"));
+  EXPECT_TRUE(kept.kept_holders().empty());  // not a preemptor
+  EXPECT_TRUE(kept.ReservedForOther(GpuPool(kT4), "n1", "p-9", 3));
+  EXPECT_FALSE(kept.ReservedForOther(GpuPool(kT4), "n1", "p-9", 4));
+  // Its pool's first waiting request still reserves, and takes nothing of
+  // it over.
+  EXPECT_EQ(kept.Reserve("p-2", T4s(2), 0), "");
+  EXPECT_EQ(Held(*kept.reservations()),
+            (HeldMap{{"n1", {"a-1", T0() + absl::Hours(1)}}}));
+  // A holder no longer waiting, or a refresh: not kept.
+  ReservationPlanner gone(ctx_, NoneWaiting);
+  EXPECT_TRUE(Held(*gone.reservations()).empty());
+  EXPECT_EQ(gone.KeptAhead("a-1"), "");
+  ctx_.refresh_reservations = true;
+  ReservationPlanner refreshed(ctx_, [](absl::string_view) { return true; });
+  EXPECT_TRUE(Held(*refreshed.reservations()).empty());
+}
+
+// A preemptor of higher priority that takes over a node held for another
+// (a hold planned ahead, or a nominated one) holds it from its victim's
+// grace end, as its own: not from the other's start.
+TEST_F(ReservationPlannerTest, APreemptorTakesOverALowerHoldWhole) {
+  AddNode("n1", 2);
+  AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
+  Preempted("x-1", "p-1", absl::Seconds(30));
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  planner.HoldPools("a-1", 0, "n1", {GpuPool(kT4)}, T0() + absl::Hours(5), "");
+  planner.HoldVictimNodes("p-1", 7, book_.VictimsOf("p-1"));
+  EXPECT_EQ(Held(*planner.reservations()),
+            (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}}}));
+  const Reservation& r = planner.reservations()->at(GpuPool(kT4)).at("n1");
+  EXPECT_TRUE(r.nominated);
+  EXPECT_FALSE(r.ahead);
+  EXPECT_EQ(r.priority, 7);
+}
+
 TEST_F(ReservationPlannerTest, APreemptorHoldsItsVictimsNodesUntilGraceEnds) {
   AddNode("n1", 2);
   AddNode("n2", 2);

@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "config/tenants_file.h"
 #include "core/model/mig_plan.h"
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
@@ -849,6 +850,27 @@ TEST_F(SchedulerMigRelayoutFaultTest,
   ASSERT_EQ(plans.size(), 1u);
   EXPECT_EQ(FindDevice(store_.nodes().at("n7"), "GPU-a")->mig_plan,
             plans.at("GPU-a"));
+}
+
+// Nor is a change of the tenants' policies taken while memory is stale: the
+// caller is told it failed, and it did.
+TEST_F(SchedulerMigRelayoutFaultTest, PoliciesAreNotChangedWhileMemoryIsStale) {
+  const absl::Status gone = absl::UnavailableError("disk gone");
+  store_.FailWrites(gone);
+  store_.FailLoads(gone);
+  EXPECT_THAT(s_.Sweep(), StatusIs(absl::StatusCode::kUnavailable, _));
+  store_.FailWrites(absl::OkStatus());
+  store_.FailLoads(absl::OkStatus());
+  ASSERT_OK_AND_ASSIGN(
+      TenantPolicies policies,
+      ParseTenantPolicies(R"pb(tenants { name: "t9" cohort: "c" })pb",
+                          "tenants.textproto", *s_.accelerator_types()));
+  EXPECT_THAT(s_.SetTenantPolicies(
+                  std::make_shared<const TenantPolicies>(std::move(policies))),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("lost track of the store")));
+  ASSERT_OK(s_.Sweep());
+  EXPECT_TRUE(s_.TenantStandings("t9").empty());
 }
 
 TEST_F(SchedulerMigRelayoutFaultTest,
