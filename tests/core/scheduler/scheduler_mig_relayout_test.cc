@@ -767,6 +767,17 @@ class SchedulerMigRelayoutFaultTest : public ::testing::Test {
         s_.RegisterNode(MakeNode("n7", {SevenSmall("GPU-a", 0)}, kRelayouts)));
     ASSERT_OK(s_.Allocate(QueuedFor("big", "3g.40gb")));
   }
+  // A sweep plans for "big", and its commit fails, and so does the reload
+  // after it: memory still shows the plan, which was not written. The store
+  // then answers again.
+  void LeaveMemoryStale() {
+    const absl::Status gone = absl::UnavailableError("disk gone");
+    store_.FailWrites(gone);
+    store_.FailLoads(gone);
+    EXPECT_THAT(s_.Sweep(), StatusIs(absl::StatusCode::kUnavailable, _));
+    store_.FailWrites(absl::OkStatus());
+    store_.FailLoads(absl::OkStatus());
+  }
   int64_t Free() {
     for (const CapacityEntry& e : s_.GetCapacity()) {
       if (e.partition == "1g.10gb") return e.free;
@@ -833,12 +844,7 @@ TEST_F(SchedulerMigRelayoutFaultTest,
 // would commit.
 TEST_F(SchedulerMigRelayoutFaultTest,
        NoReplyCarriesAPlanLeftInMemoryByAFailedReload) {
-  const absl::Status gone = absl::UnavailableError("disk gone");
-  store_.FailWrites(gone);
-  store_.FailLoads(gone);
-  EXPECT_THAT(s_.Sweep(), StatusIs(absl::StatusCode::kUnavailable, _));
-  store_.FailWrites(absl::OkStatus());
-  store_.FailLoads(absl::OkStatus());
+  ASSERT_NO_FATAL_FAILURE(LeaveMemoryStale());
   ASSERT_TRUE(DeviceOf(s_, "n7", "GPU-a").mig_plan.has_value());
   EXPECT_THAT(s_.HeartbeatPlans("n7", Scheduler::HeartbeatReport{}),
               StatusIs(absl::StatusCode::kUnavailable,
@@ -855,12 +861,7 @@ TEST_F(SchedulerMigRelayoutFaultTest,
 // Nor is a change of the tenants' policies taken while memory is stale: the
 // caller is told it failed, and it did.
 TEST_F(SchedulerMigRelayoutFaultTest, PoliciesAreNotChangedWhileMemoryIsStale) {
-  const absl::Status gone = absl::UnavailableError("disk gone");
-  store_.FailWrites(gone);
-  store_.FailLoads(gone);
-  EXPECT_THAT(s_.Sweep(), StatusIs(absl::StatusCode::kUnavailable, _));
-  store_.FailWrites(absl::OkStatus());
-  store_.FailLoads(absl::OkStatus());
+  ASSERT_NO_FATAL_FAILURE(LeaveMemoryStale());
   ASSERT_OK_AND_ASSIGN(
       TenantPolicies policies,
       ParseTenantPolicies(R"pb(tenants { name: "t9" cohort: "c" })pb",
