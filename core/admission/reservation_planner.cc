@@ -96,8 +96,7 @@ bool ReservationPlanner::ReservedForOther(const PoolKey& pool,
   if (p == state_.reservations.end()) return false;
   auto r = p->second.find(home);
   if (r == p->second.end() || r->second.holder == id) return false;
-  return !((r->second.nominated || r->second.ahead) &&
-           priority > r->second.priority);
+  return !r->second.YieldsTo(priority);
 }
 
 void ReservationPlanner::HoldFit(const std::string& id, const MatchSpec& spec,

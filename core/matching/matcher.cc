@@ -99,10 +99,7 @@ bool Reserved(const PoolKey& pool, const std::string& home,
   if (r == p->second.end() || r->second.holder == rules.requester) {
     return false;
   }
-  if ((r->second.nominated || r->second.ahead) &&
-      rules.priority > r->second.priority) {
-    return false;
-  }
+  if (r->second.YieldsTo(rules.priority)) return false;
   return rules.ends_at > r->second.start;
 }
 

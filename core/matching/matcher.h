@@ -74,6 +74,13 @@ struct Reservation {
   // Held for a MIG re-layout planned ahead (ReservationPlanner::HoldPools):
   // against requests of its priority or lower only, as a nominated hold.
   bool ahead = false;
+
+  // Whether a request of `requester_priority` (not the holder) may take what
+  // this holds regardless: a nominated or planned-ahead hold yields to a
+  // higher priority.
+  bool YieldsTo(int requester_priority) const {
+    return (nominated || ahead) && requester_priority > priority;
+  }
 };
 // pool -> node -> reservation.
 using Reservations =

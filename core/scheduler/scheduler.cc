@@ -608,8 +608,7 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
         // As the admission round's ReservedForOther: a nominated or
         // planned-ahead hold yields to a higher priority.
         return held != pool->second.end() && held->second.holder != requester &&
-               !((held->second.nominated || held->second.ahead) &&
-                 request.priority > held->second.priority);
+               !held->second.YieldsTo(request.priority);
       };
       if (std::optional<RelayoutChoice> choice =
               PlanRelayout(planning, *types, *allowed, pinned)) {
