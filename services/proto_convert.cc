@@ -287,6 +287,9 @@ void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
   proto->set_priority(a.priority);
   proto->set_queue_position(a.queue_position);
   proto->set_pending_reason(a.pending_reason);
+  if (a.estimated_start.has_value()) {
+    ToTimestamp(*a.estimated_start, proto->mutable_estimated_start());
+  }
   proto->set_preempted_by(a.preempted_by);
   if (a.pod_resources.has_value()) {
     ResourcesToProto(*a.pod_resources, proto->mutable_pod_resources());
@@ -323,6 +326,9 @@ void ExplainToProto(const ExplainResult& r, const PlacementOptions& placement,
   proto->set_summary(r.explanation.summary);
   proto->set_queue_position(r.queue_position);
   proto->set_pending_reason(r.pending_reason);
+  if (r.estimated_start.has_value()) {
+    ToTimestamp(*r.estimated_start, proto->mutable_estimated_start());
+  }
   for (const RankedPlacement& s : r.scores) {
     v1::NodeScore* p = proto->add_scores();
     p->set_node(s.node);

@@ -177,7 +177,18 @@ class AdmissionRound {
     return miss;
   }
 
-  ReservationState TakeReservations() { return reservations_.Take(); }
+  // The pass's reservations, with a start for each request whose MIG
+  // re-layout is under way: as soon as its agent reports the new layout.
+  ReservationState TakeReservations() {
+    ReservationState state = reservations_.Take();
+    for (const auto& [id, where] : relayouts_) {
+      const AllocationBook::Record* r = ctx_.book->Find({id, ""});
+      if (r != nullptr && r->allocation.pending()) {
+        state.starts[id] = ctx_.rules.now;
+      }
+    }
+    return state;
+  }
 
   // Preemptors whose victims have all ended go first, onto the nodes held
   // for them (else a request ahead of them in the order, which could not

@@ -42,6 +42,11 @@ struct ReservationState {
   // re-layout planned ahead: kept, with their reason, until the next
   // refresh while the holder waits.
   absl::flat_hash_map<std::string, std::string> ahead;
+  // Holder -> when it is expected to start (Allocation::estimated_start): the
+  // latest start of its holds, no earlier than its victims' grace ends; the
+  // pass's time for one whose MIG re-layout is under way. A waiting request
+  // not in it holds nothing, and nothing bounds its start.
+  absl::flat_hash_map<std::string, absl::Time> starts;
 };
 
 // Not owned: the pointers must outlive every planner built on the context.

@@ -364,4 +364,24 @@ std::string ReservationPlanner::Reserve(const std::string& id,
   state_.walk_holders[std::move(walk_key)] = id;
   return Holds(best.nodes, best.start);
 }
+
+ReservationState ReservationPlanner::Take() {
+  // A gang starts once the last of its nodes is free; a request with
+  // victims in grace once the last has ended (a reclaimer's HoldFit holds
+  // from now, its quota coming back only then).
+  absl::flat_hash_map<std::string, absl::Time>& starts = state_.starts;
+  for (const auto& [pool, nodes] : state_.reservations) {
+    for (const auto& [node, r] : nodes) {
+      auto [it, fresh] = starts.try_emplace(r.holder, r.start);
+      if (!fresh) it->second = std::max(it->second, r.start);
+    }
+  }
+  for (auto& [holder, start] : starts) {
+    for (const std::string& victim : ctx_.book->VictimsOf(holder)) {
+      start =
+          std::max(start, ctx_.book->Find({victim, ""})->allocation.expires_at);
+    }
+  }
+  return std::move(state_);
+}
 }  // namespace accelsched

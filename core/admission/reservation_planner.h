@@ -121,8 +121,9 @@ class ReservationPlanner {
   std::string Reserve(const std::string& id, const MatchSpec& spec,
                       int priority);
 
-  // What the pass leaves for the next one. The planner is spent after.
-  ReservationState Take() { return std::move(state_); }
+  // What the pass leaves for the next one, with each holder's start
+  // (ReservationState::starts). The planner is spent after.
+  ReservationState Take();
 
  private:
   // The last pass's reservation of `id`, taken over as it was, unless a pool

@@ -170,6 +170,10 @@ struct Allocation {
   // queue (1-based) and what keeps it waiting.
   int queue_position = 0;
   std::string pending_reason;
+  // Output only, never stored: when a PENDING allocation is expected to start
+  // (ReservationState::starts, never before the reply); nullopt when nothing
+  // bounds it.
+  std::optional<absl::Time> estimated_start;
 
   // Holds its devices: ACTIVE, or PREEMPTED within its grace.
   bool live() const {

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "core/catalog/capacity_index.h"
 #include "core/matching/matcher.h"
 #include "core/model/allocation_model.h"
@@ -26,6 +28,7 @@ struct ExplainResult {
   // When the request's request_id is PENDING.
   int queue_position = 0;
   std::string pending_reason;
+  std::optional<absl::Time> estimated_start;
   // The fragmentation policy's candidates, best first (RankPlacements: at
   // most PackingRules::kMaxScored).
   std::vector<RankedPlacement> scores;

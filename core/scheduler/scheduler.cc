@@ -549,6 +549,7 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
     const Allocation a = WithQueueFields(r->allocation);
     result.queue_position = a.queue_position;
     result.pending_reason = a.pending_reason;
+    result.estimated_start = a.estimated_start;
   }
   const EligibilityRules rules = RulesAt(now);
   const CapacityIndex& index = catalog_.index();

@@ -212,6 +212,12 @@ Allocation Scheduler::WithQueueFields(Allocation a, bool may_compute) const {
   }
   a.pending_reason = queue_.Reason(a.id);
   if (a.pending_reason.empty()) a.pending_reason = "waiting for a pass";
+  // One overdue (a hold's lease end passed without the release, and no pass
+  // since) is expected at any moment, not in the past.
+  if (auto start = reservations_.starts.find(a.id);
+      start != reservations_.starts.end()) {
+    a.estimated_start = std::max(start->second, clock_->Now());
+  }
   return a;
 }
 

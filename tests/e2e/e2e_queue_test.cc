@@ -3,9 +3,12 @@
 // WatchEvents), fair shares over 1,000 admissions, backfill behind a
 // reservation, quotas and a cohort from --tenants with reclaim by
 // preemption, gangs, and kill -9 in the middle of it all.
+#include <google/protobuf/util/time_util.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -23,6 +26,7 @@
 namespace accelsched {
 namespace {
 
+using ::google::protobuf::util::TimeUtil;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Stub = v1::AcceleratorScheduler::Stub;
@@ -246,6 +250,28 @@ TEST_F(E2eQueueTest, ABigRequestIsAdmittedByItsReservation) {
   const v1::Allocation big = Must(Queued("big", 8));
   ASSERT_EQ(big.state(), v1::PENDING);
   EXPECT_THAT(big.pending_reason(), HasSubstr("holds n1 from"));
+  // Its estimated start is when the last lease on n1 ends: in the reply,
+  // GetAllocation, GetQueue and Explain alike.
+  int64_t last_lease_end = 0;  // ns
+  for (int i = 0; i < 8; ++i) {
+    last_lease_end = std::max(last_lease_end,
+                              TimeUtil::TimestampToNanoseconds(
+                                  Get(absl::StrCat("run-", i)).expires_at()));
+  }
+  EXPECT_EQ(TimeUtil::TimestampToNanoseconds(big.estimated_start()),
+            last_lease_end);
+  EXPECT_EQ(TimeUtil::TimestampToNanoseconds(Get("big").estimated_start()),
+            last_lease_end);
+  const v1::GetQueueResponse queue = Queue();
+  ASSERT_GE(queue.pending_size(), 1);
+  EXPECT_EQ(queue.pending(0).request_id(), "big");
+  EXPECT_EQ(
+      TimeUtil::TimestampToNanoseconds(queue.pending(0).estimated_start()),
+      last_lease_end);
+  v1::ExplainResponse explained;
+  ASSERT_TRUE(Call(&Stub::Explain, Queued("big", 8), &explained).ok());
+  EXPECT_EQ(TimeUtil::TimestampToNanoseconds(explained.estimated_start()),
+            last_lease_end);
   int stream = 0, backfilled = 0;
   std::set<std::string> admitted_before_big;
   while (Get("big").state() == v1::PENDING) {

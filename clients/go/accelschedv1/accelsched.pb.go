@@ -1876,9 +1876,16 @@ type Allocation struct {
 	PreemptedBy string `protobuf:"bytes,16,opt,name=preempted_by,json=preemptedBy,proto3" json:"preempted_by,omitempty"`
 	// The request's pod_resources (pods 0 written as 1), held on each node of
 	// the allocation while it is live; unset when the request had none.
-	PodResources  *NodeResources `protobuf:"bytes,18,opt,name=pod_resources,json=podResources,proto3" json:"pod_resources,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PodResources *NodeResources `protobuf:"bytes,18,opt,name=pod_resources,json=podResources,proto3" json:"pod_resources,omitempty"`
+	// PENDING: when the server's own backfill reservations say it will start
+	// (the latest start of the nodes held for it, its preempted victims' grace
+	// ends, or now for a MIG re-layout under way for it); never before the
+	// reply. Unset when they say nothing: a request that holds no reservation
+	// (not the first of its pool to wait, or blocked by quota). Not a promise:
+	// README, "Start-time estimates".
+	EstimatedStart *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=estimated_start,json=estimatedStart,proto3" json:"estimated_start,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
@@ -2026,6 +2033,13 @@ func (x *Allocation) GetPreemptedBy() string {
 func (x *Allocation) GetPodResources() *NodeResources {
 	if x != nil {
 		return x.PodResources
+	}
+	return nil
+}
+
+func (x *Allocation) GetEstimatedStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EstimatedStart
 	}
 	return nil
 }
@@ -2829,9 +2843,11 @@ type ExplainResponse struct {
 	// With --packing=fragmentation, for a request of whole units on one node:
 	// the candidates weighed, best first (a bounded few; one whose
 	// fragmentation alone scored no better than the best so far is left out).
-	Scores        []*NodeScore `protobuf:"bytes,7,rep,name=scores,proto3" json:"scores,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Scores []*NodeScore `protobuf:"bytes,7,rep,name=scores,proto3" json:"scores,omitempty"`
+	// When the request's request_id is PENDING: Allocation.estimated_start.
+	EstimatedStart *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=estimated_start,json=estimatedStart,proto3" json:"estimated_start,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ExplainResponse) Reset() {
@@ -2909,6 +2925,13 @@ func (x *ExplainResponse) GetPendingReason() string {
 func (x *ExplainResponse) GetScores() []*NodeScore {
 	if x != nil {
 		return x.Scores
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetEstimatedStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EstimatedStart
 	}
 	return nil
 }
@@ -3610,7 +3633,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x05share\x18\f \x01(\v2\x17.accelsched.v1.GpuShareR\x05share\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe2\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x06\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
@@ -3636,7 +3659,8 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\vadmitted_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"admittedAt\x12!\n" +
 	"\fpreempted_by\x18\x10 \x01(\tR\vpreemptedBy\x12A\n" +
-	"\rpod_resources\x18\x12 \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\"\xad\x01\n" +
+	"\rpod_resources\x18\x12 \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\x12C\n" +
+	"\x0festimated_start\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\x0eestimatedStart\"\xad\x01\n" +
 	"\x0fAllocatedDevice\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1b\n" +
 	"\tdevice_id\x18\x02 \x01(\tR\bdeviceId\x12 \n" +
@@ -3698,7 +3722,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\tNodeScore\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05score\x18\x02 \x01(\x01R\x05score\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xbb\x02\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x80\x03\n" +
 	"\x0fExplainResponse\x12\x1a\n" +
 	"\bfeasible\x18\x01 \x01(\bR\bfeasible\x12@\n" +
 	"\x0ewould_allocate\x18\x02 \x01(\v2\x19.accelsched.v1.AllocationR\rwouldAllocate\x120\n" +
@@ -3706,7 +3730,8 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\asummary\x18\x04 \x01(\tR\asummary\x12%\n" +
 	"\x0equeue_position\x18\x05 \x01(\x05R\rqueuePosition\x12%\n" +
 	"\x0epending_reason\x18\x06 \x01(\tR\rpendingReason\x120\n" +
-	"\x06scores\x18\a \x03(\v2\x18.accelsched.v1.NodeScoreR\x06scores\"e\n" +
+	"\x06scores\x18\a \x03(\v2\x18.accelsched.v1.NodeScoreR\x06scores\x12C\n" +
+	"\x0festimated_start\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0eestimatedStart\"e\n" +
 	"\x0fGetQueueRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -3909,65 +3934,67 @@ var file_accelsched_v1_accelsched_proto_depIdxs = []int32{
 	29, // 32: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
 	54, // 33: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
 	5,  // 34: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
-	6,  // 35: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
-	51, // 36: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
-	52, // 37: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
-	27, // 38: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
-	28, // 39: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
-	55, // 40: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
-	1,  // 41: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
-	25, // 42: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
-	25, // 43: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
-	35, // 44: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
-	36, // 45: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
-	53, // 46: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
-	39, // 47: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
-	25, // 48: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
-	40, // 49: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
-	2,  // 50: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
-	54, // 51: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
-	25, // 52: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
-	56, // 53: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
-	9,  // 54: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
-	19, // 55: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry.value:type_name -> accelsched.v1.MigRelayoutFailure
-	8,  // 56: accelsched.v1.HeartbeatResponse.MigPlansEntry.value:type_name -> accelsched.v1.MigLayout
-	11, // 57: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
-	12, // 58: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
-	13, // 59: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
-	15, // 60: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
-	17, // 61: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
-	18, // 62: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
-	21, // 63: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
-	24, // 64: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
-	30, // 65: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
-	31, // 66: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
-	32, // 67: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
-	33, // 68: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
-	24, // 69: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
-	42, // 70: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
-	38, // 71: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
-	44, // 72: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
-	4,  // 73: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
-	4,  // 74: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
-	14, // 75: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
-	16, // 76: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
-	4,  // 77: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
-	20, // 78: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
-	23, // 79: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
-	25, // 80: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
-	25, // 81: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
-	25, // 82: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
-	25, // 83: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
-	34, // 84: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
-	37, // 85: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
-	43, // 86: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
-	41, // 87: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
-	45, // 88: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
-	73, // [73:89] is the sub-list for method output_type
-	57, // [57:73] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	54, // 35: accelsched.v1.Allocation.estimated_start:type_name -> google.protobuf.Timestamp
+	6,  // 36: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
+	51, // 37: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
+	52, // 38: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
+	27, // 39: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
+	28, // 40: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
+	55, // 41: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
+	1,  // 42: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
+	25, // 43: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
+	25, // 44: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
+	35, // 45: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
+	36, // 46: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
+	54, // 47: accelsched.v1.ExplainResponse.estimated_start:type_name -> google.protobuf.Timestamp
+	53, // 48: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
+	39, // 49: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
+	25, // 50: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
+	40, // 51: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
+	2,  // 52: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
+	54, // 53: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
+	25, // 54: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
+	56, // 55: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
+	9,  // 56: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
+	19, // 57: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry.value:type_name -> accelsched.v1.MigRelayoutFailure
+	8,  // 58: accelsched.v1.HeartbeatResponse.MigPlansEntry.value:type_name -> accelsched.v1.MigLayout
+	11, // 59: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
+	12, // 60: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
+	13, // 61: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
+	15, // 62: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
+	17, // 63: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
+	18, // 64: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
+	21, // 65: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
+	24, // 66: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
+	30, // 67: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
+	31, // 68: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
+	32, // 69: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
+	33, // 70: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
+	24, // 71: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
+	42, // 72: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
+	38, // 73: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
+	44, // 74: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
+	4,  // 75: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
+	4,  // 76: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
+	14, // 77: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
+	16, // 78: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
+	4,  // 79: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
+	20, // 80: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
+	23, // 81: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
+	25, // 82: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
+	25, // 83: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
+	25, // 84: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
+	25, // 85: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
+	34, // 86: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
+	37, // 87: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
+	43, // 88: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
+	41, // 89: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
+	45, // 90: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
+	75, // [75:91] is the sub-list for method output_type
+	59, // [59:75] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_accelsched_v1_accelsched_proto_init() }

@@ -46,6 +46,9 @@ def queued(client):
     assert waiter.state == pb.PENDING
     assert waiter.queue_position == 1
     assert "nvidia-tesla-t4" in waiter.pending_reason
+    # The first to wait for the T4s holds the node from the holder's lease end.
+    assert waiter.HasField("estimated_start")
+    assert waiter.estimated_start == holder.expires_at
     return holder, waiter
 
 

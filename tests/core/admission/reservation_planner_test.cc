@@ -592,5 +592,53 @@ TEST_F(ReservationPlannerTest, APreemptorHoldsItsVictimsNodesUntilGraceEnds) {
   EXPECT_EQ(planner.Reserve("p-2", T4s(1), 0), "");
 }
 
+// Each holder's expected start (Allocation::estimated_start): a gang's when
+// the last node it holds frees, a preemptor's when its last victim's grace
+// ends, a reclaimer held from now when its victims end; a request that
+// holds nothing has none.
+TEST_F(ReservationPlannerTest, EachHolderStartsWhenItsLastHoldFrees) {
+  AddNode("n1", 2, kL4);
+  AddNode("n2", 2, kL4);
+  AddNode("n3", 2);
+  AddNode("n4", 2);
+  AddLive({.id = "x-1",
+           .tenant = "x",
+           .node = "n1",
+           .units = 2,
+           .lease_left = absl::Hours(1),
+           .model = kL4});
+  AddLive({.id = "x-2",
+           .tenant = "x",
+           .node = "n2",
+           .units = 2,
+           .lease_left = absl::Hours(2),
+           .model = kL4});
+  AddLive({.id = "x-3",
+           .tenant = "x",
+           .node = "n3",
+           .units = 2,
+           .lease_left = absl::Hours(3)});
+  AddLive({.id = "x-4",
+           .tenant = "x",
+           .node = "n4",
+           .units = 1,
+           .lease_left = absl::Hours(3)});
+  Preempted("x-3", "p-2", absl::Seconds(45));
+  Preempted("x-4", "p-3", absl::Seconds(20));
+  ReservationPlanner planner(ctx_, NoneWaiting);
+  MatchSpec gang = T4s(2, 2);
+  gang.models = {kL4};
+  EXPECT_EQ(planner.Reserve("g-1", gang, 0),
+            HoldsFrom("n1 and 1 more", T0() + absl::Hours(2)));
+  EXPECT_EQ(planner.Reserve("g-2", gang, 0), "");  // not the pool's first
+  planner.HoldVictimNodes("p-2", 7, book_.VictimsOf("p-2"));  // n3
+  planner.HoldFit("p-3", T4s(1), ctx_.rules);  // n4's free GPU, from now
+  const ReservationState state = planner.Take();
+  EXPECT_EQ(state.starts, (absl::flat_hash_map<std::string, absl::Time>{
+                              {"g-1", T0() + absl::Hours(2)},
+                              {"p-2", T0() + absl::Seconds(45)},
+                              {"p-3", T0() + absl::Seconds(20)}}));
+}
+
 }  // namespace
 }  // namespace accelsched

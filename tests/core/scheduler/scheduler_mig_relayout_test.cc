@@ -186,6 +186,8 @@ TYPED_TEST(SchedulerMigRelayoutTest,
                        this->s().Explain(QueuedFor("big", "3g.40gb")));
   EXPECT_EQ(during.pending_reason,
             "waiting for the MIG re-layout of GPU-a on n7");
+  // It starts as soon as its agent reports the new layout.
+  EXPECT_EQ(during.estimated_start, this->clock_.Now());
   EXPECT_THAT(during.explanation.summary, Not(HasSubstr("would serve it")));
   EXPECT_EQ(this->ReasonOf("big"),
             "waiting for the MIG re-layout of GPU-a on n7");

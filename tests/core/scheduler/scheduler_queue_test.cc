@@ -307,6 +307,47 @@ TEST_F(SchedulerQueueTest, BackfillNeverDelaysTheReservedHead) {
   EXPECT_EQ(StateOf("long"), AllocationState::kPending);
 }
 
+// A waiting request's estimated start is its reservation's: shown by the
+// Allocate reply, GetAllocation, GetQueue and Explain; never in the past; none
+// for a request that holds nothing.
+TEST_F(SchedulerQueueTest, TheHeadsReservationIsItsEstimatedStart) {
+  Scheduler::Options options = Opts();
+  options.pending_lease = absl::Hours(24);
+  s_ = std::make_unique<BlockingScheduler>(&store_, &clock_,
+                                           BuiltinAcceleratorTypes(), options);
+  ASSERT_OK(s_->RegisterNode(T4Node("n1", 4)));
+  for (int i = 0; i < 4; ++i) {
+    AllocationRequest r = Want(absl::StrCat("run-", i), "T4");
+    r.lease = absl::Minutes(10 * (i + 1));
+    ASSERT_OK(s_->Allocate(r));
+  }
+  const absl::Time at_40 = kStart + absl::Minutes(40);
+  const Allocation big = Must(s_->Allocate(Queued("big", 4)));
+  ASSERT_EQ(big.state, AllocationState::kPending);
+  EXPECT_EQ(big.estimated_start, at_40);
+  EXPECT_EQ(Get("big").estimated_start, at_40);
+  // Behind the pool's head: nothing bounds it.
+  const Allocation next = Must(s_->Allocate(Queued("next", 2)));
+  ASSERT_EQ(next.state, AllocationState::kPending);
+  EXPECT_EQ(next.estimated_start, std::nullopt);
+  ASSERT_OK_AND_ASSIGN(QueuePage q, s_->GetQueue("", 0, ""));
+  ASSERT_THAT(q.pending, SizeIs(2));
+  EXPECT_EQ(q.pending[0].request_id, "big");
+  EXPECT_EQ(q.pending[0].estimated_start, at_40);
+  EXPECT_EQ(q.pending[1].estimated_start, std::nullopt);
+  ASSERT_OK_AND_ASSIGN(ExplainResult e, s_->Explain(Queued("big", 4)));
+  EXPECT_EQ(e.estimated_start, at_40);
+  ASSERT_OK_AND_ASSIGN(ExplainResult other, s_->Explain(Queued("next", 2)));
+  EXPECT_EQ(other.estimated_start, std::nullopt);
+  // Overdue (the last lease ran out, no pass since): expected now.
+  clock_.Advance(absl::Minutes(45));
+  EXPECT_EQ(Get("big").estimated_start, kStart + absl::Minutes(45));
+  ASSERT_OK(s_->Sweep());
+  const Allocation admitted = Get("big");
+  EXPECT_EQ(admitted.state, AllocationState::kActive);
+  EXPECT_EQ(admitted.estimated_start, std::nullopt);
+}
+
 TEST_F(SchedulerQueueTest, QuotaWithoutACohortIsAHardLimit) {
   Policies(R"pb(
     tenants {
@@ -412,6 +453,7 @@ TEST_F(SchedulerQueueTest, PreemptionTakesTheFewestLowerPriorityVictims) {
   const Allocation urgent = Must(s_->Allocate(Queued("urgent", 4, "", 10)));
   EXPECT_EQ(urgent.state, AllocationState::kPending);
   EXPECT_THAT(urgent.pending_reason, HasSubstr("preempted 1 allocation"));
+  EXPECT_EQ(urgent.estimated_start, kStart + absl::Seconds(30));  // the grace
   const Allocation wide = Get("wide");
   EXPECT_EQ(wide.state, AllocationState::kPreempted);
   EXPECT_EQ(wide.preempted_by, urgent.id);

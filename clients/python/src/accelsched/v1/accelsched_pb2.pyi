@@ -346,7 +346,7 @@ class AllocateRequest(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., accelerator: _Optional[_Union[Accelerator, _Mapping]] = ..., count: _Optional[int] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tenant: _Optional[str] = ..., priority: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., queue: _Optional[bool] = ..., replicas: _Optional[int] = ..., topology_key: _Optional[str] = ..., alternative_devices: _Optional[_Iterable[str]] = ..., container_name: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ..., share: _Optional[_Union[GpuShare, _Mapping]] = ...) -> None: ...
 
 class Allocation(_message.Message):
-    __slots__ = ("id", "request_id", "state", "node", "devices", "placement", "tenant", "created_at", "expires_at", "placements", "model", "queue_position", "pending_reason", "priority", "admitted_at", "preempted_by", "pod_resources")
+    __slots__ = ("id", "request_id", "state", "node", "devices", "placement", "tenant", "created_at", "expires_at", "placements", "model", "queue_position", "pending_reason", "priority", "admitted_at", "preempted_by", "pod_resources", "estimated_start")
     ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -364,6 +364,7 @@ class Allocation(_message.Message):
     ADMITTED_AT_FIELD_NUMBER: _ClassVar[int]
     PREEMPTED_BY_FIELD_NUMBER: _ClassVar[int]
     POD_RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
     id: str
     request_id: str
     state: AllocationState
@@ -381,7 +382,8 @@ class Allocation(_message.Message):
     admitted_at: _timestamp_pb2.Timestamp
     preempted_by: str
     pod_resources: NodeResources
-    def __init__(self, id: _Optional[str] = ..., request_id: _Optional[str] = ..., state: _Optional[_Union[AllocationState, str]] = ..., node: _Optional[str] = ..., devices: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., placement: _Optional[_Union[Placement, _Mapping]] = ..., tenant: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., placements: _Optional[_Iterable[_Union[Placement, _Mapping]]] = ..., model: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., priority: _Optional[int] = ..., admitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., preempted_by: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ...) -> None: ...
+    estimated_start: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., request_id: _Optional[str] = ..., state: _Optional[_Union[AllocationState, str]] = ..., node: _Optional[str] = ..., devices: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., placement: _Optional[_Union[Placement, _Mapping]] = ..., tenant: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., placements: _Optional[_Iterable[_Union[Placement, _Mapping]]] = ..., model: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., priority: _Optional[int] = ..., admitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., preempted_by: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ..., estimated_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class AllocatedDevice(_message.Message):
     __slots__ = ("node", "device_id", "mig_slice_id", "profile", "share")
@@ -518,7 +520,7 @@ class NodeScore(_message.Message):
     def __init__(self, node: _Optional[str] = ..., score: _Optional[float] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class ExplainResponse(_message.Message):
-    __slots__ = ("feasible", "would_allocate", "nodes", "summary", "queue_position", "pending_reason", "scores")
+    __slots__ = ("feasible", "would_allocate", "nodes", "summary", "queue_position", "pending_reason", "scores", "estimated_start")
     FEASIBLE_FIELD_NUMBER: _ClassVar[int]
     WOULD_ALLOCATE_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
@@ -526,6 +528,7 @@ class ExplainResponse(_message.Message):
     QUEUE_POSITION_FIELD_NUMBER: _ClassVar[int]
     PENDING_REASON_FIELD_NUMBER: _ClassVar[int]
     SCORES_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
     feasible: bool
     would_allocate: Allocation
     nodes: _containers.RepeatedCompositeFieldContainer[NodeVerdict]
@@ -533,7 +536,8 @@ class ExplainResponse(_message.Message):
     queue_position: int
     pending_reason: str
     scores: _containers.RepeatedCompositeFieldContainer[NodeScore]
-    def __init__(self, feasible: _Optional[bool] = ..., would_allocate: _Optional[_Union[Allocation, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[NodeVerdict, _Mapping]]] = ..., summary: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ...) -> None: ...
+    estimated_start: _timestamp_pb2.Timestamp
+    def __init__(self, feasible: _Optional[bool] = ..., would_allocate: _Optional[_Union[Allocation, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[NodeVerdict, _Mapping]]] = ..., summary: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ..., estimated_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetQueueRequest(_message.Message):
     __slots__ = ("tenant", "page_size", "page_token")
