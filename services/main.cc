@@ -97,6 +97,10 @@ ABSL_FLAG(absl::Duration, mig_relayout_ahead, absl::Minutes(10),
           "A request for a MIG profile that no slice offers, which no "
           "re-layout serves now, holds a GPU whose allocated slices free "
           "within this, to be re-laid out for it once they do (0: never)");
+ABSL_FLAG(std::string, topology_levels, "",
+          "Node labels naming topology domains, comma-separated, widest "
+          "first (say a block, a rack, an NVLink domain): what a request's "
+          "required_topology and preferred_topology may name");
 ABSL_FLAG(bool, metrics_per_device, false,
           "also export device statistics per device and MIG slice on /metrics "
           "(a series each: mind the cardinality), not only per node and model");
@@ -162,6 +166,7 @@ int main(int argc, char** argv) {
   options.packing = absl::GetFlag(FLAGS_packing);
   options.mig_relayout_timeout = absl::GetFlag(FLAGS_mig_relayout_timeout);
   options.mig_relayout_ahead = absl::GetFlag(FLAGS_mig_relayout_ahead);
+  options.topology_levels = absl::GetFlag(FLAGS_topology_levels);
   options.metrics_per_device = absl::GetFlag(FLAGS_metrics_per_device);
   options.placement.nvidia_visible_devices =
       absl::GetFlag(FLAGS_nvidia_visible_devices);

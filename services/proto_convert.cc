@@ -250,6 +250,8 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
   req.queue = proto.queue();
   req.replicas = proto.replicas();
   req.topology_key = proto.topology_key();
+  req.required_topology = proto.required_topology();
+  req.preferred_topology = proto.preferred_topology();
   if (proto.has_pod_resources()) {
     req.pod_resources = ResourcesFromProto(proto.pod_resources());
   }

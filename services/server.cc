@@ -16,8 +16,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "config/accelerator_types_file.h"
 #include "config/tenants_file.h"
 #include "core/base/clock.h"
@@ -184,6 +186,20 @@ absl::Status Server::OpenScheduler(const Options& options) {
         "--mig_relayout_ahead must not be negative");
   }
   scheduler_options.mig_relayout_ahead = options.mig_relayout_ahead;
+  for (absl::string_view level :
+       absl::StrSplit(options.topology_levels, ',', absl::SkipEmpty())) {
+    std::vector<std::string>& levels = scheduler_options.topology_levels;
+    if (!IsLabelKey(level)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--topology_levels: \"", absl::CHexEscape(level),
+                       "\" is not a Kubernetes label key"));
+    }
+    if (std::find(levels.begin(), levels.end(), level) != levels.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--topology_levels: \"", level, "\" is named twice"));
+    }
+    levels.emplace_back(level);
+  }
   accelerator_types_ = options.accelerator_types;
   tenants_ = options.tenants;
   scheduler_ = std::make_unique<Scheduler>(

@@ -92,6 +92,9 @@ class Server {
     absl::Duration mig_relayout_timeout = absl::Minutes(10);
     // --mig_relayout_ahead (Scheduler::Options::mig_relayout_ahead).
     absl::Duration mig_relayout_ahead = absl::Minutes(10);
+    // --topology_levels: node label keys, comma-separated, widest first
+    // (Scheduler::Options::topology_levels); "" none.
+    std::string topology_levels;
     PlacementOptions placement;
     // Device statistics on /metrics per device and MIG slice too, not only
     // per node and model.

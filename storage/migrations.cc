@@ -277,6 +277,12 @@ CREATE TABLE mig_plan_slices (
   PRIMARY KEY (device_id, position)
 );
 )sql"},
+    // Topology levels: a request's preferred_topology
+    // (Allocation::preferred_topology), '' for every earlier one (its
+    // required_topology is its topology_key).
+    {13, R"sql(
+ALTER TABLE allocations ADD COLUMN preferred_topology TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

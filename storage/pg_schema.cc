@@ -226,6 +226,12 @@ CREATE TABLE mig_plan_slices (
   PRIMARY KEY (device_id, position)
 );
 )sql"},
+    // SQLite's schema 13: a request's preferred_topology
+    // (Allocation::preferred_topology), '' for every earlier one.
+    {9, R"sql(
+ALTER TABLE allocations
+  ADD COLUMN preferred_topology TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 // Any constant: the key of the advisory lock migrations run under.

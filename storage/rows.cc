@@ -427,6 +427,7 @@ const Table<Allocation>& AllocationsTable() {
            Time("admitted_at_unix_ns", &Allocation::admitted_at),
            Integer("replicas", &Allocation::replicas),
            Text("topology_key", &Allocation::topology_key),
+           Text("preferred_topology", &Allocation::preferred_topology),
            Duration("lease_ns", &Allocation::lease),
            Text("preempted_by", &Allocation::preempted_by)},
           Columns<Allocation>(

@@ -13,6 +13,7 @@ MatchSpec SpecOf(const Allocation& a) {
   spec.selector = LabelSelector::FromMap(a.node_selector);
   spec.replicas = a.replicas;
   spec.topology_key = a.topology_key;
+  spec.preferred_topology = a.preferred_topology;
   spec.pod_resources = a.pod_resources;
   spec.share = a.share;
   return spec;

@@ -45,7 +45,8 @@ std::string ShapeOf(const Allocation& p) {
   return absl::StrCat(static_cast<int>(p.device_class), "|",
                       absl::StrJoin(p.requested_models, ","), "|", p.partition,
                       "|", p.count, "x", p.replicas, "|", p.topology_key, "|",
-                      lease_bucket, "|", selector, "|", pod, "|", share);
+                      p.preferred_topology, "|", lease_bucket, "|", selector,
+                      "|", pod, "|", share);
 }
 
 void Queue::Add(const Allocation& pending) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/base/field_error.h"
 #include "core/base/labels.h"
 #include "core/base/status_macros.h"
@@ -133,6 +134,16 @@ absl::Status ValidateShare(
                                      ": a share is one pod on one GPU; a gang "
                                      "of shares is not supported"));
   }
+  for (const auto& [field, value] :
+       {std::pair<const char*, const std::string*>{"required_topology",
+                                                   &req.required_topology},
+        {"preferred_topology", &req.preferred_topology}}) {
+    if (!value->empty()) {
+      return InvalidField(field, absl::StrCat("\"", *value,
+                                              "\": a share is one pod on one "
+                                              "GPU, with no groups to place"));
+    }
+  }
   if (!spec.topology_key.empty()) {
     return InvalidField(
         "topology_key",
@@ -159,6 +170,23 @@ absl::Status ValidateShare(
   return absl::OkStatus();
 }
 
+// The index of `level` (the value of request field `field`) in `levels`;
+// -1 for none given. INVALID_ARGUMENT naming the field for one not there.
+absl::StatusOr<int> LevelOf(const std::vector<std::string>& levels,
+                            const std::string& level, const char* field) {
+  if (level.empty()) return -1;
+  auto it = std::find(levels.begin(), levels.end(), level);
+  if (it != levels.end()) return static_cast<int>(it - levels.begin());
+  return InvalidField(
+      field, absl::StrCat("\"", absl::CHexEscape(level), "\" is not ",
+                          levels.empty()
+                              ? "a topology level: the server has no "
+                                "--topology_levels"
+                              : absl::StrCat("one of the server's "
+                                             "--topology_levels (",
+                                             absl::StrJoin(levels, ","), ")")));
+}
+
 }  // namespace
 
 absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field) {
@@ -176,7 +204,7 @@ absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field) {
 
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AcceleratorTypeSet& types, const AllocationRequest& req,
-    absl::Duration max_lease) {
+    absl::Duration max_lease, const std::vector<std::string>& topology_levels) {
   RETURN_IF_ERROR(ValidateId(req.request_id, "request_id"));
   const int device_class = static_cast<int>(req.device_class);
   if (device_class < 0 || device_class > kMaxDeviceClass) {
@@ -275,6 +303,38 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
                                      "\" is not a Kubernetes label key"));
   }
   spec.topology_key = req.topology_key;
+  ASSIGN_OR_RETURN(int required, LevelOf(topology_levels, req.required_topology,
+                                         "required_topology"));
+  ASSIGN_OR_RETURN(
+      const int preferred,
+      LevelOf(topology_levels, req.preferred_topology, "preferred_topology"));
+  if (!req.required_topology.empty()) {
+    if (!req.topology_key.empty() &&
+        req.topology_key != req.required_topology) {
+      return InvalidField(
+          "required_topology",
+          absl::StrCat("\"", req.required_topology,
+                       "\" differs from topology_key \"",
+                       absl::CHexEscape(req.topology_key),
+                       "\"; give one of them, or both the same"));
+    }
+    spec.topology_key = req.required_topology;
+  } else if (auto level = std::find(topology_levels.begin(),
+                                    topology_levels.end(), req.topology_key);
+             !req.topology_key.empty() && level != topology_levels.end()) {
+    // A topology_key that names a level requires it as well.
+    required = static_cast<int>(level - topology_levels.begin());
+  }
+  if (preferred >= 0 && required >= 0 && preferred <= required) {
+    return InvalidField(
+        "preferred_topology",
+        absl::StrCat("\"", req.preferred_topology,
+                     "\" is not narrower than the required level \"",
+                     spec.topology_key, "\" in --topology_levels (",
+                     absl::StrJoin(topology_levels, ","),
+                     "): every group is in one domain of it already"));
+  }
+  spec.preferred_topology = req.preferred_topology;
   if (req.lease < absl::ZeroDuration() || req.lease > max_lease) {
     return InvalidField(
         "lease",

@@ -38,10 +38,16 @@ absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field);
 // outside NodeResources' limits (node_resources.h: CheckNodeResources), a
 // share outside GpuShare's limits (gpu_share.h: CheckGpuShare), of another
 // class than NVIDIA_GPU, with a partition_size, a count or replicas above 1,
-// or with memory_bytes above the memory every requested model states.
+// or with memory_bytes above the memory every requested model states; a
+// required_topology or preferred_topology that is not one of
+// `topology_levels` (the server's, widest first), a preferred_topology not
+// narrower than the required one, a required_topology with a different
+// topology_key, or either on a share. The spec's topology_key is the
+// required_topology when one is given.
 absl::StatusOr<MatchSpec> ValidateAllocationRequest(
     const AcceleratorTypeSet& types, const AllocationRequest& request,
-    absl::Duration max_lease);
+    absl::Duration max_lease,
+    const std::vector<std::string>& topology_levels = {});
 
 }  // namespace accelsched
 

@@ -46,8 +46,12 @@ struct MatchSpec {
   LabelSelector selector;
   // A gang: this many groups, each on its own node (MatchGang).
   int replicas = 1;
-  // With replicas: every group on nodes sharing one value of this label.
+  // With replicas: every group on nodes sharing one value of this label (a
+  // request's topology_key, or its required_topology).
   std::string topology_key;
+  // With replicas: a node label whose domains the groups take as few of as
+  // can hold them (MatchGang); "" none.
+  std::string preferred_topology;
   // What each group's pod needs on its node (every host of a multi-host
   // slice), normalised (NormalizedPodNeed); nullopt: not limited.
   std::optional<NodeResources> pod_resources;
@@ -185,13 +189,26 @@ const Unit* MatchShare(const CapacityIndex& index, const NodeMap& nodes,
 // share one value of that label): the groups, or nullopt when the whole gang
 // does not fit now. Within a pool, the domain whose free units left over
 // would be fewest wins (least stranded capacity), then its name; within the
-// domain, the nodes with the fewest free units that fit. Pools are tried as
-// Match orders them, and the fewest left over across them wins ("left
-// over": free units on the domain's nodes that could take a group, after
-// the gang). O(nodes with enough free units) per pool.
+// domain, the nodes with the fewest free units that fit. With
+// spec.preferred_topology, a domain first takes as few domains of that label
+// as can hold the gang (a node without the label is a domain of its own):
+// the largest while none of the rest holds what remains, then the smallest
+// that does (Kueue's TAS), the nodes with the fewest free units in each; a
+// domain needing fewer of them wins, then the fewest left over on the nodes
+// of those it takes. Pools are tried as Match orders them, and the same
+// rule picks across them ("left over": free units on the nodes that could
+// take a group, after the gang). O(nodes with enough free units) per pool.
 std::optional<std::vector<std::vector<const Unit*>>> MatchGang(
     const CapacityIndex& index, const NodeMap& nodes, const MatchSpec& spec,
     const EligibilityRules& rules);
+
+// For a gang with spec.topology_key: FAILED_PRECONDITION naming that level
+// when no domain of it has spec.replicas nodes that could ever hold a group
+// (spec.count units of one of its pools, allocated or not, on a node its
+// selector matches), with the largest domain's name and size. OK for any
+// other request. O(nodes of its pools).
+absl::Status CheckGangDomains(const CapacityIndex& index, const NodeMap& nodes,
+                              const MatchSpec& spec);
 
 // A candidate placement as kFragmentation weighs it.
 struct RankedPlacement {

@@ -68,6 +68,11 @@ struct AllocationRequest {
   int replicas = 0;
   // With replicas: every group on nodes sharing one value of this label.
   std::string topology_key;
+  // With replicas, levels of the server's --topology_levels (node labels):
+  // every group inside one domain of `required_topology` (as topology_key),
+  // and in as few domains of `preferred_topology` as can hold them.
+  std::string required_topology;
+  std::string preferred_topology;
   // What each group's pod needs on its node besides accelerators; nullopt:
   // not accounted.
   std::optional<NodeResources> pod_resources;
@@ -140,11 +145,13 @@ struct Allocation {
   // model, and for allocations stored before they were kept (SQLite schema
   // 7, PostgreSQL schema 3).
   std::vector<std::string> device_spellings;
-  std::string model;      // canonical: the model of the allocated devices
-  std::string partition;  // "" whole device; MIG profile; TPU topology
-  int count = 1;          // units per group (per node)
-  int replicas = 1;       // groups, each on its own node
-  std::string topology_key;
+  std::string model;         // canonical: the model of the allocated devices
+  std::string partition;     // "" whole device; MIG profile; TPU topology
+  int count = 1;             // units per group (per node)
+  int replicas = 1;          // groups, each on its own node
+  std::string topology_key;  // the request's, or its required_topology
+  // The request's preferred_topology ("" none).
+  std::string preferred_topology;
   // As the request gave them: a PENDING allocation is matched with them when
   // it is admitted.
   Labels node_selector;

@@ -157,6 +157,7 @@ void Scheduler::Complete(absl::StatusOr<Queued<bool>> queued,
 
 absl::Status Scheduler::CheckSatisfiableLocked(const MatchSpec& spec) const {
   absl::Status s = CheckSatisfiable(catalog_.index(), spec);
+  if (s.ok()) s = CheckGangDomains(catalog_.index(), catalog_.nodes(), spec);
   if (!s.ok() && RelayoutCouldServe(catalog_, *accelerator_types(), spec)) {
     return absl::OkStatus();
   }
@@ -235,6 +236,7 @@ Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
   a.count = spec.count;
   a.replicas = spec.replicas;
   a.topology_key = spec.topology_key;
+  a.preferred_topology = spec.preferred_topology;
   a.node_selector = request.node_selector;
   a.lease = request.lease;
   a.unpartitioned = request.partition_kind == PartitionKind::kUnpartitioned;
@@ -255,6 +257,7 @@ bool SameRequest(const Allocation& e, const Allocation& retry) {
          e.partition == retry.partition && e.count == retry.count &&
          e.unpartitioned == retry.unpartitioned &&
          e.replicas == retry.replicas && e.topology_key == retry.topology_key &&
+         e.preferred_topology == retry.preferred_topology &&
          e.pod_resources == retry.pod_resources && e.share == retry.share;
 }
 
@@ -309,9 +312,10 @@ void Scheduler::Allocate(const AllocationRequest& request,
 
 absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
     const AllocationRequest& request) {
-  ASSIGN_OR_RETURN(MatchSpec spec,
-                   ValidateAllocationRequest(*accelerator_types(), request,
-                                             options_.max_lease));
+  ASSIGN_OR_RETURN(
+      MatchSpec spec,
+      ValidateAllocationRequest(*accelerator_types(), request,
+                                options_.max_lease, options_.topology_levels));
   // Expiries queued on the way commit before this call's write (in queue
   // order); the flush after the lock is released sees to them on every path.
   std::shared_ptr<GroupCommitter::Ticket> ticket;
@@ -330,8 +334,8 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
             e.id, " for ", e.count, " x ",
             RequestUnitName(e.device_class, e.requested_models, e.partition),
             e.replicas > 1 ? absl::StrCat(" x ", e.replicas, " replicas") : "",
-            "; a retry must ask for the same accelerator, count, "
-            "pod_resources and share"));
+            "; a retry must ask for the same accelerator, count, replicas, "
+            "topology, pod_resources and share"));
       }
       // A retry: the same allocation, once it is durable. A pending one's
       // retry keeps its place alive (written when a tenth of the pending
@@ -538,9 +542,10 @@ absl::StatusOr<AllocationPage> Scheduler::ListAllocations(
 
 absl::StatusOr<ExplainResult> Scheduler::Explain(
     const AllocationRequest& request) const {
-  ASSIGN_OR_RETURN(MatchSpec spec,
-                   ValidateAllocationRequest(*accelerator_types(), request,
-                                             options_.max_lease));
+  ASSIGN_OR_RETURN(
+      MatchSpec spec,
+      ValidateAllocationRequest(*accelerator_types(), request,
+                                options_.max_lease, options_.topology_levels));
   ExplainResult result;
   absl::ReaderMutexLock lock(&mu_);
   const absl::Time now = clock_->Now();

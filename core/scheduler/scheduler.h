@@ -71,6 +71,9 @@ class Scheduler {
   struct Options {
     absl::Duration default_lease = absl::Hours(1);
     absl::Duration max_lease = absl::Hours(24 * 30);
+    // Node labels naming topology domains, widest first (--topology_levels):
+    // what a request's required_topology and preferred_topology may name.
+    std::vector<std::string> topology_levels;
     // Nodes silent for longer get no new allocations; zero disables the check.
     absl::Duration heartbeat_timeout = absl::Minutes(5);
     // Ended allocations stay readable this long, then are forgotten.
@@ -368,7 +371,8 @@ class Scheduler {
   std::shared_ptr<GroupCommitter::Ticket> EnqueueLocked(Allocation a,
                                                         absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `a` with its queue position and reason when PENDING. The position comes
+  // `a` with its queue position, reason and estimated start when PENDING
+  // (ReservationState::starts, never before now). The position comes
   // from the last order computed unless `may_compute` (and that is stale):
   // writers, which hold mu_ exclusively, do not sort the queue.
   Allocation WithQueueFields(Allocation a, bool may_compute = true) const

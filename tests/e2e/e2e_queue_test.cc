@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -476,6 +477,61 @@ TEST_F(E2eQueueTest, ABadTenantsFileStopsStartUpNamingTheLine) {
   EXPECT_THAT(output, HasSubstr(absl::StrCat(tenants,
                                              ":3: tenants[1] (b): "
                                              "quotas[0].model")));
+}
+
+// Topology levels through the real server: the README's worked example. A
+// gang of 4 that must stay in one block and prefers one rack takes r1 whole
+// and r3, not r2; a rack could never hold it; a level the server was not
+// given is refused by name; a bad --topology_levels stops start-up.
+TEST_F(E2eQueueTest, AGangTakesTheFewestRacksOfOneBlock) {
+  ASSERT_TRUE(StartServer({"--topology_levels=block,rack"}));
+  for (const auto& [block, rack, n] :
+       std::vector<std::tuple<std::string, std::string, int>>{
+           {"b1", "r1", 3},
+           {"b1", "r2", 2},
+           {"b1", "r3", 1},
+           {"b2", "r4", 3}}) {
+    for (int i = 0; i < n; ++i) {
+      v1::Node node = T4Node(absl::StrCat(rack, "-", i), 8, rack);
+      (*node.mutable_labels())["block"] = block;
+      ASSERT_TRUE(Register(node).ok());
+    }
+  }
+  v1::AllocateRequest gang = Queued("train-1", 8);
+  gang.set_replicas(4);
+  gang.set_required_topology("block");
+  gang.set_preferred_topology("rack");
+  const v1::Allocation a = Must(gang);
+  ASSERT_EQ(a.state(), v1::ACTIVE);
+  std::set<std::string> hosts;
+  for (const v1::AllocatedDevice& d : a.devices()) hosts.insert(d.node());
+  EXPECT_THAT(hosts, ElementsAre("r1-0", "r1-1", "r1-2", "r3-0"));
+  v1::AllocateRequest rack = gang;
+  rack.set_request_id("train-2");
+  rack.set_required_topology("rack");
+  rack.clear_preferred_topology();
+  v1::Allocation refused;
+  grpc::Status s = Allocate(rack, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("no domain of topology level rack could ever hold 4 "
+                        "groups of 8 nvidia-tesla-t4 devices: the largest, "
+                        "rack=r1, has 3 nodes that could"));
+  rack.set_required_topology("zone");
+  s = Allocate(rack, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("required_topology \"zone\" is not one of the "
+                        "server's --topology_levels (block,rack)"));
+  std::string output;
+  EXPECT_EQ(
+      ServerProcess::RunToExit(
+          {"--db=" + db_ + "-2", "--listen=127.0.0.1:0",
+           "--metrics_listen=127.0.0.1:0", "--topology_levels=rack,Bad Label"},
+          &output),
+      1);
+  EXPECT_THAT(output, HasSubstr("--topology_levels: \"Bad Label\" is not a "
+                                "Kubernetes label key"));
 }
 
 }  // namespace

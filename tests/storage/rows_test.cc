@@ -132,7 +132,7 @@ TEST(RowsTest, WritesDifferOnlyInParameters) {
   EXPECT_EQ(sqlite.param_counts, postgres.param_counts);
 }
 
-// Each statement gets exactly the parameters it names: an allocation's 29
+// Each statement gets exactly the parameters it names: an allocation's 30
 // columns, a device's 12, and so on.
 TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
   const RecordingWriter w = Writes(SqlDialect::kSqlite);
@@ -146,7 +146,7 @@ TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
     }
     EXPECT_EQ(w.param_counts[i], highest) << w.statements[i];
   }
-  EXPECT_THAT(w.statements, Contains(HasSubstr("?29)")));
+  EXPECT_THAT(w.statements, Contains(HasSubstr("?30)")));
 }
 
 // `n` parameters of the first statement `m` writes, the last of them `after`

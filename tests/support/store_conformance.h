@@ -166,6 +166,7 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
   a.admitted_at = a.created_at + absl::Seconds(42);
   a.replicas = 3;
   a.topology_key = "example.com/rack";
+  a.preferred_topology = "example.com/nvlink-domain";
   a.node_selector = {{"pool", "a"}, {"zone", "z1"}};
   a.lease = absl::Minutes(90);
   // Not in node-name order: the order given is kept.

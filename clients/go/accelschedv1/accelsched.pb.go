@@ -1693,6 +1693,17 @@ type AllocateRequest struct {
 	// label (a rack, an NVLink domain); the domain that leaves the least free
 	// capacity stranded is chosen.
 	TopologyKey string `protobuf:"bytes,10,opt,name=topology_key,json=topologyKey,proto3" json:"topology_key,omitempty"`
+	// With replicas: a level of the server's --topology_levels (a node label);
+	// every group inside one domain of it (as topology_key, which may be left
+	// empty or give the same label). FAILED_PRECONDITION naming the level when
+	// no domain could ever hold every group. A single group is one node: it
+	// is checked as a level and has no other effect.
+	RequiredTopology string `protobuf:"bytes,13,opt,name=required_topology,json=requiredTopology,proto3" json:"required_topology,omitempty"`
+	// With replicas: a level of --topology_levels narrower than the required
+	// one (required_topology, or a topology_key that is a level); the groups
+	// take as few domains of it as can hold them, never a refusal for it. A
+	// domain is named by its label's value alone.
+	PreferredTopology string `protobuf:"bytes,14,opt,name=preferred_topology,json=preferredTopology,proto3" json:"preferred_topology,omitempty"`
 	// Further models that will do as well as accelerator.device (any spelling
 	// the accelerator-type registry knows), e.g. ["A100 80G", "H100"]: all of
 	// one device class, each with the requested partition. The server picks by
@@ -1815,6 +1826,20 @@ func (x *AllocateRequest) GetTopologyKey() string {
 	return ""
 }
 
+func (x *AllocateRequest) GetRequiredTopology() string {
+	if x != nil {
+		return x.RequiredTopology
+	}
+	return ""
+}
+
+func (x *AllocateRequest) GetPreferredTopology() string {
+	if x != nil {
+		return x.PreferredTopology
+	}
+	return ""
+}
+
 func (x *AllocateRequest) GetAlternativeDevices() []string {
 	if x != nil {
 		return x.AlternativeDevices
@@ -1881,8 +1906,8 @@ type Allocation struct {
 	// (the latest start of the nodes held for it, its preempted victims' grace
 	// ends, or now for a MIG re-layout under way for it); never before the
 	// reply. Unset when they say nothing: a request that holds no reservation
-	// (not the first of its pool to wait, or blocked by quota). Not a promise:
-	// README, "Start-time estimates".
+	// (not the first of its pool to wait, or blocked by quota with nothing in
+	// its grace for it). Not a promise: README, "Start-time estimates".
 	EstimatedStart *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=estimated_start,json=estimatedStart,proto3" json:"estimated_start,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -3613,7 +3638,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x12free_compute_milli\x18\b \x01(\x03R\x10freeComputeMilli\x12*\n" +
 	"\x11free_memory_bytes\x18\t \x01(\x03R\x0ffreeMemoryBytes\"M\n" +
 	"\x13GetCapacityResponse\x126\n" +
-	"\aentries\x18\x01 \x03(\v2\x1c.accelsched.v1.CapacityEntryR\aentries\"\xa0\x05\n" +
+	"\aentries\x18\x01 \x03(\v2\x1c.accelsched.v1.CapacityEntryR\aentries\"\xfc\x05\n" +
 	"\x0fAllocateRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12<\n" +
@@ -3626,7 +3651,9 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x05queue\x18\b \x01(\bR\x05queue\x12\x1a\n" +
 	"\breplicas\x18\t \x01(\x05R\breplicas\x12!\n" +
 	"\ftopology_key\x18\n" +
-	" \x01(\tR\vtopologyKey\x12/\n" +
+	" \x01(\tR\vtopologyKey\x12+\n" +
+	"\x11required_topology\x18\r \x01(\tR\x10requiredTopology\x12-\n" +
+	"\x12preferred_topology\x18\x0e \x01(\tR\x11preferredTopology\x12/\n" +
 	"\x13alternative_devices\x18\v \x03(\tR\x12alternativeDevices\x12%\n" +
 	"\x0econtainer_name\x18\x14 \x01(\tR\rcontainerName\x12A\n" +
 	"\rpod_resources\x18\x0f \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\x12-\n" +

@@ -47,6 +47,30 @@ Node Healthy(const std::string& name) {
   return n;
 }
 
+const PoolKey kTpu2x2x2{DeviceClass::kGoogleTpu, "tpu-v5p-slice", "2x2x2"};
+
+// Four two-host TPU slices, slice-i on a-i (its home) and b-i; the first
+// `cordoned` have their b- host cordoned.
+void AddTwoHostSlices(CapacityIndex& index, NodeMap& nodes, int cordoned) {
+  for (int i = 0; i < 4; ++i) {
+    const std::string home = absl::StrCat("a-", i);
+    const std::string other = absl::StrCat("b-", i);
+    nodes[home] = Healthy(home);
+    nodes[other] = Healthy(other);
+    if (i < cordoned) nodes[other].schedulable = false;
+    const std::string key = TpuUnitKey(absl::StrCat("slice-", i));
+    index.Put(Unit{key,
+                   kTpu2x2x2,
+                   home,
+                   {home, other},
+                   {{home, "chip-a", "", ""}, {other, "chip-b", "", ""}},
+                   "",
+                   0,
+                   true,
+                   ""});
+  }
+}
+
 TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
   CapacityIndex index;
   index.Put(T4("a", "n1", 0));
@@ -493,26 +517,10 @@ TEST(MatchPackingTest, ANodeShortOfCpuForTheMixIsWeighed) {
 // Scoring looks at a slice's home only: when every slice it weighed has
 // another host cordoned, Match still finds the one that fits.
 TEST(MatchPackingTest, ASliceWhoseOtherHostIsCordonedIsPassedOver) {
-  const PoolKey tpu{DeviceClass::kGoogleTpu, "tpu-v5p-slice", "2x2x2"};
+  const PoolKey tpu = kTpu2x2x2;
   CapacityIndex index;
   NodeMap nodes;
-  for (int i = 0; i < 4; ++i) {
-    const std::string home = absl::StrCat("a-", i);
-    const std::string other = absl::StrCat("b-", i);
-    nodes[home] = Healthy(home);
-    nodes[other] = Healthy(other);
-    if (i < 3) nodes[other].schedulable = false;
-    const std::string key = TpuUnitKey(absl::StrCat("slice-", i));
-    index.Put(Unit{key,
-                   tpu,
-                   home,
-                   {home, other},
-                   {{home, "chip-a", "", ""}, {other, "chip-b", "", ""}},
-                   "",
-                   0,
-                   true,
-                   ""});
-  }
+  AddTwoHostSlices(index, nodes, 3);
   EligibilityRules rules = Rules();
   RequestMix mix;
   mix.Add(rules.now, tpu, 1, 0, 0);
@@ -565,6 +573,53 @@ TEST(CapacityIndexTest, HoldersFollowAllocationsPutAndRemove) {
   EXPECT_FALSE(home.holders.contains("x"));
   index.SetAllocation("a", "");
   EXPECT_TRUE(home.holders.empty());
+}
+
+// A gang is chosen from the nodes' eligibility and labels, and units are
+// taken for the chosen ones only: a node whose unit cannot serve after all
+// (another host of its slice cordoned) is left out and the choice made
+// again, here twice, so that the gang lands on the two slices that serve.
+TEST(MatchGangTest, ANodeWhoseUnitsDoNotServeIsLeftOutAndTheChoiceMadeAgain) {
+  const PoolKey tpu = kTpu2x2x2;
+  CapacityIndex index;
+  NodeMap nodes;
+  AddTwoHostSlices(index, nodes, 2);
+  MatchSpec spec = MatchSpec::ForPool(tpu, 1);
+  spec.replicas = 2;
+  std::optional<std::vector<std::vector<const Unit*>>> groups =
+      MatchGang(index, nodes, spec, Rules());
+  ASSERT_TRUE(groups.has_value());
+  std::vector<std::string> homes;
+  for (const auto& group : *groups) homes.push_back(group.front()->home);
+  EXPECT_THAT(homes, ElementsAre("a-2", "a-3"));
+  // With a third group there are not enough slices that serve.
+  spec.replicas = 3;
+  EXPECT_FALSE(MatchGang(index, nodes, spec, Rules()).has_value());
+}
+
+// A node held for another request is not a candidate of a gang.
+TEST(MatchGangTest, ANodeHeldForAnotherIsPassedOver) {
+  CapacityIndex index;
+  NodeMap nodes;
+  for (const char* name : {"n1", "n2", "n3"}) {
+    nodes[name] = Healthy(name);
+    for (int g = 0; g < 2; ++g) {
+      index.Put(T4(absl::StrCat(name, "-gpu", g), name, g));
+    }
+  }
+  Reservations held;
+  held[kT4]["n1"] = Reservation{absl::FromUnixSeconds(2000), "other"};
+  EligibilityRules rules = Rules();
+  rules.reservations = &held;
+  rules.ends_at = absl::FromUnixSeconds(5000);  // past the hold's start
+  MatchSpec spec = MatchSpec::ForPool(kT4, 2);
+  spec.replicas = 2;
+  std::optional<std::vector<std::vector<const Unit*>>> groups =
+      MatchGang(index, nodes, spec, rules);
+  ASSERT_TRUE(groups.has_value());
+  std::vector<std::string> homes;
+  for (const auto& group : *groups) homes.push_back(group.front()->home);
+  EXPECT_THAT(homes, ElementsAre("n2", "n3"));
 }
 
 }  // namespace

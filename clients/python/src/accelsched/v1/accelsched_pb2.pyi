@@ -307,7 +307,7 @@ class GetCapacityResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[CapacityEntry, _Mapping]]] = ...) -> None: ...
 
 class AllocateRequest(_message.Message):
-    __slots__ = ("request_id", "accelerator", "count", "node_selector", "tenant", "priority", "lease", "queue", "replicas", "topology_key", "alternative_devices", "container_name", "pod_resources", "share")
+    __slots__ = ("request_id", "accelerator", "count", "node_selector", "tenant", "priority", "lease", "queue", "replicas", "topology_key", "required_topology", "preferred_topology", "alternative_devices", "container_name", "pod_resources", "share")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -325,6 +325,8 @@ class AllocateRequest(_message.Message):
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_KEY_FIELD_NUMBER: _ClassVar[int]
+    REQUIRED_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     ALTERNATIVE_DEVICES_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
     POD_RESOURCES_FIELD_NUMBER: _ClassVar[int]
@@ -339,11 +341,13 @@ class AllocateRequest(_message.Message):
     queue: bool
     replicas: int
     topology_key: str
+    required_topology: str
+    preferred_topology: str
     alternative_devices: _containers.RepeatedScalarFieldContainer[str]
     container_name: str
     pod_resources: NodeResources
     share: GpuShare
-    def __init__(self, request_id: _Optional[str] = ..., accelerator: _Optional[_Union[Accelerator, _Mapping]] = ..., count: _Optional[int] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tenant: _Optional[str] = ..., priority: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., queue: _Optional[bool] = ..., replicas: _Optional[int] = ..., topology_key: _Optional[str] = ..., alternative_devices: _Optional[_Iterable[str]] = ..., container_name: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ..., share: _Optional[_Union[GpuShare, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., accelerator: _Optional[_Union[Accelerator, _Mapping]] = ..., count: _Optional[int] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tenant: _Optional[str] = ..., priority: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., queue: _Optional[bool] = ..., replicas: _Optional[int] = ..., topology_key: _Optional[str] = ..., required_topology: _Optional[str] = ..., preferred_topology: _Optional[str] = ..., alternative_devices: _Optional[_Iterable[str]] = ..., container_name: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ..., share: _Optional[_Union[GpuShare, _Mapping]] = ...) -> None: ...
 
 class Allocation(_message.Message):
     __slots__ = ("id", "request_id", "state", "node", "devices", "placement", "tenant", "created_at", "expires_at", "placements", "model", "queue_position", "pending_reason", "priority", "admitted_at", "preempted_by", "pod_resources", "estimated_start")
