@@ -157,7 +157,6 @@ void Scheduler::Complete(absl::StatusOr<Queued<bool>> queued,
 
 absl::Status Scheduler::CheckSatisfiableLocked(const MatchSpec& spec) const {
   absl::Status s = CheckSatisfiable(catalog_.index(), spec);
-  if (s.ok()) s = CheckGangDomains(catalog_.index(), catalog_.nodes(), spec);
   if (!s.ok() && RelayoutCouldServe(catalog_, *accelerator_types(), spec)) {
     return absl::OkStatus();
   }
@@ -370,6 +369,13 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       rules.priority = request.priority;
       std::optional<std::vector<std::vector<const Unit*>>> groups;
       if (allowed != nullptr) groups = MatchRequest(ctx, *allowed, rules);
+      // A gang that does not fit now may be one no domain of its level could
+      // ever hold: refused, not queued. Checked only then, as it visits every
+      // node of the request's pools (a gang that fits now passes it).
+      if (!groups.has_value()) {
+        RETURN_IF_ERROR(
+            CheckGangDomains(catalog_.index(), catalog_.nodes(), spec));
+      }
       a.id = book_.NewId(now);
       a.created_at = now;
       if (groups.has_value()) {
@@ -590,6 +596,11 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   std::optional<std::vector<std::vector<const Unit*>>> groups =
       MatchRequest(ctx, *allowed, reserved);
   if (!groups.has_value()) {
+    if (absl::Status domains = CheckGangDomains(index, catalog_.nodes(), spec);
+        !domains.ok()) {
+      absl::StrAppend(&result.explanation.summary, "; ", domains.message());
+      return result;
+    }
     // What a re-layout of idle MIG GPUs would do for it, as admission
     // would plan it: only for a request that waits (queue), not one under
     // way for it already (its pending reason says so), nor one waiting out

@@ -150,6 +150,11 @@ TEST_F(SchedulerTopologyTest, AGangNoDomainCouldEverHoldIsRefused) {
                          "could")));
   EXPECT_THAT(s_.GetAllocation({"", "a"}).status(),
               StatusIs(absl::StatusCode::kNotFound, testing::_));
+  ASSERT_OK_AND_ASSIGN(ExplainResult explained, s_.Explain(r));
+  EXPECT_FALSE(explained.feasible);
+  EXPECT_THAT(explained.explanation.summary,
+              HasSubstr("; no domain of topology level example.com/rack could "
+                        "ever hold 4 groups"));
   // topology_key means the same.
   r.required_topology.clear();
   r.topology_key = kRack;
