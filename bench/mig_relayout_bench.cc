@@ -40,6 +40,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "bench/null_store.h"
+#include "bench/quantile.h"
 #include "config/accelerator_types_file.h"
 #include "core/base/clock.h"
 #include "core/scheduler/scheduler.h"
@@ -83,12 +84,6 @@ Node SmallSlicedNode(const std::string& name, bool relayout) {
     node.devices.push_back(std::move(d));
   }
   return node;
-}
-
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
 }
 
 struct Arrival {

@@ -35,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "bench/null_store.h"
+#include "bench/quantile.h"
 #include "config/accelerator_types_file.h"
 #include "core/base/clock.h"
 #include "core/scheduler/scheduler.h"
@@ -255,12 +256,6 @@ absl::StatusOr<ReplayResult> Replay(Ending ending,
     }
   }
   return result;
-}
-
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
 }
 
 // p50 and p90 of |error|, and the shares later / earlier than a tick.

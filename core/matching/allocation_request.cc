@@ -170,13 +170,20 @@ absl::Status ValidateShare(
   return absl::OkStatus();
 }
 
+// The index of `level` in `levels`; -1 for "" or one not there.
+int IndexOf(const std::vector<std::string>& levels, const std::string& level) {
+  auto it = std::find(levels.begin(), levels.end(), level);
+  return level.empty() || it == levels.end()
+             ? -1
+             : static_cast<int>(it - levels.begin());
+}
+
 // The index of `level` (the value of request field `field`) in `levels`;
 // -1 for none given. INVALID_ARGUMENT naming the field for one not there.
 absl::StatusOr<int> LevelOf(const std::vector<std::string>& levels,
                             const std::string& level, const char* field) {
-  if (level.empty()) return -1;
-  auto it = std::find(levels.begin(), levels.end(), level);
-  if (it != levels.end()) return static_cast<int>(it - levels.begin());
+  const int index = IndexOf(levels, level);
+  if (level.empty() || index >= 0) return index;
   return InvalidField(
       field, absl::StrCat("\"", absl::CHexEscape(level), "\" is not ",
                           levels.empty()
@@ -303,8 +310,9 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
                                      "\" is not a Kubernetes label key"));
   }
   spec.topology_key = req.topology_key;
-  ASSIGN_OR_RETURN(int required, LevelOf(topology_levels, req.required_topology,
-                                         "required_topology"));
+  RETURN_IF_ERROR(
+      LevelOf(topology_levels, req.required_topology, "required_topology")
+          .status());
   ASSIGN_OR_RETURN(
       const int preferred,
       LevelOf(topology_levels, req.preferred_topology, "preferred_topology"));
@@ -319,12 +327,10 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
                        "\"; give one of them, or both the same"));
     }
     spec.topology_key = req.required_topology;
-  } else if (auto level = std::find(topology_levels.begin(),
-                                    topology_levels.end(), req.topology_key);
-             !req.topology_key.empty() && level != topology_levels.end()) {
-    // A topology_key that names a level requires it as well.
-    required = static_cast<int>(level - topology_levels.begin());
   }
+  // The required level: required_topology, or a topology_key that names a
+  // level.
+  const int required = IndexOf(topology_levels, spec.topology_key);
   if (preferred >= 0 && required >= 0 && preferred <= required) {
     return InvalidField(
         "preferred_topology",
