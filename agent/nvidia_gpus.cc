@@ -284,6 +284,8 @@ absl::Status NvidiaGpus::Observe(Observation& out) {
   }
   DrainEvents();
   uuid_of_.clear();
+  std::vector<GpuLinks::Gpu> seen;
+  const size_t first = out.devices.size();  // out may hold other sources'
   for (unsigned int i = 0; i < count; ++i) {
     nvmlDevice_t gpu = nullptr;
     std::string uuid, name;
@@ -297,6 +299,7 @@ absl::Status NvidiaGpus::Observe(Observation& out) {
       continue;  // fallen off the bus, or otherwise unreadable
     }
     uuid_of_[gpu] = uuid;
+    seen.push_back({gpu, uuid});
     WatchEvents(gpu, uuid);
     v1::Device d;
     d.set_id(uuid);
@@ -339,6 +342,16 @@ absl::Status NvidiaGpus::Observe(Observation& out) {
     ReadStats(gpu, whole ? &memory : nullptr, stats);
     if (stats.ByteSizeLong() > 0) out.stats[uuid] = std::move(stats);
     out.devices.push_back(std::move(d));
+  }
+  // After the loop: a GPU's links name the GPUs after it too. Also on a GPU
+  // reported as last read whole, whose links are as current as anyone's.
+  const GpuLinks::LinksByUuid& links = links_.Read(seen);
+  for (size_t k = first; k < out.devices.size(); ++k) {
+    v1::Device& d = out.devices[k];
+    auto it = links.find(d.id());
+    if (it == links.end()) continue;
+    d.clear_links();
+    for (const v1::DeviceLink& link : it->second) *d.add_links() = link;
   }
   return absl::OkStatus();
 }

@@ -23,6 +23,9 @@
 // handle, UUID or name NVML cannot read is left out of the inventory, which
 // the server then drops (or keeps unhealthy while allocated).
 //
+// Links: each GPU's NVLinks and PCIe paths to the others (agent/gpu_links.h),
+// read again only when the set of GPUs changes.
+//
 // Readings: utilization.gpu / 100, memory used, GPU temperature and power of
 // each GPU, and the memory used of each MIG slice. A reading NVML refuses or
 // does not have (utilization on a MIG-enabled GPU) is left unset.
@@ -35,6 +38,7 @@
 #include <set>
 #include <string>
 
+#include "agent/gpu_links.h"
 #include "agent/nvml_library.h"
 #include "agent/observation.h"
 
@@ -87,6 +91,7 @@ class NvidiaGpus final : public DeviceSource {
   std::map<nvmlDevice_t, std::string> uuid_of_;
   // Each GPU's last shape read whole, reported while a read fails.
   std::map<std::string, v1::Device> last_good_;
+  GpuLinks links_{*nvml_};
 };
 
 }  // namespace accelsched::agent

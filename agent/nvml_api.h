@@ -62,6 +62,44 @@ typedef enum nvmlEnableState_enum {
   NVML_FEATURE_ENABLED = 1
 } nvmlEnableState_t;
 
+/* nvml.h 165 and 170, 196-208: a device's PCI address. busId is
+ * "domain:bus:device.function" as nvmlDeviceGetPciInfo_v3 spells it (an
+ * NVLink's remote end is named the same way). */
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
+typedef struct nvmlPciInfo_st {
+  char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+} nvmlPciInfo_t;
+
+/* nvml.h 455: link indexes run from 0 below this; a GPU with fewer links
+ * answers INVALID_ARGUMENT (or NOT_SUPPORTED) past its last. */
+#define NVML_NVLINK_MAX_LINKS 36
+
+/* nvml.h 532-538: what is at the other end of an NVLink. */
+typedef enum nvmlIntNvLinkDeviceType_enum {
+  NVML_NVLINK_DEVICE_TYPE_GPU = 0x00,
+  NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01,
+  NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02,
+  NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF
+} nvmlIntNvLinkDeviceType_t;
+
+/* nvml.h 544-554: the nearest common ancestor of two GPUs on the PCIe tree
+ * (spaced so that levels can be added between them). */
+typedef enum nvmlGpuLevel_enum {
+  NVML_TOPOLOGY_INTERNAL = 0,
+  NVML_TOPOLOGY_SINGLE = 10,
+  NVML_TOPOLOGY_MULTIPLE = 20,
+  NVML_TOPOLOGY_HOSTBRIDGE = 30,
+  NVML_TOPOLOGY_NODE = 40,
+  NVML_TOPOLOGY_SYSTEM = 50
+} nvmlGpuTopologyLevel_t;
+
 /* nvml.h 962-968 */
 typedef enum nvmlTemperatureSensors_enum {
   NVML_TEMPERATURE_GPU = 0,
@@ -178,8 +216,13 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
                                unsigned int length); /* 4784 */
 nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device,
                                 unsigned int* index); /* 4837 */
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(
+    nvmlDevice_t device1, nvmlDevice_t device2,
+    nvmlGpuTopologyLevel_t* pathInfo); /* 5123 */
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
                                unsigned int length); /* 5186 */
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device,
+                                     nvmlPciInfo_t* pci); /* 5471 */
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
                                       nvmlTemperatureSensors_t sensorType,
                                       unsigned int* temp); /* 5958 */
@@ -197,7 +240,15 @@ nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(
 nvmlReturn_t nvmlDeviceGetRemappedRows(
     nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows,
     unsigned int* isPending, unsigned int* failureOccurred); /* 8434 */
-nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);        /* 9882 */
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                      nvmlEnableState_t* isActive); /* 9506 */
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device,
+                                                 unsigned int link,
+                                                 nvmlPciInfo_t* pci); /* 9565 */
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(
+    nvmlDevice_t device, unsigned int link,
+    nvmlIntNvLinkDeviceType_t* pNvLinkDeviceType);    /* 9742 */
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set); /* 9882 */
 nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device,
                                       unsigned long long eventTypes,
                                       nvmlEventSet_t set); /* 9918 */

@@ -70,6 +70,13 @@ absl::StatusOr<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(
   ACCELSCHED_OPTIONAL(nvmlGpuInstanceCreateComputeInstance);
   ACCELSCHED_OPTIONAL(nvmlComputeInstanceDestroy);
   ACCELSCHED_OPTIONAL(nvmlGpuInstanceGetComputeInstances);
+  // GPU links: a hint for placement, never a reason to refuse a driver
+  // (nvmlDeviceGetNvLinkRemoteDeviceType came later than the rest).
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetPciInfo_v3);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetTopologyCommonAncestor);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetNvLinkState);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetNvLinkRemotePciInfo_v2);
+  ACCELSCHED_OPTIONAL(nvmlDeviceGetNvLinkRemoteDeviceType);
 #undef ACCELSCHED_REQUIRE
 #undef ACCELSCHED_OPTIONAL
   if (!missing.ok()) {

@@ -20,7 +20,8 @@ class NvmlLibrary {
   // looks up the functions below and calls nvmlInit_v2. NOT_FOUND naming the
   // path and dlerror() when the library cannot be loaded; UNIMPLEMENTED
   // naming a missing symbol the inventory needs (the functions for readings,
-  // health, events and MIG re-layout may be missing: they are null then);
+  // health, events, MIG re-layout and GPU links may be missing: they are
+  // null then);
   // FAILED_PRECONDITION with NVML's message when initialization fails (no
   // driver loaded, no permission).
   static absl::StatusOr<std::unique_ptr<NvmlLibrary>> Load(
@@ -76,6 +77,12 @@ class NvmlLibrary {
   ACCELSCHED_NVML_FUNCTION(nvmlGpuInstanceCreateComputeInstance);
   ACCELSCHED_NVML_FUNCTION(nvmlComputeInstanceDestroy);
   ACCELSCHED_NVML_FUNCTION(nvmlGpuInstanceGetComputeInstances);
+  // GPU links (agent/gpu_links.h); null in a library without them.
+  ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetPciInfo_v3);
+  ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetTopologyCommonAncestor);
+  ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetNvLinkState);
+  ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetNvLinkRemotePciInfo_v2);
+  ACCELSCHED_NVML_FUNCTION(nvmlDeviceGetNvLinkRemoteDeviceType);
 #undef ACCELSCHED_NVML_FUNCTION
 
  private:

@@ -101,6 +101,16 @@ absl::StatusOr<Node> NodeFromProto(const v1::Node& proto) {
     d.tpu_slice_id = p.tpu_slice_id();
     d.tpu_topology = p.tpu_topology();
     d.sharing = static_cast<GpuSharing>(p.sharing());
+    for (int j = 0; j < p.links_size(); ++j) {
+      const v1::DeviceLink& pl = p.links(j);
+      std::optional<LinkKind> kind = ParseLinkKind(pl.kind());
+      if (!kind.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node.devices[", i, "].links[", j, "].kind \"",
+                         pl.kind(), "\" is not one of ", LinkKindNames()));
+      }
+      d.links.push_back(DeviceLink{pl.peer_device_id(), *kind, pl.count()});
+    }
     node.devices.push_back(std::move(d));
   }
   return node;
@@ -140,6 +150,12 @@ void NodeToProto(const Node& node, v1::Node* proto) {
     p->set_tpu_slice_id(d.tpu_slice_id);
     p->set_tpu_topology(d.tpu_topology);
     p->set_sharing(static_cast<v1::GpuSharing>(d.sharing));
+    for (const DeviceLink& l : d.links) {
+      v1::DeviceLink* pl = p->add_links();
+      pl->set_peer_device_id(l.peer_device_id);
+      pl->set_kind(std::string(LinkKindName(l.kind)));
+      pl->set_count(l.count);
+    }
     if (d.mig_plan.has_value())
       MigPlanToProto(*d.mig_plan, p->mutable_mig_plan());
   }

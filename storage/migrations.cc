@@ -283,6 +283,18 @@ CREATE TABLE mig_plan_slices (
     {13, R"sql(
 ALTER TABLE allocations ADD COLUMN preferred_topology TEXT NOT NULL DEFAULT '';
 )sql"},
+    // GPU links inside a node (Device::links): none for every earlier
+    // device. kind is LinkKind's number.
+    {14, R"sql(
+CREATE TABLE device_links (
+  device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  peer_device_id TEXT NOT NULL,
+  kind INTEGER NOT NULL,
+  link_count INTEGER NOT NULL,
+  PRIMARY KEY (device_id, position)
+);
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

@@ -402,6 +402,20 @@ const Table<MigSlice>& MigPlanSlicesTable() {
   return *table;
 }
 
+// A device's links to the other devices of its node (Device::links), in the
+// order reported. peer_device_id has no foreign key: the peer's row may be
+// written after this one.
+const Table<DeviceLink>& DeviceLinksTable() {
+  static const auto* const table = new Table<DeviceLink>{
+      "device_links",
+      "device_id",
+      {Text("peer_device_id", &DeviceLink::peer_device_id),
+       Integer("kind", &DeviceLink::kind),
+       Integer("link_count", &DeviceLink::count)},
+      /*positioned=*/true};
+  return *table;
+}
+
 const Table<Allocation>& AllocationsTable() {
   static const auto* const table = new Table<Allocation>{
       "allocations", nullptr,
@@ -630,6 +644,7 @@ struct Statements {
       update_device_health;
   std::string select_mig_slices, insert_mig_slice;
   std::string select_mig_plan_slices, insert_mig_plan_slice;
+  std::string select_device_links, insert_device_link;
   std::string select_allocations, insert_allocation, update_allocation,
       delete_allocation;
   std::string select_selectors, insert_selector;
@@ -666,6 +681,8 @@ Statements::Statements(SqlDialect d)
       insert_mig_slice(InsertSql(d, MigSlicesTable())),
       select_mig_plan_slices(SelectSql(d, MigPlanSlicesTable())),
       insert_mig_plan_slice(InsertSql(d, MigPlanSlicesTable())),
+      select_device_links(SelectSql(d, DeviceLinksTable())),
+      insert_device_link(InsertSql(d, DeviceLinksTable())),
       select_allocations(SelectSql(d, AllocationsTable())),
       insert_allocation(InsertSql(d, AllocationsTable())),
       update_allocation(UpdateSql(
@@ -755,6 +772,10 @@ absl::Status WriteDevices(const Statements& sql, const Node& node,
     for (size_t j = 0; j < d.mig_slices.size(); ++j) {
       RETURN_IF_ERROR(Run(db, sql.insert_mig_slice,
                           RowOf(MigSlicesTable(), d.mig_slices[j], d.id, j)));
+    }
+    for (size_t j = 0; j < d.links.size(); ++j) {
+      RETURN_IF_ERROR(Run(db, sql.insert_device_link,
+                          RowOf(DeviceLinksTable(), d.links[j], d.id, j)));
     }
     if (d.mig_plan.has_value()) {
       const std::vector<MigSlice>& plan = d.mig_plan->slices;
@@ -908,6 +929,14 @@ absl::StatusOr<std::vector<Node>> LoadNodeRows(RowSource& db) {
         plan_slices[row.Text(0)].push_back(std::move(slice));
         return absl::OkStatus();
       }));
+  std::map<std::string, std::vector<DeviceLink>> links;
+  RETURN_IF_ERROR(
+      db.Query(sql.select_device_links, [&](RowReader& row) -> absl::Status {
+        DeviceLink link;
+        RETURN_IF_ERROR(ReadRow(DeviceLinksTable(), row, link));
+        links[row.Text(0)].push_back(std::move(link));
+        return absl::OkStatus();
+      }));
   RETURN_IF_ERROR(
       db.Query(sql.select_devices, [&](RowReader& row) -> absl::Status {
         Device d;
@@ -918,6 +947,9 @@ absl::StatusOr<std::vector<Node>> LoadNodeRows(RowSource& db) {
         if (auto it = plan_slices.find(d.id);
             it != plan_slices.end() && d.mig_plan.has_value()) {
           d.mig_plan->slices = std::move(it->second);
+        }
+        if (auto it = links.find(d.id); it != links.end()) {
+          d.links = std::move(it->second);
         }
         nodes[row.Text(0)].devices.push_back(std::move(d));
         return absl::OkStatus();

@@ -1,6 +1,7 @@
 #include "core/catalog/node_validation.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -159,6 +160,50 @@ absl::Status ValidateTpuSlicesOnNode(const AcceleratorTypeSet& types,
   return absl::OkStatus();
 }
 
+// Each link names another device of `node` (by the id it has there), a
+// count only for NVLinks, and at most once per peer and kind.
+absl::Status ValidateLinks(const Node& node) {
+  absl::flat_hash_set<absl::string_view> devices;
+  for (const Device& d : node.devices) devices.insert(d.id);
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    const Device& d = node.devices[i];
+    absl::flat_hash_set<std::pair<absl::string_view, LinkKind>> seen;
+    for (size_t j = 0; j < d.links.size(); ++j) {
+      const DeviceLink& l = d.links[j];
+      const std::string field =
+          absl::StrCat("node.devices[", i, "].links[", j, "]");
+      if (l.peer_device_id == d.id) {
+        return InvalidField(
+            absl::StrCat(field, ".peer_device_id"),
+            absl::StrCat("\"", l.peer_device_id, "\" is the device itself"));
+      }
+      if (!devices.contains(l.peer_device_id)) {
+        return InvalidField(absl::StrCat(field, ".peer_device_id"),
+                            absl::StrCat("\"", l.peer_device_id,
+                                         "\" is not a device of this node"));
+      }
+      if (l.kind == LinkKind::kNvlink &&
+          (l.count < 1 || l.count > kMaxNvlinksPerLink)) {
+        return InvalidField(absl::StrCat(field, ".count"),
+                            absl::StrCat(l.count, " is not 1 to ",
+                                         kMaxNvlinksPerLink, " for NVLINK"));
+      }
+      if (l.kind != LinkKind::kNvlink && l.count != 0) {
+        return InvalidField(
+            absl::StrCat(field, ".count"),
+            absl::StrCat(l.count, " must be 0 for ", LinkKindName(l.kind),
+                         ": only NVLINK links are counted"));
+      }
+      if (!seen.insert({l.peer_device_id, l.kind}).second) {
+        return InvalidField(
+            field, absl::StrCat("repeats the ", LinkKindName(l.kind),
+                                " link to \"", l.peer_device_id, "\""));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateDeviceGeometry(const AcceleratorType& model,
@@ -243,7 +288,8 @@ absl::Status NormalizeAndValidateNode(const AcceleratorTypeSet& types,
       }
     }
   }
-  return ValidateTpuSlicesOnNode(types, node);
+  RETURN_IF_ERROR(ValidateTpuSlicesOnNode(types, node));
+  return ValidateLinks(node);
 }
 
 }  // namespace accelsched

@@ -16,6 +16,9 @@ namespace accelsched {
 inline constexpr size_t kMaxIdLength = 128;
 inline constexpr size_t kMaxDevicesPerNode = 1024;
 inline constexpr size_t kMaxLabelsPerNode = 256;
+// The most NVLinks one DeviceLink may count: NVML_NVLINK_MAX_LINKS is 36
+// (go-nvml gen/nvml/nvml.h @2f9e261, line 455); room is left for growth.
+inline constexpr int kMaxNvlinksPerLink = 64;
 
 // INVALID_ARGUMENT naming `field` unless `name` is a Kubernetes node name
 // (lower-case DNS subdomain of at most 253 characters).
@@ -37,7 +40,9 @@ absl::Status ValidateDeviceGeometry(const AcceleratorType& model,
 
 // Checks `node` against `types` and fills in each device's canonical_model
 // and device_class from it. Errors are INVALID_ARGUMENT naming the field
-// ("node.devices[3].mig_slices[1].start").
+// ("node.devices[3].mig_slices[1].start"). Each device's links must name
+// another device of the node, count 1..kMaxNvlinksPerLink NVLinks for NVLINK
+// and 0 for the other kinds, and name a peer at most once per kind.
 absl::Status NormalizeAndValidateNode(const AcceleratorTypeSet& types,
                                       Node& node);
 

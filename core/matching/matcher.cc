@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/matching/linked_set.h"
 
 static_assert(accelsched::kUnaccountedCpu == accelsched::kUnlimited &&
               accelsched::kUnaccountedMemory == accelsched::kUnlimited);
@@ -166,7 +167,26 @@ struct Scored {
   PlacementScore score;
 };
 
-// `count` eligible free units of `home` in best-fit order, or nullopt.
+// Whether any whole device of `node` reports links to another.
+bool HasLinks(const Node* node) {
+  if (node == nullptr) return false;
+  return std::any_of(node->devices.begin(), node->devices.end(),
+                     [](const Device& d) { return !d.links.empty(); });
+}
+
+// The ids of `units`' devices (whole devices: one each).
+std::vector<absl::string_view> DeviceIds(
+    const std::vector<const Unit*>& units) {
+  std::vector<absl::string_view> ids;
+  ids.reserve(units.size());
+  for (const Unit* u : units) ids.push_back(u->key);
+  return ids;
+}
+
+// `count` eligible free units of `home`, or nullopt: of whole devices on a
+// node that reports links, the best-linked set (ChooseLinkedSet, among the
+// first kMaxLinkedCandidates in best-fit order); otherwise the first in
+// best-fit order.
 std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
                                                 const NodeMap& nodes,
                                                 const Candidate& c,
@@ -176,12 +196,26 @@ std::optional<std::vector<const Unit*>> UnitsIn(const CapacityIndex& index,
   // Every unit spans its home, so an ineligible home rules them all out.
   if (!HomeEligible(index, nodes, c, home, spec, rules)) return std::nullopt;
   const CapacityIndex::Pool& pool = *c.pool;
-  std::vector<const Unit*> chosen;
+  const Node* node = FindNode(nodes, home);
+  const bool linked = c.key->partition.empty() && HasLinks(node);
+  const int enough =
+      linked ? std::max(spec.count, kMaxLinkedCandidates) : spec.count;
+  std::vector<const Unit*> eligible;
   for (const Unit* u : FreeUnitsBestFit(index, pool.homes.find(home)->second)) {
-    if (static_cast<int>(chosen.size()) == spec.count) break;
-    if (HostsEligible(index, *u, nodes, spec, rules)) chosen.push_back(u);
+    if (static_cast<int>(eligible.size()) == enough) break;
+    if (HostsEligible(index, *u, nodes, spec, rules)) eligible.push_back(u);
   }
-  if (static_cast<int>(chosen.size()) < spec.count) return std::nullopt;
+  if (static_cast<int>(eligible.size()) < spec.count) return std::nullopt;
+  if (static_cast<int>(eligible.size()) == spec.count) return eligible;
+  const LinkGraph graph(*node, DeviceIds(eligible));
+  if (graph.empty()) {
+    eligible.resize(spec.count);
+    return eligible;
+  }
+  std::vector<const Unit*> chosen;
+  for (int i : ChooseLinkedSet(graph, spec.count).members) {
+    chosen.push_back(eligible[i]);
+  }
   return chosen;
 }
 
@@ -860,6 +894,46 @@ absl::Status CheckGangDomains(const CapacityIndex& index, const NodeMap& nodes,
                 : absl::StrCat(": the largest, ", spec.topology_key, "=",
                                widest, ", has ", most, " node",
                                most == 1 ? "" : "s", " that could")));
+}
+
+std::string DescribeLinkChoice(const CapacityIndex& index, const NodeMap& nodes,
+                               const std::vector<const Unit*>& group) {
+  if (group.empty() || !group[0]->pool.partition.empty()) return "";
+  const Node* node = FindNode(nodes, group[0]->home);
+  if (!HasLinks(node)) return "";
+  int free = 0;
+  if (auto pool = index.pools().find(group[0]->pool);
+      pool != index.pools().end()) {
+    if (auto home = pool->second.homes.find(group[0]->home);
+        home != pool->second.homes.end()) {
+      for (const std::string& key : home->second.units) {
+        const Unit* u = index.Find(key);
+        if (u != nullptr && u->free()) ++free;
+      }
+    }
+  }
+  std::vector<int> numbers;
+  for (const Unit* u : group) numbers.push_back(u->order);
+  const std::string gpus =
+      absl::StrCat(group.size() == 1 ? "GPU " : "GPUs ",
+                   absl::StrJoin(numbers, ", "), " of ", node->name);
+  const int taken = static_cast<int>(group.size());
+  if (taken == 1) {
+    return free > 1 ? absl::StrCat(gpus, ": of its ", free,
+                                   " free GPUs, the one that leaves the "
+                                   "others best linked")
+                    : absl::StrCat(gpus, ": its only free GPU");
+  }
+  const LinkedSet set = AsLinkedSet(LinkGraph(*node, DeviceIds(group)));
+  std::string links(PairTierPhrase(set.tier));
+  if (set.nvlinks > 0) {
+    absl::StrAppend(&links, ", ", set.nvlinks, " NVLinks among them");
+  }
+  if (free <= taken) {
+    return absl::StrCat(gpus, " (", links, "): all its free GPUs");
+  }
+  return absl::StrCat(gpus, " (", links, "): the best-linked ", taken,
+                      " of its ", free, " free GPUs");
 }
 
 Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,

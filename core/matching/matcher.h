@@ -250,6 +250,13 @@ struct Explanation {
 Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
                          const MatchSpec& spec, const EligibilityRules& rules);
 
+// For Explain: which GPUs `group` (one group of a match, whole devices on
+// one node) takes and why, when its node reports links ("GPUs 0, 2 of n1
+// (all NVLinked, 8 NVLinks among them): the best-linked 2 of its 6 free
+// GPUs"); empty otherwise. O(free units of its node + its links).
+std::string DescribeLinkChoice(const CapacityIndex& index, const NodeMap& nodes,
+                               const std::vector<const Unit*>& group);
+
 // A human name for a pool's unit: "nvidia-tesla-t4 device", "1g.10gb slice",
 // "tpu-v5p-slice 2x2x2 slice".
 std::string UnitName(const PoolKey& pool);

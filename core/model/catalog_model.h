@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "core/base/labels.h"
 #include "core/model/device_class.h"
+#include "core/model/device_link.h"
 #include "core/model/gpu_share.h"
 #include "core/model/node_resources.h"
 
@@ -65,6 +66,10 @@ struct Device {
   // Its slices planned away are not allocatable while it stands. Kept by
   // the catalog across re-registrations, never set by clients.
   std::optional<MigPlan> mig_plan;
+  // How it reaches the node's other GPUs (at most one link per peer and
+  // kind, each peer another device of the node: NormalizeAndValidateNode);
+  // empty when unknown.
+  std::vector<DeviceLink> links;
   // The generation of the last plan made for this GPU (0: none yet), kept
   // after its plan ends: the scheduler issues generations above every one
   // stored.

@@ -638,6 +638,12 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   result.feasible = true;
   result.would_allocate = Requested(request, spec);
   Assign(result.would_allocate, *groups);
+  for (const std::vector<const Unit*>& group : *groups) {
+    if (std::string links = DescribeLinkChoice(index, catalog_.nodes(), group);
+        !links.empty()) {
+      absl::StrAppend(&result.explanation.summary, "; ", links);
+    }
+  }
   return result;
 }
 

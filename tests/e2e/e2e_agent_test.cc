@@ -333,6 +333,79 @@ TEST_F(AgentE2eTest, DiscoveredGpusMigSlicesAndReadingsReachTheCatalog) {
   }));
 }
 
+// NVIDIA/k8s-device-plugin#546's board as the fake NVML describes it:
+// NVLink pairs (0,2), (1,3), (4,5), (6,7) of 12 links, GPUs 0-3 on CPU 0,
+// and (the scenario's assumption) PCIe switches (0,1), (2,3), (4,5), (6,7).
+std::string NvLinkPairsBoard() {
+  std::string text;
+  for (int i = 0; i < 8; ++i) {
+    absl::StrAppend(&text, "gpu uuid=GPU-", i,
+                    " name=\"NVIDIA H100 80GB HBM3\" memory_mib=81559 "
+                    "pcie_switch=",
+                    i / 2, " numa=", i / 4, "\n");
+  }
+  return text +
+         "nvlink a=0 b=2 links=12\nnvlink a=1 b=3 links=12\n"
+         "nvlink a=4 b=5 links=12\nnvlink a=6 b=7 links=12\n";
+}
+
+// Issue 34's GPU links end to end: the agent reads them from NVML (the
+// fake's), the server keeps them, and requests of several GPUs take the
+// best-linked sets, as Explain says.
+TEST_F(AgentE2eTest, GpuLinksReadByTheAgentChooseTheGpus) {
+  SetScenario(NvLinkPairsBoard());
+  ASSERT_TRUE(StartServer());
+  ASSERT_TRUE(StartAgent());
+  ASSERT_TRUE(
+      NodeBecomes([](const v1::Node& n) { return n.devices_size() == 8; }));
+  const v1::Node registered = *GetNode();
+  const v1::Device* gpu0 = Find(registered, "GPU-0");
+  ASSERT_NE(gpu0, nullptr);
+  std::vector<std::string> links;
+  for (const v1::DeviceLink& l : gpu0->links()) {
+    links.push_back(
+        absl::StrCat(l.peer_device_id(), " ", l.kind(), " ", l.count()));
+  }
+  EXPECT_THAT(links,
+              testing::ElementsAre("GPU-1 PCIE_SWITCH 0", "GPU-2 NVLINK 12",
+                                   "GPU-3 SAME_NUMA 0"));
+  auto devices = [](const v1::Allocation& a) {
+    std::vector<std::string> ids;
+    for (const v1::AllocatedDevice& d : a.devices()) {
+      ids.push_back(d.device_id());
+    }
+    return ids;
+  };
+  // In index order these would be GPU 0, GPU 1, then GPUs 2 and 3, which
+  // share no NVLink. With links (SchedulerLinksTest has the arithmetic): one
+  // GPU whose switch is its pair's, then its partner (whose pair is broken
+  // already), then whole pairs.
+  v1::Allocation a;
+  ASSERT_TRUE(Allocate(AllocateReq("one", "H100", 1), &a).ok());
+  EXPECT_THAT(devices(a), testing::ElementsAre("GPU-4"));
+  ASSERT_TRUE(Allocate(AllocateReq("two", "H100", 1), &a).ok());
+  EXPECT_THAT(devices(a), testing::ElementsAre("GPU-5"));
+  ASSERT_TRUE(Allocate(AllocateReq("pair-1", "H100", 2), &a).ok());
+  EXPECT_THAT(devices(a), testing::ElementsAre("GPU-6", "GPU-7"));
+  v1::ExplainResponse explain;
+  ASSERT_TRUE(Call(&v1::AcceleratorScheduler::Stub::Explain,
+                   AllocateReq("pair-2", "H100", 2), &explain)
+                  .ok());
+  EXPECT_THAT(explain.summary(),
+              HasSubstr("GPUs 0, 2 of gpu-node-1 (all NVLinked, 12 NVLinks "
+                        "among them): the best-linked 2 of its 4 free GPUs"));
+  ASSERT_TRUE(Allocate(AllocateReq("pair-2", "H100", 2), &a).ok());
+  EXPECT_THAT(devices(a), testing::ElementsAre("GPU-0", "GPU-2"));
+
+  // A link a client makes up is refused, naming the field.
+  v1::Node node = *GetNode();
+  node.mutable_devices(0)->mutable_links(0)->set_kind("INFINIBAND");
+  grpc::Status refused = Register(node);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("node.devices[0].links[0].kind \"INFINIBAND\""));
+}
+
 TEST_F(AgentE2eTest, MigRelayoutAndLostGpuReRegisterWithoutRestart) {
   ASSERT_TRUE(StartServer());
   ASSERT_TRUE(StartAgent());

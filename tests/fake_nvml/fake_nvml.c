@@ -24,7 +24,29 @@
  *   fail call=nvmlDeviceCreateGpuInstanceWithPlacement error=23 gpu=0 start=4
  *       times=1
  *
- * (one line per gpu, mig or fail; `gpu=` is the GPU's line order from 0.)
+ * (one line per gpu, mig, nvlink or fail; `gpu=` is the GPU's line order
+ * from 0.)
+ *
+ * Topology. Each GPU answers nvmlDeviceGetPciInfo_v3 with bus id
+ * "00000000:XX:00.0", XX = 0x1A + its line order in upper-case hex (a bus id
+ * a GPU alone has). Optional gpu keys place it:
+ *
+ *   gpu uuid=GPU-0 name=g memory_mib=1 pcie_switch=0 numa=0 nvswitch_links=18
+ *   # 12 direct NVLinks between GPUs 0 and 2
+ *   nvlink a=0 b=2 links=12
+ *
+ * nvmlDeviceGetTopologyCommonAncestor(a, b): NOT_SUPPORTED when either GPU
+ * has neither pcie_switch nor numa; else SINGLE for the same pcie_switch,
+ * NODE for the same numa, SYSTEM otherwise. NVLinks: a GPU's link slots are
+ * filled in order, first its nvswitch_links links to an NVSwitch (remote type
+ * SWITCH, remote bus id 00000000:C0:00.0 to C3, a bus no GPU has), then its
+ * direct links in nvlink-line order (remote type GPU, remote bus id the
+ * peer's in lower case, as the agent must match either case). A GPU has 18
+ * link slots, as an older GPU has (NVML_NVLINK_MAX_LINKS is 36): a used slot
+ * is ENABLED, an unused one DISABLED, or NOT_SUPPORTED on a GPU without any
+ * NVLink; a link index of 18 or more is INVALID_ARGUMENT, and links beyond
+ * the 18th are dropped. On the NVLink functions a `fail` line's `start` is
+ * the link index.
  *
  * MIG geometry. A GPU in MIG mode offers the GPU instance profiles of an
  * A100 or H100 (nvidia-smi mig -lgip / -lgipp): indexes 0 (1g, placements
@@ -74,6 +96,9 @@
 #define MAX_GPUS 16
 #define MAX_MIGS 8 /* GPU instance slots per GPU */
 #define MAX_FAILS 16
+#define MAX_NVLINKS 64 /* nvlink lines */
+#define NVLINK_SLOTS 18
+#define NVSWITCHES 4
 #define MAX_TEXT 65536
 #define MAX_LINE 1024
 #define PROFILE_ID_OFFSET 20
@@ -144,12 +169,20 @@ typedef struct {
   unsigned long long memory_mib, used_mib;
   unsigned int util, temp, power_mw, mig, lost, broken, retired_pending,
       remap_failure, xid, xid_pending;
+  int pcie_switch, numa; /* -1: not given */
+  unsigned int nvswitch_links;
   Mig migs[MAX_MIGS];
   /* Per profile index: memory, and instances in the file when loaded. */
   unsigned long long profile_mem[PROFILE_INDEXES];
   unsigned int profile_loaded[PROFILE_INDEXES];
   struct nvmlDevice_st handle;
 } Gpu;
+
+/* `links` direct NVLinks between GPUs `a` and `b`. */
+typedef struct {
+  int a, b;
+  unsigned int links;
+} NvLink;
 
 typedef struct {
   char call[64];
@@ -160,6 +193,8 @@ static Gpu gpus[MAX_GPUS];
 static int gpu_count;
 static Fail fails[MAX_FAILS];
 static int fail_count;
+static NvLink nvlinks[MAX_NVLINKS];
+static int nvlink_count;
 static unsigned long long gi_created, gi_destroyed, ci_created, ci_destroyed;
 /* The file's lines other than mig, fail and stats, as they were. */
 static char other_lines[MAX_TEXT];
@@ -287,6 +322,7 @@ static void load(void) {
   memcpy(last_text, text, n + 1);
   gpu_count = 0;
   fail_count = 0;
+  nvlink_count = 0;
   gi_created = gi_destroyed = ci_created = ci_destroyed = 0;
   memset(gpus, 0, sizeof(gpus));
   size_t other = 0;
@@ -356,8 +392,17 @@ static void load(void) {
       g->remap_failure = (unsigned int)number(line, "remap_failure");
       g->xid = (unsigned int)number(line, "xid");
       g->xid_pending = g->xid != 0;
+      g->pcie_switch = number_or(line, "pcie_switch", -1);
+      g->numa = number_or(line, "numa", -1);
+      g->nvswitch_links = (unsigned int)number(line, "nvswitch_links");
       g->handle.gpu = gpu_count;
       ++gpu_count;
+    }
+    if (strncmp(line, "nvlink ", 7) == 0 && nvlink_count < MAX_NVLINKS) {
+      NvLink* l = &nvlinks[nvlink_count++];
+      l->a = number_or(line, "a", -1);
+      l->b = number_or(line, "b", -1);
+      l->links = (unsigned int)number(line, "links");
     }
   }
   for (int i = 0; i < gpu_count; ++i) {
@@ -462,6 +507,67 @@ static nvmlReturn_t copy(const char* s, char* out, unsigned int length) {
     return NVML_ERROR_INSUFFICIENT_SIZE;
   strcpy(out, s);
   return NVML_SUCCESS;
+}
+
+/* What link slot `link` of GPU `gpu` reaches (see the top): 1 with *peer
+ * -1 for an NVSwitch or the peer GPU for a direct link; 0 for an unused
+ * slot. *used: the GPU's slots in use. */
+static int link_end(int gpu, unsigned int link, int* peer, unsigned int* used) {
+  const Gpu* g = &gpus[gpu];
+  unsigned int slot = g->nvswitch_links;
+  int found = 0;
+  if (link < slot) {
+    *peer = -1;
+    found = 1;
+  }
+  for (int i = 0; i < nvlink_count; ++i) {
+    const NvLink* l = &nvlinks[i];
+    if ((l->a != gpu && l->b != gpu) || l->a == l->b || l->a < 0 || l->b < 0 ||
+        l->a >= gpu_count || l->b >= gpu_count) {
+      continue;
+    }
+    if (!found && link < slot + l->links) {
+      *peer = l->a == gpu ? l->b : l->a;
+      found = 1;
+    }
+    slot += l->links;
+  }
+  *used = slot < NVLINK_SLOTS ? slot : NVLINK_SLOTS;
+  return found && link < NVLINK_SLOTS;
+}
+
+/* GPU `gpu`'s PCI address (see the top); `lower`: in lower case. */
+static void pci_info(int gpu, int lower, nvmlPciInfo_t* pci) {
+  memset(pci, 0, sizeof(*pci));
+  pci->bus = 0x1A + (unsigned int)gpu;
+  pci->pciDeviceId = 0x233010DE; /* H100 SXM5, NVIDIA */
+  snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "0000:%02X:00.0",
+           pci->bus);
+  snprintf(pci->busId, sizeof(pci->busId),
+           lower ? "00000000:%02x:00.0" : "00000000:%02X:00.0", pci->bus);
+}
+
+/* The GPU of `device` and its link `link` for the NVLink queries: NULL with
+ * `*r` set when NVML would refuse (no such GPU or link, an injected
+ * failure); else *peer and *used as link_end says, *enabled whether the slot
+ * is in use. */
+static Gpu* nvlink_of(nvmlDevice_t device, unsigned int link, const char* call,
+                      int* peer, int* enabled, nvmlReturn_t* r) {
+  Gpu* g = live(device, r);
+  if (g == NULL) return NULL;
+  if (device->is_mig || link >= NVLINK_SLOTS) {
+    *r = NVML_ERROR_INVALID_ARGUMENT;
+    return NULL;
+  }
+  *r = injected(call, device->gpu, (int)link);
+  if (*r != NVML_SUCCESS) return NULL;
+  unsigned int used = 0;
+  *enabled = link_end(device->gpu, link, peer, &used);
+  if (used == 0) {
+    *r = NVML_ERROR_NOT_SUPPORTED; /* a GPU without NVLink */
+    return NULL;
+  }
+  return g;
 }
 
 nvmlReturn_t nvmlInit_v2(void) {
@@ -651,6 +757,99 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device,
   if (g->mig) return NVML_ERROR_NOT_SUPPORTED; /* nvml.h 8422-8423 */
   *corrRows = *uncRows = *isPending = 0;
   *failureOccurred = g->remap_failure;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  nvmlReturn_t r;
+  Gpu* g = live(device, &r);
+  if (g == NULL) return r;
+  if (device->is_mig || pci == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  r = injected("nvmlDeviceGetPciInfo_v3", device->gpu, -1);
+  if (r != NVML_SUCCESS) return r;
+  pci_info(device->gpu, 0, pci);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(
+    nvmlDevice_t device1, nvmlDevice_t device2,
+    nvmlGpuTopologyLevel_t* pathInfo) {
+  nvmlReturn_t r;
+  Gpu* a = live(device1, &r);
+  if (a == NULL) return r;
+  Gpu* b = live(device2, &r);
+  if (b == NULL) return r;
+  if (device1->is_mig || device2->is_mig || pathInfo == NULL) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  r = injected("nvmlDeviceGetTopologyCommonAncestor", device1->gpu, -1);
+  if (r != NVML_SUCCESS) return r;
+  if ((a->pcie_switch < 0 && a->numa < 0) ||
+      (b->pcie_switch < 0 && b->numa < 0)) {
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
+  if (a == b) {
+    *pathInfo = NVML_TOPOLOGY_INTERNAL;
+  } else if (a->pcie_switch >= 0 && a->pcie_switch == b->pcie_switch) {
+    *pathInfo = NVML_TOPOLOGY_SINGLE;
+  } else if (a->numa >= 0 && a->numa == b->numa) {
+    *pathInfo = NVML_TOPOLOGY_NODE;
+  } else {
+    *pathInfo = NVML_TOPOLOGY_SYSTEM;
+  }
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                      nvmlEnableState_t* isActive) {
+  int peer = 0, enabled = 0;
+  nvmlReturn_t r;
+  if (isActive == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvlink_of(device, link, "nvmlDeviceGetNvLinkState", &peer, &enabled,
+                &r) == NULL) {
+    return r;
+  }
+  *isActive = enabled ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device,
+                                                 unsigned int link,
+                                                 nvmlPciInfo_t* pci) {
+  int peer = 0, enabled = 0;
+  nvmlReturn_t r;
+  if (pci == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvlink_of(device, link, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &peer,
+                &enabled, &r) == NULL) {
+    return r;
+  }
+  if (!enabled) return NVML_ERROR_NOT_SUPPORTED; /* nothing at the far end */
+  if (peer >= 0) {
+    pci_info(peer, 1, pci);
+    return NVML_SUCCESS;
+  }
+  memset(pci, 0, sizeof(*pci));
+  pci->bus = 0xC0 + link % NVSWITCHES;
+  pci->pciDeviceId = 0x22A310DE; /* an NVSwitch */
+  snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "0000:%02X:00.0",
+           pci->bus);
+  snprintf(pci->busId, sizeof(pci->busId), "00000000:%02X:00.0", pci->bus);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(
+    nvmlDevice_t device, unsigned int link,
+    nvmlIntNvLinkDeviceType_t* pNvLinkDeviceType) {
+  int peer = 0, enabled = 0;
+  nvmlReturn_t r;
+  if (pNvLinkDeviceType == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvlink_of(device, link, "nvmlDeviceGetNvLinkRemoteDeviceType", &peer,
+                &enabled, &r) == NULL) {
+    return r;
+  }
+  if (!enabled) return NVML_ERROR_NOT_SUPPORTED;
+  *pNvLinkDeviceType =
+      peer >= 0 ? NVML_NVLINK_DEVICE_TYPE_GPU : NVML_NVLINK_DEVICE_TYPE_SWITCH;
   return NVML_SUCCESS;
 }
 

@@ -122,6 +122,11 @@ Node FullNode(const std::string& name = "n1") {
   chip.tpu_topology = "2x2x1";
   Device removed = FullGpu(name + "-gpu-gone", 2);
   removed.removed = true;
+  // Every kind of link, out of peer order, as reported.
+  whole.links = {{name + "-gpu-m", LinkKind::kNvlink, 12},
+                 {name + "-gpu-gone", LinkKind::kSameNuma, 0},
+                 {name + "-gpu-m", LinkKind::kPcieSwitch, 0}};
+  mig.links = {{name + "-gpu-a", LinkKind::kNvlink, 12}};
   n.devices = {whole, mig, chip, removed};
   return n;
 }
@@ -221,6 +226,7 @@ TYPED_TEST_P(StoreConformanceTest, PutNodeReplacesLabelsAndDevices) {
   smaller.schedulable = true;
   smaller.devices.resize(1);
   smaller.devices[0].model = "A100 80G";
+  smaller.devices[0].links.resize(1);
   ASSERT_OK(this->Apply({PutNodeMutation{smaller}}));
   this->Reopen();
   EXPECT_THAT(this->Nodes(), ElementsAre(AsStored(smaller)));

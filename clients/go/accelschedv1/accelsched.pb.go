@@ -216,7 +216,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{40, 0}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{41, 0}
 }
 
 // Wire-compatible with flyteidl2.core.GPUAccelerator (and v1 flyteidl.core.GPUAccelerator):
@@ -593,7 +593,13 @@ type Device struct {
 	// MIG re-layout, planned for a request that waits); unset when none is
 	// planned. Kept slices keep their ids; slices to create have an empty id.
 	// Ignored in RegisterNode.
-	MigPlan       *MigLayout `protobuf:"bytes,14,opt,name=mig_plan,json=migPlan,proto3" json:"mig_plan,omitempty"`
+	MigPlan *MigLayout `protobuf:"bytes,14,opt,name=mig_plan,json=migPlan,proto3" json:"mig_plan,omitempty"`
+	// How this GPU reaches the other GPUs of its node, as the node agent reads
+	// it from NVML: at most one link per (peer_device_id, kind). A
+	// multi-GPU request on one node takes the GPUs with the best links
+	// between them. Empty when unknown (then every set of free GPUs is as
+	// good as another).
+	Links         []*DeviceLink `protobuf:"bytes,15,rep,name=links,proto3" json:"links,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -726,6 +732,82 @@ func (x *Device) GetMigPlan() *MigLayout {
 	return nil
 }
 
+func (x *Device) GetLinks() []*DeviceLink {
+	if x != nil {
+		return x.Links
+	}
+	return nil
+}
+
+// One connection from a GPU to another GPU of the same node.
+type DeviceLink struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the other GPU (another device of the same node).
+	PeerDeviceId string `protobuf:"bytes,1,opt,name=peer_device_id,json=peerDeviceId,proto3" json:"peer_device_id,omitempty"`
+	// "NVLINK": NVLinks between the two GPUs, direct or through an NVSwitch;
+	// "PCIE_SWITCH": no NVLink, but a PCIe path that crosses no host bridge
+	// (nvmlDeviceGetTopologyCommonAncestor INTERNAL, SINGLE or MULTIPLE);
+	// "SAME_NUMA": the same CPU (NUMA node), through its host bridge
+	// (HOSTBRIDGE or NODE). GPUs on different CPUs (SYSTEM) have no link.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// For NVLINK, how many NVLinks (1 or more; through an NVSwitch, the fewer
+	// of the two GPUs' links to the switches); 0 for the other kinds.
+	Count         int32 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceLink) Reset() {
+	*x = DeviceLink{}
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceLink) ProtoMessage() {}
+
+func (x *DeviceLink) ProtoReflect() protoreflect.Message {
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceLink.ProtoReflect.Descriptor instead.
+func (*DeviceLink) Descriptor() ([]byte, []int) {
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeviceLink) GetPeerDeviceId() string {
+	if x != nil {
+		return x.PeerDeviceId
+	}
+	return ""
+}
+
+func (x *DeviceLink) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DeviceLink) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 // A whole MIG layout of one GPU: every GPU instance it should have.
 type MigLayout struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -753,7 +835,7 @@ type MigLayout struct {
 
 func (x *MigLayout) Reset() {
 	*x = MigLayout{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +847,7 @@ func (x *MigLayout) String() string {
 func (*MigLayout) ProtoMessage() {}
 
 func (x *MigLayout) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[5]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +860,7 @@ func (x *MigLayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigLayout.ProtoReflect.Descriptor instead.
 func (*MigLayout) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{5}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *MigLayout) GetSlices() []*MigSlice {
@@ -827,7 +909,7 @@ type DeviceStats struct {
 
 func (x *DeviceStats) Reset() {
 	*x = DeviceStats{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +921,7 @@ func (x *DeviceStats) String() string {
 func (*DeviceStats) ProtoMessage() {}
 
 func (x *DeviceStats) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[6]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +934,7 @@ func (x *DeviceStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceStats.ProtoReflect.Descriptor instead.
 func (*DeviceStats) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{6}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeviceStats) GetUtilization() float64 {
@@ -903,7 +985,7 @@ type MigSlice struct {
 
 func (x *MigSlice) Reset() {
 	*x = MigSlice{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +997,7 @@ func (x *MigSlice) String() string {
 func (*MigSlice) ProtoMessage() {}
 
 func (x *MigSlice) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[7]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1010,7 @@ func (x *MigSlice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigSlice.ProtoReflect.Descriptor instead.
 func (*MigSlice) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{7}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MigSlice) GetId() string {
@@ -968,7 +1050,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1062,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[8]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1075,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{8}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RegisterNodeRequest) GetNode() *Node {
@@ -1012,7 +1094,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1106,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[9]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1119,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{9}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -1059,7 +1141,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1153,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[10]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1166,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{10}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListNodesRequest) GetLabelSelector() string {
@@ -1118,7 +1200,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1212,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[11]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1225,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{11}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1170,7 +1252,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1264,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[12]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1277,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{12}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RemoveNodeRequest) GetName() string {
@@ -1220,7 +1302,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1314,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[13]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1327,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{13}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{14}
 }
 
 type SetNodeSchedulableRequest struct {
@@ -1258,7 +1340,7 @@ type SetNodeSchedulableRequest struct {
 
 func (x *SetNodeSchedulableRequest) Reset() {
 	*x = SetNodeSchedulableRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1352,7 @@ func (x *SetNodeSchedulableRequest) String() string {
 func (*SetNodeSchedulableRequest) ProtoMessage() {}
 
 func (x *SetNodeSchedulableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[14]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1365,7 @@ func (x *SetNodeSchedulableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeSchedulableRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeSchedulableRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{14}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetNodeSchedulableRequest) GetName() string {
@@ -1320,7 +1402,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1414,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[15]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1427,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{15}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HeartbeatRequest) GetName() string {
@@ -1386,7 +1468,7 @@ type MigRelayoutFailure struct {
 
 func (x *MigRelayoutFailure) Reset() {
 	*x = MigRelayoutFailure{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1480,7 @@ func (x *MigRelayoutFailure) String() string {
 func (*MigRelayoutFailure) ProtoMessage() {}
 
 func (x *MigRelayoutFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[16]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1493,7 @@ func (x *MigRelayoutFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigRelayoutFailure.ProtoReflect.Descriptor instead.
 func (*MigRelayoutFailure) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{16}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MigRelayoutFailure) GetGeneration() uint64 {
@@ -1442,7 +1524,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1536,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[17]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1549,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{17}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HeartbeatResponse) GetMigPlans() map[string]*MigLayout {
@@ -1485,7 +1567,7 @@ type GetCapacityRequest struct {
 
 func (x *GetCapacityRequest) Reset() {
 	*x = GetCapacityRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1579,7 @@ func (x *GetCapacityRequest) String() string {
 func (*GetCapacityRequest) ProtoMessage() {}
 
 func (x *GetCapacityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[18]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1592,7 @@ func (x *GetCapacityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCapacityRequest.ProtoReflect.Descriptor instead.
 func (*GetCapacityRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{18}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{19}
 }
 
 type CapacityEntry struct {
@@ -1533,7 +1615,7 @@ type CapacityEntry struct {
 
 func (x *CapacityEntry) Reset() {
 	*x = CapacityEntry{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1627,7 @@ func (x *CapacityEntry) String() string {
 func (*CapacityEntry) ProtoMessage() {}
 
 func (x *CapacityEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[19]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1640,7 @@ func (x *CapacityEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityEntry.ProtoReflect.Descriptor instead.
 func (*CapacityEntry) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{19}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CapacityEntry) GetDeviceClass() DeviceClass {
@@ -1633,7 +1715,7 @@ type GetCapacityResponse struct {
 
 func (x *GetCapacityResponse) Reset() {
 	*x = GetCapacityResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1727,7 @@ func (x *GetCapacityResponse) String() string {
 func (*GetCapacityResponse) ProtoMessage() {}
 
 func (x *GetCapacityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[20]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1740,7 @@ func (x *GetCapacityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCapacityResponse.ProtoReflect.Descriptor instead.
 func (*GetCapacityResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{20}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetCapacityResponse) GetEntries() []*CapacityEntry {
@@ -1728,7 +1810,7 @@ type AllocateRequest struct {
 
 func (x *AllocateRequest) Reset() {
 	*x = AllocateRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1822,7 @@ func (x *AllocateRequest) String() string {
 func (*AllocateRequest) ProtoMessage() {}
 
 func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[21]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1835,7 @@ func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateRequest.ProtoReflect.Descriptor instead.
 func (*AllocateRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{21}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AllocateRequest) GetRequestId() string {
@@ -1915,7 +1997,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +2009,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[22]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2022,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{22}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Allocation) GetId() string {
@@ -2084,7 +2166,7 @@ type AllocatedDevice struct {
 
 func (x *AllocatedDevice) Reset() {
 	*x = AllocatedDevice{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2178,7 @@ func (x *AllocatedDevice) String() string {
 func (*AllocatedDevice) ProtoMessage() {}
 
 func (x *AllocatedDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[23]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2191,7 @@ func (x *AllocatedDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocatedDevice.ProtoReflect.Descriptor instead.
 func (*AllocatedDevice) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{23}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AllocatedDevice) GetNode() string {
@@ -2159,7 +2241,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2253,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[24]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2266,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{24}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Toleration) GetKey() string {
@@ -2227,7 +2309,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2321,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[25]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2334,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{25}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -2311,7 +2393,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +2405,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[26]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2336,7 +2418,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{26}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Placement) GetNodeSelector() map[string]string {
@@ -2408,7 +2490,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2502,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[27]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2515,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{27}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReleaseRequest) GetKey() isReleaseRequest_Key {
@@ -2487,7 +2569,7 @@ type RenewLeaseRequest struct {
 
 func (x *RenewLeaseRequest) Reset() {
 	*x = RenewLeaseRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2499,7 +2581,7 @@ func (x *RenewLeaseRequest) String() string {
 func (*RenewLeaseRequest) ProtoMessage() {}
 
 func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[28]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2512,7 +2594,7 @@ func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{28}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RenewLeaseRequest) GetAllocationId() string {
@@ -2542,7 +2624,7 @@ type GetAllocationRequest struct {
 
 func (x *GetAllocationRequest) Reset() {
 	*x = GetAllocationRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2636,7 @@ func (x *GetAllocationRequest) String() string {
 func (*GetAllocationRequest) ProtoMessage() {}
 
 func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[29]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2649,7 @@ func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAllocationRequest.ProtoReflect.Descriptor instead.
 func (*GetAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{29}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetAllocationRequest) GetKey() isGetAllocationRequest_Key {
@@ -2624,7 +2706,7 @@ type ListAllocationsRequest struct {
 
 func (x *ListAllocationsRequest) Reset() {
 	*x = ListAllocationsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2636,7 +2718,7 @@ func (x *ListAllocationsRequest) String() string {
 func (*ListAllocationsRequest) ProtoMessage() {}
 
 func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[30]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +2731,7 @@ func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListAllocationsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{30}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListAllocationsRequest) GetState() AllocationState {
@@ -2697,7 +2779,7 @@ type ListAllocationsResponse struct {
 
 func (x *ListAllocationsResponse) Reset() {
 	*x = ListAllocationsResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2709,7 +2791,7 @@ func (x *ListAllocationsResponse) String() string {
 func (*ListAllocationsResponse) ProtoMessage() {}
 
 func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[31]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2722,7 +2804,7 @@ func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListAllocationsResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{31}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
@@ -2749,7 +2831,7 @@ type NodeVerdict struct {
 
 func (x *NodeVerdict) Reset() {
 	*x = NodeVerdict{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +2843,7 @@ func (x *NodeVerdict) String() string {
 func (*NodeVerdict) ProtoMessage() {}
 
 func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[32]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +2856,7 @@ func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeVerdict.ProtoReflect.Descriptor instead.
 func (*NodeVerdict) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{32}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodeVerdict) GetNode() string {
@@ -2807,7 +2889,7 @@ type NodeScore struct {
 
 func (x *NodeScore) Reset() {
 	*x = NodeScore{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2819,7 +2901,7 @@ func (x *NodeScore) String() string {
 func (*NodeScore) ProtoMessage() {}
 
 func (x *NodeScore) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[33]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2832,7 +2914,7 @@ func (x *NodeScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeScore.ProtoReflect.Descriptor instead.
 func (*NodeScore) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{33}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NodeScore) GetNode() string {
@@ -2877,7 +2959,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2889,7 +2971,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[34]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2902,7 +2984,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{34}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExplainResponse) GetFeasible() bool {
@@ -2972,7 +3054,7 @@ type GetQueueRequest struct {
 
 func (x *GetQueueRequest) Reset() {
 	*x = GetQueueRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3066,7 @@ func (x *GetQueueRequest) String() string {
 func (*GetQueueRequest) ProtoMessage() {}
 
 func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3079,7 @@ func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetQueueRequest) GetTenant() string {
@@ -3043,7 +3125,7 @@ type PoolUsage struct {
 
 func (x *PoolUsage) Reset() {
 	*x = PoolUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3137,7 @@ func (x *PoolUsage) String() string {
 func (*PoolUsage) ProtoMessage() {}
 
 func (x *PoolUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3150,7 @@ func (x *PoolUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolUsage.ProtoReflect.Descriptor instead.
 func (*PoolUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PoolUsage) GetDeviceClass() DeviceClass {
@@ -3149,7 +3231,7 @@ type TenantUsage struct {
 
 func (x *TenantUsage) Reset() {
 	*x = TenantUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3161,7 +3243,7 @@ func (x *TenantUsage) String() string {
 func (*TenantUsage) ProtoMessage() {}
 
 func (x *TenantUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3174,7 +3256,7 @@ func (x *TenantUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsage.ProtoReflect.Descriptor instead.
 func (*TenantUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TenantUsage) GetTenant() string {
@@ -3230,7 +3312,7 @@ type GetQueueResponse struct {
 
 func (x *GetQueueResponse) Reset() {
 	*x = GetQueueResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3324,7 @@ func (x *GetQueueResponse) String() string {
 func (*GetQueueResponse) ProtoMessage() {}
 
 func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3337,7 @@ func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetQueueResponse) GetPending() []*Allocation {
@@ -3295,7 +3377,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +3389,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +3402,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{39}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -3358,7 +3440,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3370,7 +3452,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3383,7 +3465,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{40}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Event) GetType() Event_Type {
@@ -3437,7 +3519,7 @@ type ListAcceleratorTypesRequest struct {
 
 func (x *ListAcceleratorTypesRequest) Reset() {
 	*x = ListAcceleratorTypesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3449,7 +3531,7 @@ func (x *ListAcceleratorTypesRequest) String() string {
 func (*ListAcceleratorTypesRequest) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3462,7 +3544,7 @@ func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesRequest.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{41}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListAcceleratorTypesRequest) GetName() string {
@@ -3481,7 +3563,7 @@ type ListAcceleratorTypesResponse struct {
 
 func (x *ListAcceleratorTypesResponse) Reset() {
 	*x = ListAcceleratorTypesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3493,7 +3575,7 @@ func (x *ListAcceleratorTypesResponse) String() string {
 func (*ListAcceleratorTypesResponse) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3506,7 +3588,7 @@ func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesResponse.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{42}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListAcceleratorTypesResponse) GetTypes() []*AcceleratorType {
@@ -3546,7 +3628,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\bGpuShare\x12#\n" +
 	"\rcompute_milli\x18\x01 \x01(\x05R\fcomputeMilli\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group\"\xa3\x04\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\"\xd4\x04\n" +
 	"\x06Device\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12=\n" +
 	"\fdevice_class\x18\x02 \x01(\x0e2\x1a.accelsched.v1.DeviceClassR\vdeviceClass\x12\x14\n" +
@@ -3565,7 +3647,13 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\ftpu_topology\x18\v \x01(\tR\vtpuTopology\x120\n" +
 	"\x05stats\x18\f \x01(\v2\x1a.accelsched.v1.DeviceStatsR\x05stats\x123\n" +
 	"\asharing\x18\r \x01(\x0e2\x19.accelsched.v1.GpuSharingR\asharing\x123\n" +
-	"\bmig_plan\x18\x0e \x01(\v2\x18.accelsched.v1.MigLayoutR\amigPlan\"\xb9\x01\n" +
+	"\bmig_plan\x18\x0e \x01(\v2\x18.accelsched.v1.MigLayoutR\amigPlan\x12/\n" +
+	"\x05links\x18\x0f \x03(\v2\x19.accelsched.v1.DeviceLinkR\x05links\"\\\n" +
+	"\n" +
+	"DeviceLink\x12$\n" +
+	"\x0epeer_device_id\x18\x01 \x01(\tR\fpeerDeviceId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x05R\x05count\"\xb9\x01\n" +
 	"\tMigLayout\x12/\n" +
 	"\x06slices\x18\x01 \x03(\v2\x17.accelsched.v1.MigSliceR\x06slices\x12\x1e\n" +
 	"\n" +
@@ -3865,7 +3953,7 @@ func file_accelsched_v1_accelsched_proto_rawDescGZIP() []byte {
 }
 
 var file_accelsched_v1_accelsched_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_accelsched_v1_accelsched_proto_goTypes = []any{
 	(GpuSharing)(0),                      // 0: accelsched.v1.GpuSharing
 	(AllocationState)(0),                 // 1: accelsched.v1.AllocationState
@@ -3875,153 +3963,155 @@ var file_accelsched_v1_accelsched_proto_goTypes = []any{
 	(*NodeResources)(nil),                // 5: accelsched.v1.NodeResources
 	(*GpuShare)(nil),                     // 6: accelsched.v1.GpuShare
 	(*Device)(nil),                       // 7: accelsched.v1.Device
-	(*MigLayout)(nil),                    // 8: accelsched.v1.MigLayout
-	(*DeviceStats)(nil),                  // 9: accelsched.v1.DeviceStats
-	(*MigSlice)(nil),                     // 10: accelsched.v1.MigSlice
-	(*RegisterNodeRequest)(nil),          // 11: accelsched.v1.RegisterNodeRequest
-	(*GetNodeRequest)(nil),               // 12: accelsched.v1.GetNodeRequest
-	(*ListNodesRequest)(nil),             // 13: accelsched.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),            // 14: accelsched.v1.ListNodesResponse
-	(*RemoveNodeRequest)(nil),            // 15: accelsched.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),           // 16: accelsched.v1.RemoveNodeResponse
-	(*SetNodeSchedulableRequest)(nil),    // 17: accelsched.v1.SetNodeSchedulableRequest
-	(*HeartbeatRequest)(nil),             // 18: accelsched.v1.HeartbeatRequest
-	(*MigRelayoutFailure)(nil),           // 19: accelsched.v1.MigRelayoutFailure
-	(*HeartbeatResponse)(nil),            // 20: accelsched.v1.HeartbeatResponse
-	(*GetCapacityRequest)(nil),           // 21: accelsched.v1.GetCapacityRequest
-	(*CapacityEntry)(nil),                // 22: accelsched.v1.CapacityEntry
-	(*GetCapacityResponse)(nil),          // 23: accelsched.v1.GetCapacityResponse
-	(*AllocateRequest)(nil),              // 24: accelsched.v1.AllocateRequest
-	(*Allocation)(nil),                   // 25: accelsched.v1.Allocation
-	(*AllocatedDevice)(nil),              // 26: accelsched.v1.AllocatedDevice
-	(*Toleration)(nil),                   // 27: accelsched.v1.Toleration
-	(*NodeSelectorRequirement)(nil),      // 28: accelsched.v1.NodeSelectorRequirement
-	(*Placement)(nil),                    // 29: accelsched.v1.Placement
-	(*ReleaseRequest)(nil),               // 30: accelsched.v1.ReleaseRequest
-	(*RenewLeaseRequest)(nil),            // 31: accelsched.v1.RenewLeaseRequest
-	(*GetAllocationRequest)(nil),         // 32: accelsched.v1.GetAllocationRequest
-	(*ListAllocationsRequest)(nil),       // 33: accelsched.v1.ListAllocationsRequest
-	(*ListAllocationsResponse)(nil),      // 34: accelsched.v1.ListAllocationsResponse
-	(*NodeVerdict)(nil),                  // 35: accelsched.v1.NodeVerdict
-	(*NodeScore)(nil),                    // 36: accelsched.v1.NodeScore
-	(*ExplainResponse)(nil),              // 37: accelsched.v1.ExplainResponse
-	(*GetQueueRequest)(nil),              // 38: accelsched.v1.GetQueueRequest
-	(*PoolUsage)(nil),                    // 39: accelsched.v1.PoolUsage
-	(*TenantUsage)(nil),                  // 40: accelsched.v1.TenantUsage
-	(*GetQueueResponse)(nil),             // 41: accelsched.v1.GetQueueResponse
-	(*WatchEventsRequest)(nil),           // 42: accelsched.v1.WatchEventsRequest
-	(*Event)(nil),                        // 43: accelsched.v1.Event
-	(*ListAcceleratorTypesRequest)(nil),  // 44: accelsched.v1.ListAcceleratorTypesRequest
-	(*ListAcceleratorTypesResponse)(nil), // 45: accelsched.v1.ListAcceleratorTypesResponse
-	nil,                                  // 46: accelsched.v1.Node.LabelsEntry
-	nil,                                  // 47: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	nil,                                  // 48: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
-	nil,                                  // 49: accelsched.v1.HeartbeatResponse.MigPlansEntry
-	nil,                                  // 50: accelsched.v1.AllocateRequest.NodeSelectorEntry
-	nil,                                  // 51: accelsched.v1.Placement.NodeSelectorEntry
-	nil,                                  // 52: accelsched.v1.Placement.EnvEntry
-	(DeviceClass)(0),                     // 53: accelsched.v1.DeviceClass
-	(*timestamppb.Timestamp)(nil),        // 54: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 55: google.protobuf.Duration
-	(*AcceleratorType)(nil),              // 56: accelsched.v1.AcceleratorType
+	(*DeviceLink)(nil),                   // 8: accelsched.v1.DeviceLink
+	(*MigLayout)(nil),                    // 9: accelsched.v1.MigLayout
+	(*DeviceStats)(nil),                  // 10: accelsched.v1.DeviceStats
+	(*MigSlice)(nil),                     // 11: accelsched.v1.MigSlice
+	(*RegisterNodeRequest)(nil),          // 12: accelsched.v1.RegisterNodeRequest
+	(*GetNodeRequest)(nil),               // 13: accelsched.v1.GetNodeRequest
+	(*ListNodesRequest)(nil),             // 14: accelsched.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),            // 15: accelsched.v1.ListNodesResponse
+	(*RemoveNodeRequest)(nil),            // 16: accelsched.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),           // 17: accelsched.v1.RemoveNodeResponse
+	(*SetNodeSchedulableRequest)(nil),    // 18: accelsched.v1.SetNodeSchedulableRequest
+	(*HeartbeatRequest)(nil),             // 19: accelsched.v1.HeartbeatRequest
+	(*MigRelayoutFailure)(nil),           // 20: accelsched.v1.MigRelayoutFailure
+	(*HeartbeatResponse)(nil),            // 21: accelsched.v1.HeartbeatResponse
+	(*GetCapacityRequest)(nil),           // 22: accelsched.v1.GetCapacityRequest
+	(*CapacityEntry)(nil),                // 23: accelsched.v1.CapacityEntry
+	(*GetCapacityResponse)(nil),          // 24: accelsched.v1.GetCapacityResponse
+	(*AllocateRequest)(nil),              // 25: accelsched.v1.AllocateRequest
+	(*Allocation)(nil),                   // 26: accelsched.v1.Allocation
+	(*AllocatedDevice)(nil),              // 27: accelsched.v1.AllocatedDevice
+	(*Toleration)(nil),                   // 28: accelsched.v1.Toleration
+	(*NodeSelectorRequirement)(nil),      // 29: accelsched.v1.NodeSelectorRequirement
+	(*Placement)(nil),                    // 30: accelsched.v1.Placement
+	(*ReleaseRequest)(nil),               // 31: accelsched.v1.ReleaseRequest
+	(*RenewLeaseRequest)(nil),            // 32: accelsched.v1.RenewLeaseRequest
+	(*GetAllocationRequest)(nil),         // 33: accelsched.v1.GetAllocationRequest
+	(*ListAllocationsRequest)(nil),       // 34: accelsched.v1.ListAllocationsRequest
+	(*ListAllocationsResponse)(nil),      // 35: accelsched.v1.ListAllocationsResponse
+	(*NodeVerdict)(nil),                  // 36: accelsched.v1.NodeVerdict
+	(*NodeScore)(nil),                    // 37: accelsched.v1.NodeScore
+	(*ExplainResponse)(nil),              // 38: accelsched.v1.ExplainResponse
+	(*GetQueueRequest)(nil),              // 39: accelsched.v1.GetQueueRequest
+	(*PoolUsage)(nil),                    // 40: accelsched.v1.PoolUsage
+	(*TenantUsage)(nil),                  // 41: accelsched.v1.TenantUsage
+	(*GetQueueResponse)(nil),             // 42: accelsched.v1.GetQueueResponse
+	(*WatchEventsRequest)(nil),           // 43: accelsched.v1.WatchEventsRequest
+	(*Event)(nil),                        // 44: accelsched.v1.Event
+	(*ListAcceleratorTypesRequest)(nil),  // 45: accelsched.v1.ListAcceleratorTypesRequest
+	(*ListAcceleratorTypesResponse)(nil), // 46: accelsched.v1.ListAcceleratorTypesResponse
+	nil,                                  // 47: accelsched.v1.Node.LabelsEntry
+	nil,                                  // 48: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	nil,                                  // 49: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
+	nil,                                  // 50: accelsched.v1.HeartbeatResponse.MigPlansEntry
+	nil,                                  // 51: accelsched.v1.AllocateRequest.NodeSelectorEntry
+	nil,                                  // 52: accelsched.v1.Placement.NodeSelectorEntry
+	nil,                                  // 53: accelsched.v1.Placement.EnvEntry
+	(DeviceClass)(0),                     // 54: accelsched.v1.DeviceClass
+	(*timestamppb.Timestamp)(nil),        // 55: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 56: google.protobuf.Duration
+	(*AcceleratorType)(nil),              // 57: accelsched.v1.AcceleratorType
 }
 var file_accelsched_v1_accelsched_proto_depIdxs = []int32{
-	53, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
-	46, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
+	54, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
+	47, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
 	7,  // 2: accelsched.v1.Node.devices:type_name -> accelsched.v1.Device
-	54, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	55, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	5,  // 4: accelsched.v1.Node.allocatable:type_name -> accelsched.v1.NodeResources
 	5,  // 5: accelsched.v1.Node.available:type_name -> accelsched.v1.NodeResources
-	53, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
-	10, // 7: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
-	9,  // 8: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
+	54, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
+	11, // 7: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
+	10, // 8: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
 	0,  // 9: accelsched.v1.Device.sharing:type_name -> accelsched.v1.GpuSharing
-	8,  // 10: accelsched.v1.Device.mig_plan:type_name -> accelsched.v1.MigLayout
-	10, // 11: accelsched.v1.MigLayout.slices:type_name -> accelsched.v1.MigSlice
-	54, // 12: accelsched.v1.MigLayout.deadline:type_name -> google.protobuf.Timestamp
-	54, // 13: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
-	9,  // 14: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
-	4,  // 15: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
-	4,  // 16: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
-	47, // 17: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	48, // 18: accelsched.v1.HeartbeatRequest.mig_relayout_failures:type_name -> accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
-	49, // 19: accelsched.v1.HeartbeatResponse.mig_plans:type_name -> accelsched.v1.HeartbeatResponse.MigPlansEntry
-	53, // 20: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
-	22, // 21: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
-	3,  // 22: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
-	50, // 23: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
-	55, // 24: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
-	5,  // 25: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
-	6,  // 26: accelsched.v1.AllocateRequest.share:type_name -> accelsched.v1.GpuShare
-	1,  // 27: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
-	26, // 28: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
-	29, // 29: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
-	54, // 30: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
-	54, // 31: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
-	29, // 32: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
-	54, // 33: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
-	5,  // 34: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
-	54, // 35: accelsched.v1.Allocation.estimated_start:type_name -> google.protobuf.Timestamp
-	6,  // 36: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
-	51, // 37: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
-	52, // 38: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
-	27, // 39: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
-	28, // 40: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
-	55, // 41: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
-	1,  // 42: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
-	25, // 43: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
-	25, // 44: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
-	35, // 45: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
-	36, // 46: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
-	54, // 47: accelsched.v1.ExplainResponse.estimated_start:type_name -> google.protobuf.Timestamp
-	53, // 48: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
-	39, // 49: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
-	25, // 50: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
-	40, // 51: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
-	2,  // 52: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
-	54, // 53: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
-	25, // 54: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
-	56, // 55: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
-	9,  // 56: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
-	19, // 57: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry.value:type_name -> accelsched.v1.MigRelayoutFailure
-	8,  // 58: accelsched.v1.HeartbeatResponse.MigPlansEntry.value:type_name -> accelsched.v1.MigLayout
-	11, // 59: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
-	12, // 60: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
-	13, // 61: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
-	15, // 62: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
-	17, // 63: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
-	18, // 64: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
-	21, // 65: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
-	24, // 66: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
-	30, // 67: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
-	31, // 68: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
-	32, // 69: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
-	33, // 70: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
-	24, // 71: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
-	42, // 72: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
-	38, // 73: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
-	44, // 74: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
-	4,  // 75: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
-	4,  // 76: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
-	14, // 77: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
-	16, // 78: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
-	4,  // 79: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
-	20, // 80: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
-	23, // 81: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
-	25, // 82: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
-	25, // 83: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
-	25, // 84: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
-	25, // 85: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
-	34, // 86: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
-	37, // 87: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
-	43, // 88: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
-	41, // 89: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
-	45, // 90: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
-	75, // [75:91] is the sub-list for method output_type
-	59, // [59:75] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	9,  // 10: accelsched.v1.Device.mig_plan:type_name -> accelsched.v1.MigLayout
+	8,  // 11: accelsched.v1.Device.links:type_name -> accelsched.v1.DeviceLink
+	11, // 12: accelsched.v1.MigLayout.slices:type_name -> accelsched.v1.MigSlice
+	55, // 13: accelsched.v1.MigLayout.deadline:type_name -> google.protobuf.Timestamp
+	55, // 14: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
+	10, // 15: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
+	4,  // 16: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
+	4,  // 17: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
+	48, // 18: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	49, // 19: accelsched.v1.HeartbeatRequest.mig_relayout_failures:type_name -> accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
+	50, // 20: accelsched.v1.HeartbeatResponse.mig_plans:type_name -> accelsched.v1.HeartbeatResponse.MigPlansEntry
+	54, // 21: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
+	23, // 22: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
+	3,  // 23: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
+	51, // 24: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
+	56, // 25: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
+	5,  // 26: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
+	6,  // 27: accelsched.v1.AllocateRequest.share:type_name -> accelsched.v1.GpuShare
+	1,  // 28: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
+	27, // 29: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
+	30, // 30: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
+	55, // 31: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
+	55, // 32: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 33: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
+	55, // 34: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
+	5,  // 35: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
+	55, // 36: accelsched.v1.Allocation.estimated_start:type_name -> google.protobuf.Timestamp
+	6,  // 37: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
+	52, // 38: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
+	53, // 39: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
+	28, // 40: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
+	29, // 41: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
+	56, // 42: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
+	1,  // 43: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
+	26, // 44: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
+	26, // 45: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
+	36, // 46: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
+	37, // 47: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
+	55, // 48: accelsched.v1.ExplainResponse.estimated_start:type_name -> google.protobuf.Timestamp
+	54, // 49: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
+	40, // 50: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
+	26, // 51: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
+	41, // 52: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
+	2,  // 53: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
+	55, // 54: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
+	26, // 55: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
+	57, // 56: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
+	10, // 57: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
+	20, // 58: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry.value:type_name -> accelsched.v1.MigRelayoutFailure
+	9,  // 59: accelsched.v1.HeartbeatResponse.MigPlansEntry.value:type_name -> accelsched.v1.MigLayout
+	12, // 60: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
+	13, // 61: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
+	14, // 62: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
+	16, // 63: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
+	18, // 64: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
+	19, // 65: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
+	22, // 66: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
+	25, // 67: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
+	31, // 68: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
+	32, // 69: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
+	33, // 70: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
+	34, // 71: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
+	25, // 72: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
+	43, // 73: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
+	39, // 74: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
+	45, // 75: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
+	4,  // 76: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
+	4,  // 77: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
+	15, // 78: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
+	17, // 79: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
+	4,  // 80: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
+	21, // 81: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
+	24, // 82: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
+	26, // 83: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
+	26, // 84: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
+	26, // 85: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
+	26, // 86: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
+	35, // 87: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
+	38, // 88: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
+	44, // 89: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
+	42, // 90: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
+	46, // 91: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
+	76, // [76:92] is the sub-list for method output_type
+	60, // [60:76] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_accelsched_v1_accelsched_proto_init() }
@@ -4034,12 +4124,12 @@ func file_accelsched_v1_accelsched_proto_init() {
 		(*Accelerator_Unpartitioned)(nil),
 		(*Accelerator_PartitionSize)(nil),
 	}
-	file_accelsched_v1_accelsched_proto_msgTypes[6].OneofWrappers = []any{}
-	file_accelsched_v1_accelsched_proto_msgTypes[27].OneofWrappers = []any{
+	file_accelsched_v1_accelsched_proto_msgTypes[7].OneofWrappers = []any{}
+	file_accelsched_v1_accelsched_proto_msgTypes[28].OneofWrappers = []any{
 		(*ReleaseRequest_AllocationId)(nil),
 		(*ReleaseRequest_RequestId)(nil),
 	}
-	file_accelsched_v1_accelsched_proto_msgTypes[29].OneofWrappers = []any{
+	file_accelsched_v1_accelsched_proto_msgTypes[30].OneofWrappers = []any{
 		(*GetAllocationRequest_AllocationId)(nil),
 		(*GetAllocationRequest_RequestId)(nil),
 	}
@@ -4049,7 +4139,7 @@ func file_accelsched_v1_accelsched_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_accelsched_v1_accelsched_proto_rawDesc), len(file_accelsched_v1_accelsched_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   50,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -51,6 +51,16 @@ TEST(NodeValidationTest, ValidNodeGetsCanonicalModelsAndClasses) {
   EXPECT_EQ(n.devices[3].device_class, DeviceClass::kGoogleTpu);
 }
 
+// Every kind of link, one peer named by two kinds, links one way only.
+TEST(NodeValidationTest, LinksToOtherDevicesOfTheNodeAreValid) {
+  Node n = ValidNode();
+  n.devices[0].links = {{"GPU-cccc", LinkKind::kNvlink, 12},
+                        {"GPU-cccc", LinkKind::kPcieSwitch, 0},
+                        {"GPU-bbbb", LinkKind::kSameNuma, 0}};
+  n.devices[2].links = {{"GPU-aaaa", LinkKind::kNvlink, kMaxNvlinksPerLink}};
+  EXPECT_OK(NormalizeAndValidateNode(*BuiltinAcceleratorTypes(), n));
+}
+
 struct BadCase {
   const char* name;
   std::function<void(Node&)> mutate;
@@ -154,6 +164,48 @@ INSTANTIATE_TEST_SUITE_P(
                   n.devices.push_back(Tpu("chip-1", "s", "2x2x2", 11));
                 },
                 "node.devices[4] is in TPU slice \"s\""},
+        BadCase{"LinkToItself",
+                [](Node& n) {
+                  n.devices[1].links = {{"GPU-bbbb", LinkKind::kNvlink, 2}};
+                },
+                "node.devices[1].links[0].peer_device_id \"GPU-bbbb\" is the "
+                "device itself"},
+        BadCase{"LinkToAnotherNodesDevice",
+                [](Node& n) {
+                  n.devices[0].links = {{"GPU-cccc", LinkKind::kNvlink, 2},
+                                        {"GPU-zzzz", LinkKind::kSameNuma, 0}};
+                },
+                "node.devices[0].links[1].peer_device_id \"GPU-zzzz\" is not "
+                "a device of this node"},
+        BadCase{"LinkToAMigSlice",
+                [](Node& n) {
+                  n.devices[0].links = {{"MIG-1", LinkKind::kPcieSwitch, 0}};
+                },
+                "node.devices[0].links[0].peer_device_id \"MIG-1\""},
+        BadCase{"NvlinkWithoutLinks",
+                [](Node& n) {
+                  n.devices[0].links = {{"GPU-cccc", LinkKind::kNvlink, 0}};
+                },
+                "node.devices[0].links[0].count 0 is not 1 to 64 for NVLINK"},
+        BadCase{"TooManyNvlinks",
+                [](Node& n) {
+                  n.devices[0].links = {
+                      {"GPU-cccc", LinkKind::kNvlink, kMaxNvlinksPerLink + 1}};
+                },
+                "node.devices[0].links[0].count 65"},
+        BadCase{"CountOnAPcieLink",
+                [](Node& n) {
+                  n.devices[0].links = {{"GPU-cccc", LinkKind::kSameNuma, 1}};
+                },
+                "node.devices[0].links[0].count 1 must be 0 for SAME_NUMA"},
+        BadCase{"RepeatedLink",
+                [](Node& n) {
+                  n.devices[2].links = {{"GPU-aaaa", LinkKind::kPcieSwitch, 0},
+                                        {"GPU-bbbb", LinkKind::kPcieSwitch, 0},
+                                        {"GPU-aaaa", LinkKind::kPcieSwitch, 0}};
+                },
+                "node.devices[2].links[2] repeats the PCIE_SWITCH link to "
+                "\"GPU-aaaa\""},
         BadCase{"TooManyDevices",
                 [](Node& n) {
                   for (int i = 0; i <= static_cast<int>(kMaxDevicesPerNode);

@@ -108,7 +108,7 @@ class GpuShare(_message.Message):
     def __init__(self, compute_milli: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., group: _Optional[str] = ...) -> None: ...
 
 class Device(_message.Message):
-    __slots__ = ("id", "device_class", "model", "canonical_model", "memory_bytes", "index", "healthy", "mig_enabled", "mig_slices", "tpu_slice_id", "tpu_topology", "stats", "sharing", "mig_plan")
+    __slots__ = ("id", "device_class", "model", "canonical_model", "memory_bytes", "index", "healthy", "mig_enabled", "mig_slices", "tpu_slice_id", "tpu_topology", "stats", "sharing", "mig_plan", "links")
     ID_FIELD_NUMBER: _ClassVar[int]
     DEVICE_CLASS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -123,6 +123,7 @@ class Device(_message.Message):
     STATS_FIELD_NUMBER: _ClassVar[int]
     SHARING_FIELD_NUMBER: _ClassVar[int]
     MIG_PLAN_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
     id: str
     device_class: _accelerator_type_pb2.DeviceClass
     model: str
@@ -137,7 +138,18 @@ class Device(_message.Message):
     stats: DeviceStats
     sharing: GpuSharing
     mig_plan: MigLayout
-    def __init__(self, id: _Optional[str] = ..., device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., canonical_model: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., index: _Optional[int] = ..., healthy: _Optional[bool] = ..., mig_enabled: _Optional[bool] = ..., mig_slices: _Optional[_Iterable[_Union[MigSlice, _Mapping]]] = ..., tpu_slice_id: _Optional[str] = ..., tpu_topology: _Optional[str] = ..., stats: _Optional[_Union[DeviceStats, _Mapping]] = ..., sharing: _Optional[_Union[GpuSharing, str]] = ..., mig_plan: _Optional[_Union[MigLayout, _Mapping]] = ...) -> None: ...
+    links: _containers.RepeatedCompositeFieldContainer[DeviceLink]
+    def __init__(self, id: _Optional[str] = ..., device_class: _Optional[_Union[_accelerator_type_pb2.DeviceClass, str]] = ..., model: _Optional[str] = ..., canonical_model: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., index: _Optional[int] = ..., healthy: _Optional[bool] = ..., mig_enabled: _Optional[bool] = ..., mig_slices: _Optional[_Iterable[_Union[MigSlice, _Mapping]]] = ..., tpu_slice_id: _Optional[str] = ..., tpu_topology: _Optional[str] = ..., stats: _Optional[_Union[DeviceStats, _Mapping]] = ..., sharing: _Optional[_Union[GpuSharing, str]] = ..., mig_plan: _Optional[_Union[MigLayout, _Mapping]] = ..., links: _Optional[_Iterable[_Union[DeviceLink, _Mapping]]] = ...) -> None: ...
+
+class DeviceLink(_message.Message):
+    __slots__ = ("peer_device_id", "kind", "count")
+    PEER_DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    peer_device_id: str
+    kind: str
+    count: int
+    def __init__(self, peer_device_id: _Optional[str] = ..., kind: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class MigLayout(_message.Message):
     __slots__ = ("slices", "generation", "allocation_id", "deadline")

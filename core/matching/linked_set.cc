@@ -1,0 +1,167 @@
+#include "core/matching/linked_set.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace accelsched {
+namespace {
+
+PairTier TierOf(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::kNvlink:
+      return PairTier::kNvlink;
+    case LinkKind::kPcieSwitch:
+      return PairTier::kPcieSwitch;
+    case LinkKind::kSameNuma:
+      return PairTier::kSameNuma;
+  }
+  return PairTier::kNone;
+}
+
+// A set as ChooseLinkedSet ranks it: greater is better.
+struct Rank {
+  PairTier tier;
+  int inner;  // pair weight among the members
+  int cut;    // pair weight from the members to the GPUs left out
+
+  bool operator>(const Rank& o) const {
+    return std::make_tuple(tier, inner, -cut) >
+           std::make_tuple(o.tier, o.inner, -o.cut);
+  }
+};
+
+// Visits every `count`-subset of [0, n) in lexicographic order, keeping the
+// best by Rank (the first of equals).
+class Search {
+ public:
+  Search(const LinkGraph& graph, int n, int count)
+      : graph_(graph), n_(n), count_(count), degree_(n, 0) {
+    for (int a = 0; a < n; ++a) {
+      for (int b = 0; b < n; ++b) {
+        if (a != b) degree_[a] += graph.weight(a, b);
+      }
+    }
+  }
+
+  LinkedSet Run() {
+    Visit(0, PairTier::kNvlink, 0, 0);
+    LinkedSet set;
+    set.members = best_;
+    set.tier = best_rank_.tier;
+    for (size_t i = 0; i < best_.size(); ++i) {
+      for (size_t j = i + 1; j < best_.size(); ++j) {
+        set.nvlinks += graph_.nvlinks(best_[i], best_[j]);
+      }
+    }
+    return set;
+  }
+
+ private:
+  void Visit(int next, PairTier tier, int inner, int degrees) {
+    const int have = static_cast<int>(members_.size());
+    if (have == count_) {
+      const Rank rank{tier, inner, degrees - 2 * inner};
+      if (best_.empty() || rank > best_rank_) {
+        best_ = members_;
+        best_rank_ = rank;
+      }
+      return;
+    }
+    // A set of this tier cannot beat a best of a higher one.
+    if (!best_.empty() && tier < best_rank_.tier) return;
+    for (int i = next; i <= n_ - (count_ - have); ++i) {
+      PairTier t = tier;
+      int w = inner;
+      for (int m : members_) {
+        t = std::min(t, graph_.tier(m, i));
+        w += graph_.weight(m, i);
+      }
+      members_.push_back(i);
+      Visit(i + 1, t, w, degrees + degree_[i]);
+      members_.pop_back();
+    }
+  }
+
+  const LinkGraph& graph_;
+  const int n_;
+  const int count_;
+  std::vector<int> degree_;  // pair weight from each GPU to all the others
+  std::vector<int> members_;
+  std::vector<int> best_;
+  Rank best_rank_{PairTier::kNone, 0, 0};
+};
+
+}  // namespace
+
+LinkGraph::LinkGraph(const Node& node, absl::Span<const absl::string_view> ids)
+    : n_(static_cast<int>(ids.size())),
+      tier_(ids.size() * ids.size(), PairTier::kNone),
+      nvlinks_(ids.size() * ids.size(), 0) {
+  absl::flat_hash_map<absl::string_view, int> at;
+  for (int i = 0; i < n_; ++i) at.emplace(ids[i], i);
+  for (const Device& d : node.devices) {
+    auto self = at.find(d.id);
+    if (self == at.end()) continue;
+    for (const DeviceLink& l : d.links) {
+      auto peer = at.find(l.peer_device_id);
+      if (peer == at.end() || peer->second == self->second) continue;
+      const PairTier t = TierOf(l.kind);
+      const int count = l.kind == LinkKind::kNvlink ? l.count : 0;
+      for (auto [a, b] : {std::pair{self->second, peer->second},
+                          std::pair{peer->second, self->second}}) {
+        tier_[a * n_ + b] = std::max(tier_[a * n_ + b], t);
+        nvlinks_[a * n_ + b] = std::max(nvlinks_[a * n_ + b], count);
+      }
+      empty_ = false;
+    }
+  }
+}
+
+int LinkGraph::weight(int a, int b) const {
+  switch (tier(a, b)) {
+    case PairTier::kNvlink:
+      return 100 * nvlinks(a, b);
+    case PairTier::kPcieSwitch:
+      return 50;
+    case PairTier::kSameNuma:
+      return 20;
+    case PairTier::kNone:
+      return 10;
+  }
+  return 0;
+}
+
+LinkedSet ChooseLinkedSet(const LinkGraph& graph, int count) {
+  const int n = std::min(graph.size(), kMaxLinkedCandidates);
+  return Search(graph, n, std::clamp(count, 1, n)).Run();
+}
+
+LinkedSet AsLinkedSet(const LinkGraph& graph) {
+  LinkedSet set;
+  for (int a = 0; a < graph.size(); ++a) {
+    set.members.push_back(a);
+    for (int b = a + 1; b < graph.size(); ++b) {
+      set.tier = std::min(set.tier, graph.tier(a, b));
+      set.nvlinks += graph.nvlinks(a, b);
+    }
+  }
+  return set;
+}
+
+absl::string_view PairTierPhrase(PairTier tier) {
+  switch (tier) {
+    case PairTier::kNvlink:
+      return "all NVLinked";
+    case PairTier::kPcieSwitch:
+      return "all under one PCIe switch";
+    case PairTier::kSameNuma:
+      return "all on one CPU";
+    case PairTier::kNone:
+      return "across CPUs";
+  }
+  return "";
+}
+
+}  // namespace accelsched
