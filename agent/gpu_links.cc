@@ -41,7 +41,7 @@ const char* KindOfLevel(nvmlGpuTopologyLevel_t level) {
 }
 
 // The most NVLinks the server takes in one DeviceLink.
-constexpr int kMaxNvLinksPerLink = 64;
+constexpr int kMaxNvlinksPerLink = 64;
 
 }  // namespace
 
@@ -49,17 +49,31 @@ const GpuLinks::LinksByUuid& GpuLinks::Read(const std::vector<Gpu>& gpus) {
   std::vector<std::string> uuids;
   uuids.reserve(gpus.size());
   for (const Gpu& g : gpus) uuids.push_back(g.uuid);
-  if (reads_ > 0 && uuids == uuids_) return links_;
-  links_ = ReadFromNvml(gpus);
-  uuids_ = std::move(uuids);
+  const bool same = reads_ > 0 && uuids == uuids_;
+  if (same && complete_ && ++passes_ < kPassesBetweenReads) return links_;
+  LinksByUuid links;
+  const bool complete = ReadFromNvml(gpus, links);
   ++reads_;
+  passes_ = 0;
+  if (!same || complete || !complete_) {
+    links_ = std::move(links);
+    uuids_ = std::move(uuids);
+    complete_ = complete;
+  }
   return links_;
 }
 
-GpuLinks::LinksByUuid GpuLinks::ReadFromNvml(
-    const std::vector<Gpu>& gpus) const {
+bool GpuLinks::ReadFromNvml(const std::vector<Gpu>& gpus,
+                            LinksByUuid& out) const {
   const NvmlLibrary& nvml = nvml_;
   const size_t n = gpus.size();
+  bool complete = true;
+  // NOT_SUPPORTED: the GPU or driver does not have it, which is an answer;
+  // any other error is a failure worth another read.
+  auto answered = [&](nvmlReturn_t r) {
+    if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_SUPPORTED) complete = false;
+    return r == NVML_SUCCESS;
+  };
 
   // Each GPU's PCI address, to tell which GPU an NVLink reaches; a GPU whose
   // address does not read is reached by no link (its own links still count).
@@ -67,7 +81,7 @@ GpuLinks::LinksByUuid GpuLinks::ReadFromNvml(
   if (nvml.nvmlDeviceGetPciInfo_v3 != nullptr) {
     for (size_t i = 0; i < n; ++i) {
       nvmlPciInfo_t pci = {};
-      if (nvml.nvmlDeviceGetPciInfo_v3(gpus[i].handle, &pci) == NVML_SUCCESS) {
+      if (answered(nvml.nvmlDeviceGetPciInfo_v3(gpus[i].handle, &pci))) {
         gpu_at.emplace(PciKey(pci.busId), i);
       }
     }
@@ -85,16 +99,16 @@ GpuLinks::LinksByUuid GpuLinks::ReadFromNvml(
         // than NVML_NVLINK_MAX_LINKS, or none); any other error leaves this
         // link out and the next ones are still asked.
         nvmlEnableState_t active = NVML_FEATURE_DISABLED;
-        if (nvml.nvmlDeviceGetNvLinkState(gpu, link, &active) != NVML_SUCCESS ||
-            active != NVML_FEATURE_ENABLED) {
-          continue;
-        }
+        const nvmlReturn_t state =
+            nvml.nvmlDeviceGetNvLinkState(gpu, link, &active);
+        if (state != NVML_ERROR_INVALID_ARGUMENT && !answered(state)) continue;
+        if (state != NVML_SUCCESS || active != NVML_FEATURE_ENABLED) continue;
         // Without the remote type (an older driver, or NVML cannot say) the
         // remote PCI address decides: a switch's matches no GPU.
         nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
         if (nvml.nvmlDeviceGetNvLinkRemoteDeviceType != nullptr &&
-            nvml.nvmlDeviceGetNvLinkRemoteDeviceType(gpu, link, &type) !=
-                NVML_SUCCESS) {
+            !answered(
+                nvml.nvmlDeviceGetNvLinkRemoteDeviceType(gpu, link, &type))) {
           type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
         }
         if (type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
@@ -107,8 +121,8 @@ GpuLinks::LinksByUuid GpuLinks::ReadFromNvml(
         }
         nvmlPciInfo_t remote = {};
         if (nvml.nvmlDeviceGetNvLinkRemotePciInfo_v2 == nullptr ||
-            nvml.nvmlDeviceGetNvLinkRemotePciInfo_v2(gpu, link, &remote) !=
-                NVML_SUCCESS) {
+            !answered(
+                nvml.nvmlDeviceGetNvLinkRemotePciInfo_v2(gpu, link, &remote))) {
           continue;
         }
         auto peer = gpu_at.find(PciKey(remote.busId));
@@ -135,11 +149,11 @@ GpuLinks::LinksByUuid GpuLinks::ReadFromNvml(
         link.set_kind(kNvLink);
         // The server refuses a count above 64 (kMaxNvlinksPerLink in
         // core/catalog/node_validation.h), and with it the whole node.
-        link.set_count(std::min(count, kMaxNvLinksPerLink));
+        link.set_count(std::min(count, kMaxNvlinksPerLink));
       } else if (nvml.nvmlDeviceGetTopologyCommonAncestor != nullptr) {
         nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
-        if (nvml.nvmlDeviceGetTopologyCommonAncestor(
-                gpus[i].handle, gpus[j].handle, &level) == NVML_SUCCESS) {
+        if (answered(nvml.nvmlDeviceGetTopologyCommonAncestor(
+                gpus[i].handle, gpus[j].handle, &level))) {
           link.set_kind(KindOfLevel(level));
         }
       }
@@ -147,7 +161,7 @@ GpuLinks::LinksByUuid GpuLinks::ReadFromNvml(
     }
   }
 
-  LinksByUuid out;
+  out.clear();
   for (size_t i = 0; i < n; ++i) {
     std::vector<v1::DeviceLink>& links = out[gpus[i].uuid];
     for (size_t j = 0; j < n; ++j) {
@@ -156,7 +170,7 @@ GpuLinks::LinksByUuid GpuLinks::ReadFromNvml(
       link.set_peer_device_id(gpus[j].uuid);
     }
   }
-  return out;
+  return complete;
 }
 
 }  // namespace accelsched::agent

@@ -34,9 +34,12 @@ inline constexpr char kNvLink[] = "NVLINK";
 inline constexpr char kPcieSwitch[] = "PCIE_SWITCH";
 inline constexpr char kSameNuma[] = "SAME_NUMA";
 
-// The links between the GPUs of one node, read once per set of GPUs: links
-// are hardware, which does not change under a running driver, and reading
-// them again every pass would let one transient NVML error change the
+// The links between the GPUs of one node. Links are hardware, but NVLinks
+// through NVSwitches come up only once the fabric is trained, and any NVML
+// query may fail for a while: so they are read again when the set of GPUs
+// changes, when the last read was incomplete (a query failed), and every
+// kPassesBetweenReads calls; an incomplete read never replaces a complete
+// one of the same GPUs, so that one transient NVML error cannot change the
 // inventory (and re-register the node). Not thread-safe (the agent's one
 // loop calls it).
 class GpuLinks {
@@ -48,6 +51,10 @@ class GpuLinks {
   };
   using LinksByUuid = std::map<std::string, std::vector<v1::DeviceLink>>;
 
+  // Read calls between two reads of the same GPUs: 30 passes, five minutes
+  // at the agent's default --interval of 10 s.
+  static constexpr int kPassesBetweenReads = 30;
+
   // `nvml` must outlive this.
   explicit GpuLinks(const NvmlLibrary& nvml) : nvml_(nvml) {}
   GpuLinks(const GpuLinks&) = delete;
@@ -56,24 +63,25 @@ class GpuLinks {
   // Each GPU of `gpus` (this pass's GPUs, in NVML index order) by UUID, with
   // its links to the others in the order of `gpus`, one per peer at most
   // (peer_device_id is the peer's UUID); a GPU with no link has an empty
-  // list. NVML is read only when the UUIDs (in order) differ from the last
-  // call's; otherwise the last answer is returned as it was, even though a
-  // handle may have changed. Never fails: a function the driver lacks, or a
-  // query NVML refuses, leaves out the links it would have shown, and the
-  // answer so read stands until the GPUs change. The reference is valid
-  // until the next call.
+  // list. Reads NVML as the class comment says; otherwise returns the last
+  // answer as it was, even though a handle may have changed. Never fails: a
+  // function the driver lacks, or a query NVML refuses, leaves out the links
+  // it would have shown. The reference is valid until the next call.
   const LinksByUuid& Read(const std::vector<Gpu>& gpus);
 
   // How many times Read has read NVML (for tests).
   int reads() const { return reads_; }
 
  private:
-  // Reads every pair's link from NVML.
-  LinksByUuid ReadFromNvml(const std::vector<Gpu>& gpus) const;
+  // Reads every pair's link from NVML into `out`; false when a query failed
+  // (beyond a link or level the GPU does not have).
+  bool ReadFromNvml(const std::vector<Gpu>& gpus, LinksByUuid& out) const;
 
   const NvmlLibrary& nvml_;
   std::vector<std::string> uuids_;  // of the GPUs `links_` was read for
   LinksByUuid links_;
+  bool complete_ = false;  // whether links_ was read without a failure
+  int passes_ = 0;         // Read calls since links_ was read
   int reads_ = 0;
 };
 

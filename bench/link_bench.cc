@@ -4,21 +4,24 @@
 // the nodes registered without links (GPUs in index order, as before links
 // were reported) and with the links the agent reads (ChooseLinkedSet).
 //
-// Boards, 8 GPUs each, as core/matching/linked_set.h's tiers see them:
-//   pairs:  NVIDIA/k8s-device-plugin#546's board: NVLink pairs (0,2),
-//           (1,3), (4,5), (6,7) (4 NVLinks each), GPUs 0-3 on CPU 0, PCIe
-//           switches (0,1), (2,3), (4,5), (6,7) (the switches are this
+// Boards, as core/matching/linked_set.h's tiers see them:
+//   pairs:  8 GPUs, NVIDIA/k8s-device-plugin#546's board: NVLink pairs
+//           (0,2), (1,3), (4,5), (6,7) (4 NVLinks each), GPUs 0-3 on CPU 0,
+//           PCIe switches (0,1), (2,3), (4,5), (6,7) (the switches are this
 //           benchmark's assumption);
-//   pcie:   two PCIe switches of four GPUs, one per CPU, no NVLink;
-//   nvswitch: every pair NVLinked through NVSwitches, 18 links each, but
-//           GPU 0 has 12 (a degraded link), so its pairs count 12.
+//   pcie:   8 GPUs, two PCIe switches of four, one per CPU, no NVLink;
+//   nvswitch: 8 GPUs, every pair NVLinked through NVSwitches, 18 links
+//           each, but GPU 0 has 12 (a degraded link), so its pairs count 12;
+//   pcie16: 16 GPUs, four PCIe switches of four, two per CPU, no NVLink
+//           (requests of 8 take the greedy path of ChooseLinkedSet).
 // The stream (--steps, --seed): while fewer than --occupancy of the
 // cluster's GPUs are held, a request for 1, 2 or 4 GPUs (weights 40, 35,
-// 25); otherwise the release of a random live allocation. A refused request
-// (no node has room) is counted and dropped. For every 2- and 4-GPU
-// allocation, the worst pair among its GPUs is tallied (by the board's
-// links, whatever the scheduler was told); the time of each Allocate is
-// measured. Exits non-zero if a device is handed out twice.
+// 25; on pcie16 1, 2, 4 or 8, weights 40, 30, 20, 10); otherwise the
+// release of a random live allocation. A refused request (no node has room)
+// is counted and dropped. For every allocation of several GPUs, the worst
+// pair among its GPUs is tallied (by the board's links, whatever the
+// scheduler was told); the time of each Allocate is measured. Exits non-zero
+// if a device is handed out twice.
 #include <cstdio>
 #include <random>
 #include <string>
@@ -46,7 +49,8 @@ namespace accelsched {
 namespace {
 
 constexpr char kModel[] = "nvidia-h100";
-constexpr int kGpus = 8;
+// GPUs per node of `board`.
+int GpusOf(const std::string& board) { return board == "pcie16" ? 16 : 8; }
 
 std::string GpuId(int node, int gpu) {
   return absl::StrCat("n", node, "-gpu", gpu);
@@ -55,9 +59,10 @@ std::string GpuId(int node, int gpu) {
 // The links each GPU of board `board` reports, by GPU index pairs.
 std::vector<std::vector<DeviceLink>> BoardLinks(const std::string& board,
                                                 int node) {
-  std::vector<std::vector<DeviceLink>> links(kGpus);
-  for (int a = 0; a < kGpus; ++a) {
-    for (int b = 0; b < kGpus; ++b) {
+  const int gpus = GpusOf(board);
+  std::vector<std::vector<DeviceLink>> links(gpus);
+  for (int a = 0; a < gpus; ++a) {
+    for (int b = 0; b < gpus; ++b) {
       if (a == b) continue;
       const std::string peer = GpuId(node, b);
       if (board == "pairs") {
@@ -72,6 +77,12 @@ std::vector<std::vector<DeviceLink>> BoardLinks(const std::string& board,
       } else if (board == "pcie") {
         if (a / 4 == b / 4)
           links[a].push_back({peer, LinkKind::kPcieSwitch, 0});
+      } else if (board == "pcie16") {
+        if (a / 4 == b / 4) {
+          links[a].push_back({peer, LinkKind::kPcieSwitch, 0});
+        } else if (a / 8 == b / 8) {
+          links[a].push_back({peer, LinkKind::kSameNuma, 0});
+        }
       } else {  // nvswitch
         links[a].push_back(
             {peer, LinkKind::kNvlink, (a == 0 || b == 0) ? 12 : 18});
@@ -82,12 +93,12 @@ std::vector<std::vector<DeviceLink>> BoardLinks(const std::string& board,
 }
 
 struct RunResult {
-  int requests[5] = {};  // by count
-  int refused[5] = {};
-  // Allocations of 2 and 4 GPUs by their worst pair (PairTier), and their
-  // NVLinks summed.
-  int by_tier[5][4] = {};
-  long nvlinks[5] = {};
+  int requests[9] = {};  // by count
+  int refused[9] = {};
+  // Allocations of 2, 4 and 8 GPUs by their worst pair (PairTier), and
+  // their NVLinks summed.
+  int by_tier[9][4] = {};
+  long nvlinks[9] = {};
   std::vector<double> allocate_us;
   bool double_booked = false;
 };
@@ -108,7 +119,7 @@ absl::StatusOr<RunResult> Run(const std::string& board, bool report_links) {
     Node node;
     node.name = absl::StrCat("n", n);
     const std::vector<std::vector<DeviceLink>> links = BoardLinks(board, n);
-    for (int g = 0; g < kGpus; ++g) {
+    for (int g = 0; g < GpusOf(board); ++g) {
       Device d;
       d.id = GpuId(n, g);
       d.model = kModel;
@@ -125,7 +136,11 @@ absl::StatusOr<RunResult> Run(const std::string& board, bool report_links) {
     }
   }
   std::mt19937 rng(absl::GetFlag(FLAGS_seed));
-  std::discrete_distribution<int> count_of({0, 40, 35, 0, 25});
+  // 16-GPU nodes also get requests of 8.
+  std::discrete_distribution<int> count_of(
+      GpusOf(board) == 16
+          ? std::initializer_list<double>{0, 40, 30, 0, 20, 0, 0, 0, 10}
+          : std::initializer_list<double>{0, 40, 35, 0, 25});
   struct Live {
     std::string id;
     int count;
@@ -134,7 +149,7 @@ absl::StatusOr<RunResult> Run(const std::string& board, bool report_links) {
   absl::flat_hash_set<std::string> held;
   int used = 0;
   const int limit =
-      static_cast<int>(absl::GetFlag(FLAGS_occupancy) * nodes * kGpus);
+      static_cast<int>(absl::GetFlag(FLAGS_occupancy) * nodes * GpusOf(board));
   RunResult result;
   for (int step = 0; step < absl::GetFlag(FLAGS_steps); ++step) {
     if (used >= limit && !live.empty()) {
@@ -185,12 +200,12 @@ double Percent(int part, int whole) {
 }
 
 int Main() {
-  std::printf("%-9s %-11s %9s %9s %9s | %9s %9s %9s %9s | %7s %9s %9s\n",
+  std::printf("%-9s %-11s %9s %9s %9s | %9s %9s %9s %9s | %9s | %7s %9s %9s\n",
               "board", "scheduler", "2:NVLink", "2:switch", "2:NVL/all",
-              "4:NVLink", "4:switch", "4:CPU", "4:NVL/all", "refused", "p50 us",
-              "p99 us");
+              "4:NVLink", "4:switch", "4:CPU", "4:NVL/all", "8:CPU", "refused",
+              "p50 us", "p99 us");
   bool ok = true;
-  for (const std::string board : {"pairs", "pcie", "nvswitch"}) {
+  for (const std::string board : {"pairs", "pcie", "nvswitch", "pcie16"}) {
     for (bool links : {false, true}) {
       absl::StatusOr<RunResult> r = Run(board, links);
       if (!r.ok()) {
@@ -210,11 +225,14 @@ int Main() {
         return n;
       };
       auto all = [&](int count) { return at_least(count, PairTier::kNone); };
-      const int refused = r->refused[1] + r->refused[2] + r->refused[4];
-      const int requests = r->requests[1] + r->requests[2] + r->requests[4];
+      int refused = 0, requests = 0;
+      for (int c = 0; c < 9; ++c) {
+        refused += r->refused[c];
+        requests += r->requests[c];
+      }
       std::printf(
           "%-9s %-11s %8.1f%% %8.1f%% %9.2f | %8.1f%% %8.1f%% %8.1f%% %9.2f | "
-          "%6.1f%% %9.1f %9.1f\n",
+          "%8.1f%% | %6.1f%% %9.1f %9.1f\n",
           board.c_str(), links ? "links" : "index order",
           Percent(at_least(2, PairTier::kNvlink), all(2)),
           Percent(at_least(2, PairTier::kPcieSwitch), all(2)),
@@ -223,6 +241,7 @@ int Main() {
           Percent(at_least(4, PairTier::kPcieSwitch), all(4)),
           Percent(at_least(4, PairTier::kSameNuma), all(4)),
           all(4) == 0 ? 0.0 : static_cast<double>(r->nvlinks[4]) / all(4),
+          Percent(at_least(8, PairTier::kSameNuma), all(8)),
           Percent(refused, requests), Quantile(r->allocate_us, 0.5),
           Quantile(r->allocate_us, 0.99));
     }

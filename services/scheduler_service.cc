@@ -183,6 +183,8 @@ grpc::ServerUnaryReactor* SchedulerService::ListNodes(
     for (const Node& node : page.nodes) {
       v1::Node* proto = resp->add_nodes();
       NodeToProto(node, proto);
+      // Device.links stay out of pages (accelsched.proto says why).
+      for (v1::Device& d : *proto->mutable_devices()) d.clear_links();
       AttachDeviceStats(stats_->Get(node.name), proto);
     }
     resp->set_next_page_token(page.next_page_token);

@@ -205,6 +205,9 @@ absl::Status Catalog::KeepAllocatedDevices(const Node& old_node,
           Device kept = *was;
           kept.removed = true;
           kept.healthy = false;
+          // Its peers may be gone too, and a node read back with GetNode
+          // must register again as it is.
+          kept.links.clear();
           node.devices.push_back(std::move(kept));
         }
         continue;

@@ -1,7 +1,6 @@
 #include "core/catalog/node_validation.h"
 
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -160,14 +159,30 @@ absl::Status ValidateTpuSlicesOnNode(const AcceleratorTypeSet& types,
   return absl::OkStatus();
 }
 
-// Each link names another device of `node` (by the id it has there), a
-// count only for NVLinks, and at most once per peer and kind.
+// Each link names another device of `node` (by the id it has there), once,
+// with a count only for NVLinks; a device has at most kMaxLinksPerDevice
+// links, the node kMaxLinksPerNode.
 absl::Status ValidateLinks(const Node& node) {
   absl::flat_hash_set<absl::string_view> devices;
-  for (const Device& d : node.devices) devices.insert(d.id);
+  size_t total = 0;
+  for (const Device& d : node.devices) {
+    devices.insert(d.id);
+    total += d.links.size();
+  }
+  if (total > kMaxLinksPerNode) {
+    return InvalidField("node.devices",
+                        absl::StrCat("have ", total, " links in all; at most ",
+                                     kMaxLinksPerNode, " per node"));
+  }
   for (size_t i = 0; i < node.devices.size(); ++i) {
     const Device& d = node.devices[i];
-    absl::flat_hash_set<std::pair<absl::string_view, LinkKind>> seen;
+    if (d.links.size() > kMaxLinksPerDevice) {
+      return InvalidField(
+          absl::StrCat("node.devices[", i, "].links"),
+          absl::StrCat("has ", d.links.size(), " entries; at most ",
+                       kMaxLinksPerDevice));
+    }
+    absl::flat_hash_set<absl::string_view> peers;
     for (size_t j = 0; j < d.links.size(); ++j) {
       const DeviceLink& l = d.links[j];
       const std::string field =
@@ -194,10 +209,13 @@ absl::Status ValidateLinks(const Node& node) {
             absl::StrCat(l.count, " must be 0 for ", LinkKindName(l.kind),
                          ": only NVLINK links are counted"));
       }
-      if (!seen.insert({l.peer_device_id, l.kind}).second) {
+      // The kinds exclude each other: a pair is NVLinked, or else its PCIe
+      // path crosses no host bridge, or else it does.
+      if (!peers.insert(l.peer_device_id).second) {
         return InvalidField(
-            field, absl::StrCat("repeats the ", LinkKindName(l.kind),
-                                " link to \"", l.peer_device_id, "\""));
+            absl::StrCat(field, ".peer_device_id"),
+            absl::StrCat("\"", l.peer_device_id,
+                         "\" is named by an earlier link: one link per peer"));
       }
     }
   }

@@ -19,6 +19,11 @@ inline constexpr size_t kMaxLabelsPerNode = 256;
 // The most NVLinks one DeviceLink may count: NVML_NVLINK_MAX_LINKS is 36
 // (go-nvml gen/nvml/nvml.h @2f9e261, line 455); room is left for growth.
 inline constexpr int kMaxNvlinksPerLink = 64;
+// The most links one device, and one node, may report (one per peer: a full
+// mesh of 64 GPUs is 4,032). They bound the rows a registration writes and
+// the matcher's walk of a node's links.
+inline constexpr size_t kMaxLinksPerDevice = 256;
+inline constexpr size_t kMaxLinksPerNode = 4096;
 
 // INVALID_ARGUMENT naming `field` unless `name` is a Kubernetes node name
 // (lower-case DNS subdomain of at most 253 characters).
@@ -42,7 +47,8 @@ absl::Status ValidateDeviceGeometry(const AcceleratorType& model,
 // and device_class from it. Errors are INVALID_ARGUMENT naming the field
 // ("node.devices[3].mig_slices[1].start"). Each device's links must name
 // another device of the node, count 1..kMaxNvlinksPerLink NVLinks for NVLINK
-// and 0 for the other kinds, and name a peer at most once per kind.
+// and 0 for the other kinds, name each peer at most once, and number at
+// most kMaxLinksPerDevice per device and kMaxLinksPerNode per node.
 absl::Status NormalizeAndValidateNode(const AcceleratorTypeSet& types,
                                       Node& node);
 

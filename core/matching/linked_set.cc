@@ -32,8 +32,15 @@ struct Rank {
   }
 };
 
-// Visits every `count`-subset of [0, n) in lexicographic order, keeping the
-// best by Rank (the first of equals).
+// C(n, k), for n <= kMaxLinkedCandidates.
+int64_t Subsets(int n, int k) {
+  int64_t c = 1;
+  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return c;
+}
+
+// The best `count`-subset of [0, n) by Rank (the first of equals in
+// lexicographic order): Run visits every subset, Greedy grows one.
 class Search {
  public:
   Search(const LinkGraph& graph, int n, int count)
@@ -47,6 +54,52 @@ class Search {
 
   LinkedSet Run() {
     Visit(0, PairTier::kNvlink, 0, 0);
+    return Best();
+  }
+
+  // From each GPU in turn, adds count - 1 times the GPU whose set ranks best
+  // so far (the first of equals); keeps the best set so grown.
+  LinkedSet Greedy() {
+    for (int seed = 0; seed < n_; ++seed) {
+      std::vector<bool> in(n_, false);
+      in[seed] = true;
+      members_ = {seed};
+      Rank rank{PairTier::kNvlink, 0, degree_[seed]};
+      int degrees = degree_[seed];
+      for (int step = 1; step < count_; ++step) {
+        int pick = -1;
+        Rank pick_rank{PairTier::kNone, 0, 0};
+        for (int i = 0; i < n_; ++i) {
+          if (in[i]) continue;
+          PairTier t = rank.tier;
+          int w = rank.inner;
+          for (int m : members_) {
+            t = std::min(t, graph_.tier(m, i));
+            w += graph_.weight(m, i);
+          }
+          const Rank r{t, w, degrees + degree_[i] - 2 * w};
+          if (pick < 0 || r > pick_rank) {
+            pick = i;
+            pick_rank = r;
+          }
+        }
+        in[pick] = true;
+        members_.push_back(pick);
+        degrees += degree_[pick];
+        rank = pick_rank;
+      }
+      std::sort(members_.begin(), members_.end());
+      if (best_.empty() || rank > best_rank_ ||
+          (!(best_rank_ > rank) && members_ < best_)) {
+        best_ = members_;
+        best_rank_ = rank;
+      }
+    }
+    return Best();
+  }
+
+ private:
+  LinkedSet Best() const {
     LinkedSet set;
     set.members = best_;
     set.tier = best_rank_.tier;
@@ -58,7 +111,6 @@ class Search {
     return set;
   }
 
- private:
   void Visit(int next, PairTier tier, int inner, int degrees) {
     const int have = static_cast<int>(members_.size());
     if (have == count_) {
@@ -135,7 +187,11 @@ int LinkGraph::weight(int a, int b) const {
 
 LinkedSet ChooseLinkedSet(const LinkGraph& graph, int count) {
   const int n = std::min(graph.size(), kMaxLinkedCandidates);
-  return Search(graph, n, std::clamp(count, 1, n)).Run();
+  if (n == 0) return LinkedSet{};
+  count = std::clamp(count, 1, n);
+  Search search(graph, n, count);
+  return Subsets(n, count) <= kMaxExhaustiveSets ? search.Run()
+                                                 : search.Greedy();
 }
 
 LinkedSet AsLinkedSet(const LinkGraph& graph) {

@@ -57,21 +57,29 @@ struct LinkedSet {
   int nvlinks = 0;  // NVLinks among them
 };
 
-// The most GPUs ChooseLinkedSet weighs: C(16, 8) = 12,870 sets at most.
+// The most GPUs ChooseLinkedSet weighs.
 inline constexpr int kMaxLinkedCandidates = 16;
+// The most sets it weighs one by one: every choice on a board of 8 GPUs
+// (C(8, 4) = 70), up to 4 of 16 (C(16, 4) = 1,820).
+inline constexpr int kMaxExhaustiveSets = 2000;
 
-// The `count` GPUs (1 <= count <= min(size, kMaxLinkedCandidates)) of the
-// first kMaxLinkedCandidates of `graph` that are best linked: the best worst
-// pair (all NVLinked, else all under PCIe switches, else on one CPU), then
-// the most pair weight among them, then the least pair weight to the GPUs
-// left out (so that those stay linked to each other), then the earliest in
-// the graph's order. O(C(n, count) x count).
+// The `count` GPUs of the first n = min(size, kMaxLinkedCandidates) of
+// `graph` that are best linked (count clamped to 1..n; empty when n is 0):
+// the best worst pair (all NVLinked, else all under one PCIe switch, else
+// all on one CPU), then the most pair weight among them, then the least pair
+// weight to the GPUs left out (so that those stay linked to each other),
+// then the earliest in the graph's order. Exact when C(n, count) <=
+// kMaxExhaustiveSets, O(C(n, count) x count); otherwise (5 to 11 of 16 and
+// the like) greedy: from each GPU, the GPU that makes the best set so far,
+// count - 1 times, the best set so grown kept, O(n^2 x count^2).
 LinkedSet ChooseLinkedSet(const LinkGraph& graph, int count);
 
 // The worst pair and the NVLinks among all of `graph`'s GPUs, as a set.
 LinkedSet AsLinkedSet(const LinkGraph& graph);
 
-// "all NVLinked", "all under PCIe switches", "on one CPU", "across CPUs".
+// "all NVLinked", "all under one PCIe switch", "all on one CPU", "across
+// CPUs". Under one switch: every pair's common ancestor is below the host
+// bridge, and in a tree that puts them all below one child of it, a switch.
 absl::string_view PairTierPhrase(PairTier tier);
 
 }  // namespace accelsched

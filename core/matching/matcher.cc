@@ -167,11 +167,12 @@ struct Scored {
   PlacementScore score;
 };
 
-// Whether any whole device of `node` reports links to another.
+// Whether any device of `node` in its inventory reports links to another.
 bool HasLinks(const Node* node) {
   if (node == nullptr) return false;
-  return std::any_of(node->devices.begin(), node->devices.end(),
-                     [](const Device& d) { return !d.links.empty(); });
+  return std::any_of(
+      node->devices.begin(), node->devices.end(),
+      [](const Device& d) { return !d.removed && !d.links.empty(); });
 }
 
 // The ids of `units`' devices (whole devices: one each).
@@ -901,39 +902,42 @@ std::string DescribeLinkChoice(const CapacityIndex& index, const NodeMap& nodes,
   if (group.empty() || !group[0]->pool.partition.empty()) return "";
   const Node* node = FindNode(nodes, group[0]->home);
   if (!HasLinks(node)) return "";
-  int free = 0;
+  // What UnitsIn weighed: the first kMaxLinkedCandidates free GPUs in
+  // best-fit order (Explain allocates nothing, so the group's are free).
+  std::vector<const Unit*> free;
   if (auto pool = index.pools().find(group[0]->pool);
       pool != index.pools().end()) {
     if (auto home = pool->second.homes.find(group[0]->home);
         home != pool->second.homes.end()) {
-      for (const std::string& key : home->second.units) {
-        const Unit* u = index.Find(key);
-        if (u != nullptr && u->free()) ++free;
-      }
+      free = FreeUnitsBestFit(index, home->second);
     }
   }
+  const int taken = static_cast<int>(group.size());
+  const int weighed =
+      std::min(static_cast<int>(free.size()), kMaxLinkedCandidates);
+  if (taken >= weighed) return "";
+  const bool more = static_cast<int>(free.size()) > weighed;
+  free.resize(weighed);
+  if (LinkGraph(*node, DeviceIds(free)).empty()) return "";
   std::vector<int> numbers;
   for (const Unit* u : group) numbers.push_back(u->order);
   const std::string gpus =
-      absl::StrCat(group.size() == 1 ? "GPU " : "GPUs ",
-                   absl::StrJoin(numbers, ", "), " of ", node->name);
-  const int taken = static_cast<int>(group.size());
+      absl::StrCat(taken == 1 ? "GPU " : "GPUs ", absl::StrJoin(numbers, ", "),
+                   " of ", node->name);
+  const std::string of = more
+                             ? absl::StrCat("its first ", weighed, " free GPUs")
+                             : absl::StrCat("its ", weighed, " free GPUs");
   if (taken == 1) {
-    return free > 1 ? absl::StrCat(gpus, ": of its ", free,
-                                   " free GPUs, the one that leaves the "
-                                   "others best linked")
-                    : absl::StrCat(gpus, ": its only free GPU");
+    return absl::StrCat(gpus, ": of ", of,
+                        ", the one that leaves the others best linked");
   }
   const LinkedSet set = AsLinkedSet(LinkGraph(*node, DeviceIds(group)));
   std::string links(PairTierPhrase(set.tier));
   if (set.nvlinks > 0) {
     absl::StrAppend(&links, ", ", set.nvlinks, " NVLinks among them");
   }
-  if (free <= taken) {
-    return absl::StrCat(gpus, " (", links, "): all its free GPUs");
-  }
-  return absl::StrCat(gpus, " (", links, "): the best-linked ", taken,
-                      " of its ", free, " free GPUs");
+  return absl::StrCat(gpus, " (", links, "): the best-linked ", taken, " of ",
+                      of);
 }
 
 Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,

@@ -157,7 +157,10 @@ absl::Status CheckSatisfiable(const CapacityIndex& index,
 //   model order;
 // - kSpread: as the rule, but the most free units first.
 // Within the node, the GPUs with the fewest free slices first, so that large
-// requests still fit later. nullopt when nothing fits now. Visits only pools
+// requests still fit later; whole devices of a node that reports links, the
+// best-linked set of its first kMaxLinkedCandidates eligible free ones
+// (ChooseLinkedSet: at most kMaxExhaustiveSets subsets weighed, each
+// O(count)). nullopt when nothing fits now. Visits only pools
 // of the request and, in each, homes in free-count order: O(models x log
 // nodes) plus the homes skipped as ineligible (each O(log nodes) to reach
 // when the request has pod_resources); nodes short of CPU are skipped by the
@@ -251,9 +254,11 @@ Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
                          const MatchSpec& spec, const EligibilityRules& rules);
 
 // For Explain: which GPUs `group` (one group of a match, whole devices on
-// one node) takes and why, when its node reports links ("GPUs 0, 2 of n1
-// (all NVLinked, 8 NVLinks among them): the best-linked 2 of its 6 free
-// GPUs"); empty otherwise. O(free units of its node + its links).
+// one node, not yet allocated) takes and why, when links chose them ("GPUs
+// 0, 2 of n1 (all NVLinked, 8 NVLinks among them): the best-linked 2 of its
+// 6 free GPUs"); empty when they did not (no links among the node's free
+// GPUs, or as many asked as weighed). O(free units of its node + their
+// links).
 std::string DescribeLinkChoice(const CapacityIndex& index, const NodeMap& nodes,
                                const std::vector<const Unit*>& group);
 

@@ -419,7 +419,7 @@ TEST_F(NvidiaGpusTest, NoTopologyNoLinks) {
   }
 }
 
-TEST_F(NvidiaGpusTest, LinksAreReadAgainOnlyWhenTheGpusChange) {
+TEST_F(NvidiaGpusTest, AFailedReadNeverChangesTheLinks) {
   WriteFile(scenario_, NvLinkPairsBoard());
   std::unique_ptr<NvidiaGpus> gpus = Open();
   ASSERT_NE(gpus, nullptr);
@@ -465,22 +465,28 @@ TEST_F(NvidiaGpusTest, LinksAreReadAgainOnlyWhenTheGpusChange) {
               ElementsAre("GPU-4 SAME_NUMA 0", "GPU-5 SAME_NUMA 0"));
 }
 
+// Every GPU of the scenario, as GpuLinks::Read takes them, named GPU-<i>.
+std::vector<GpuLinks::Gpu> HandlesOf(const NvmlLibrary& nvml) {
+  unsigned int count = 0;
+  EXPECT_EQ(nvml.nvmlDeviceGetCount_v2(&count), NVML_SUCCESS);
+  std::vector<GpuLinks::Gpu> gpus;
+  for (unsigned int i = 0; i < count; ++i) {
+    GpuLinks::Gpu g;
+    EXPECT_EQ(nvml.nvmlDeviceGetHandleByIndex_v2(i, &g.handle), NVML_SUCCESS);
+    g.uuid = absl::StrCat("GPU-", i);
+    gpus.push_back(g);
+  }
+  return gpus;
+}
+
 TEST_F(NvidiaGpusTest, GpuLinksReadNvmlOncePerListOfGpus) {
   WriteFile(scenario_, NvLinkPairsBoard());
   absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml =
       NvmlLibrary::Load(FAKE_NVML_PATH);
   ASSERT_OK(nvml);
-  unsigned int count = 0;
-  ASSERT_EQ((*nvml)->nvmlDeviceGetCount_v2(&count), NVML_SUCCESS);
-  ASSERT_EQ(count, 8u);
   std::vector<GpuLinks::Gpu> all;
-  for (unsigned int i = 0; i < count; ++i) {
-    GpuLinks::Gpu g;
-    ASSERT_EQ((*nvml)->nvmlDeviceGetHandleByIndex_v2(i, &g.handle),
-              NVML_SUCCESS);
-    g.uuid = absl::StrCat("GPU-", i);
-    all.push_back(g);
-  }
+  ASSERT_NO_FATAL_FAILURE(all = HandlesOf(**nvml));
+  ASSERT_EQ(all.size(), 8u);
   GpuLinks links(**nvml);
   EXPECT_EQ(links.Read(all).at("GPU-0").size(), 3u);
   EXPECT_EQ(links.Read(all).at("GPU-0").size(), 3u);
@@ -493,6 +499,71 @@ TEST_F(NvidiaGpusTest, GpuLinksReadNvmlOncePerListOfGpus) {
   EXPECT_THAT(Describe(pair.at("GPU-0")), ElementsAre("GPU-2 NVLINK 12"));
   EXPECT_THAT(links.Read({}), IsEmpty());
   EXPECT_EQ(links.reads(), 3);
+}
+
+// NVML is read again while a read failed, and every kPassesBetweenReads
+// calls (an NVSwitch fabric trained after the agent started); a failed read
+// never replaces a complete one.
+TEST_F(NvidiaGpusTest, GpuLinksAreReadAgainUntilCompleteAndEveryFewPasses) {
+  // GPU 0's link states fail: its NVLink to GPU 2 is not seen.
+  WriteFile(scenario_, NvLinkPairsBoard() +
+                           "fail call=nvmlDeviceGetNvLinkState error=999 "
+                           "gpu=0\n");
+  absl::StatusOr<std::unique_ptr<NvmlLibrary>> nvml =
+      NvmlLibrary::Load(FAKE_NVML_PATH);
+  ASSERT_OK(nvml);
+  std::vector<GpuLinks::Gpu> all;
+  ASSERT_NO_FATAL_FAILURE(all = HandlesOf(**nvml));
+  ASSERT_EQ(all.size(), 8u);
+  GpuLinks links(**nvml);
+  // GPU 2 sees its end of the pair: the larger count of the two ends.
+  EXPECT_THAT(Describe(links.Read(all).at("GPU-0")),
+              ElementsAre("GPU-1 PCIE_SWITCH 0", "GPU-2 NVLINK 12",
+                          "GPU-3 SAME_NUMA 0"));
+  EXPECT_EQ(links.reads(), 1);
+  (void)links.Read(all);  // incomplete: read again
+  EXPECT_EQ(links.reads(), 2);
+  WriteFile(scenario_, NvLinkPairsBoard());
+  ASSERT_EQ(HandlesOf(**nvml).size(), 8u);  // re-reads the scenario
+  (void)links.Read(all);                    // complete now
+  EXPECT_EQ(links.reads(), 3);
+  for (int i = 1; i < GpuLinks::kPassesBetweenReads; ++i) {
+    (void)links.Read(all);
+  }
+  EXPECT_EQ(links.reads(), 3);
+  // The fabric trained: every GPU reaches the NVSwitches with 18 links. Read
+  // at the next period.
+  WriteFile(scenario_, Board(8, [](int i) {
+              return absl::StrCat("pcie_switch=", i / 2, " numa=", i / 4,
+                                  " nvswitch_links=18");
+            }));
+  ASSERT_EQ(HandlesOf(**nvml).size(), 8u);  // re-reads the scenario
+  EXPECT_THAT(
+      Describe(links.Read(all).at("GPU-7")),
+      ElementsAre("GPU-0 NVLINK 18", "GPU-1 NVLINK 18", "GPU-2 NVLINK 18",
+                  "GPU-3 NVLINK 18", "GPU-4 NVLINK 18", "GPU-5 NVLINK 18",
+                  "GPU-6 NVLINK 18"));
+  EXPECT_EQ(links.reads(), 4);
+  // A failing read at the period after: the last complete answer stands.
+  WriteFile(scenario_, Board(
+                           8,
+                           [](int i) {
+                             return absl::StrCat("pcie_switch=", i / 2,
+                                                 " numa=", i / 4);
+                           },
+                           "fail call=nvmlDeviceGetPciInfo_v3 error=999\n"));
+  ASSERT_EQ(HandlesOf(**nvml).size(), 8u);  // re-reads the scenario
+  for (int i = 0; i < GpuLinks::kPassesBetweenReads; ++i) {
+    (void)links.Read(all);
+  }
+  EXPECT_EQ(links.reads(), 5);
+  // Kept, and not read again before the next period.
+  EXPECT_THAT(
+      Describe(links.Read(all).at("GPU-7")),
+      ElementsAre("GPU-0 NVLINK 18", "GPU-1 NVLINK 18", "GPU-2 NVLINK 18",
+                  "GPU-3 NVLINK 18", "GPU-4 NVLINK 18", "GPU-5 NVLINK 18",
+                  "GPU-6 NVLINK 18"));
+  EXPECT_EQ(links.reads(), 5);
 }
 
 TEST_F(NvidiaGpusTest, LoadErrorsSayWhy) {

@@ -369,6 +369,13 @@ TEST_F(AgentE2eTest, GpuLinksReadByTheAgentChooseTheGpus) {
   EXPECT_THAT(links,
               testing::ElementsAre("GPU-1 PCIE_SWITCH 0", "GPU-2 NVLINK 12",
                                    "GPU-3 SAME_NUMA 0"));
+  // Not in ListNodes pages.
+  v1::ListNodesResponse page = ListAll();
+  ASSERT_EQ(page.nodes_size(), 1);
+  ASSERT_EQ(page.nodes(0).devices_size(), 8);
+  for (const v1::Device& d : page.nodes(0).devices()) {
+    EXPECT_EQ(d.links_size(), 0) << d.id();
+  }
   auto devices = [](const v1::Allocation& a) {
     std::vector<std::string> ids;
     for (const v1::AllocatedDevice& d : a.devices()) {

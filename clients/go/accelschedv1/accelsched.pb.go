@@ -595,10 +595,11 @@ type Device struct {
 	// Ignored in RegisterNode.
 	MigPlan *MigLayout `protobuf:"bytes,14,opt,name=mig_plan,json=migPlan,proto3" json:"mig_plan,omitempty"`
 	// How this GPU reaches the other GPUs of its node, as the node agent reads
-	// it from NVML: at most one link per (peer_device_id, kind). A
-	// multi-GPU request on one node takes the GPUs with the best links
-	// between them. Empty when unknown (then every set of free GPUs is as
-	// good as another).
+	// it from NVML: at most one link per peer, 256 per device, 4,096 per node.
+	// A request of whole GPUs on one node takes the GPUs with the best links
+	// between them. Empty when unknown (then the GPUs go in index order).
+	// Left out of ListNodes replies, whose pages they would swell (a page of
+	// 1,000 8-GPU nodes by several MB); GetNode and RegisterNode show them.
 	Links         []*DeviceLink `protobuf:"bytes,15,rep,name=links,proto3" json:"links,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -51,12 +51,12 @@ TEST(NodeValidationTest, ValidNodeGetsCanonicalModelsAndClasses) {
   EXPECT_EQ(n.devices[3].device_class, DeviceClass::kGoogleTpu);
 }
 
-// Every kind of link, one peer named by two kinds, links one way only.
+// Every kind of link, links one way only.
 TEST(NodeValidationTest, LinksToOtherDevicesOfTheNodeAreValid) {
   Node n = ValidNode();
   n.devices[0].links = {{"GPU-cccc", LinkKind::kNvlink, 12},
-                        {"GPU-cccc", LinkKind::kPcieSwitch, 0},
                         {"GPU-bbbb", LinkKind::kSameNuma, 0}};
+  n.devices[1].links = {{"GPU-cccc", LinkKind::kPcieSwitch, 0}};
   n.devices[2].links = {{"GPU-aaaa", LinkKind::kNvlink, kMaxNvlinksPerLink}};
   EXPECT_OK(NormalizeAndValidateNode(*BuiltinAcceleratorTypes(), n));
 }
@@ -198,14 +198,33 @@ INSTANTIATE_TEST_SUITE_P(
                   n.devices[0].links = {{"GPU-cccc", LinkKind::kSameNuma, 1}};
                 },
                 "node.devices[0].links[0].count 1 must be 0 for SAME_NUMA"},
-        BadCase{"RepeatedLink",
+        BadCase{"TwoLinksToOnePeer",
                 [](Node& n) {
-                  n.devices[2].links = {{"GPU-aaaa", LinkKind::kPcieSwitch, 0},
+                  n.devices[2].links = {{"GPU-aaaa", LinkKind::kNvlink, 4},
                                         {"GPU-bbbb", LinkKind::kPcieSwitch, 0},
                                         {"GPU-aaaa", LinkKind::kPcieSwitch, 0}};
                 },
-                "node.devices[2].links[2] repeats the PCIE_SWITCH link to "
-                "\"GPU-aaaa\""},
+                "node.devices[2].links[2].peer_device_id \"GPU-aaaa\" is named "
+                "by an earlier link"},
+        BadCase{"TooManyLinks",
+                [](Node& n) {
+                  n.devices[0].links.assign(kMaxLinksPerDevice + 1,
+                                            {"GPU-cccc", LinkKind::kNvlink, 1});
+                },
+                "node.devices[0].links has 257 entries; at most 256"},
+        BadCase{"TooManyLinksOnTheNode",
+                [](Node& n) {
+                  for (Device& d : n.devices) {
+                    d.links.assign(kMaxLinksPerDevice,
+                                   {"GPU-cccc", LinkKind::kNvlink, 1});
+                  }
+                  for (int i = 0; i < 14; ++i) {
+                    n.devices.push_back(Gpu("x", "T4", 100 + i));
+                    n.devices.back().id += std::to_string(i);
+                    n.devices.back().links = n.devices[0].links;
+                  }
+                },
+                "node.devices have 4352 links in all; at most 4096 per node"},
         BadCase{"TooManyDevices",
                 [](Node& n) {
                   for (int i = 0; i <= static_cast<int>(kMaxDevicesPerNode);

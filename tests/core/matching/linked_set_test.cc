@@ -173,6 +173,36 @@ TEST(ChooseLinkedSetTest, TheWorstPairDecidesBeforeTheNvlinks) {
   EXPECT_EQ(linked.nvlinks, 8);
 }
 
+// Beyond kMaxExhaustiveSets subsets the set is grown greedily: on a board of
+// two NVSwitch planes of 8 GPUs (one CPU), 8 GPUs are one plane, 9 span
+// both.
+TEST(ChooseLinkedSetTest, ManySubsetsAreChosenGreedily) {
+  Node n = Board(16);
+  for (int a = 0; a < 16; ++a) {
+    for (int b = 0; b < 16; ++b) {
+      if (a == b) continue;
+      if (a / 8 == b / 8) {
+        Link(n, a, b, LinkKind::kNvlink, 6);
+      } else {
+        Link(n, a, b, LinkKind::kSameNuma);
+      }
+    }
+  }
+  // GPU 0 taken: the plane with all 8 free is the one left whole.
+  const LinkGraph rest(
+      n, Ids(n, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}));
+  LinkedSet eight = ChooseLinkedSet(rest, 8);
+  EXPECT_THAT(eight.members, ElementsAre(7, 8, 9, 10, 11, 12, 13, 14));
+  EXPECT_EQ(eight.tier, PairTier::kNvlink);
+  EXPECT_EQ(eight.nvlinks, 28 * 6);
+  LinkedSet nine = ChooseLinkedSet(LinkGraph(n, Ids(n, All(16))), 9);
+  EXPECT_EQ(nine.members.size(), 9u);
+  EXPECT_EQ(nine.tier, PairTier::kSameNuma);
+  EXPECT_EQ(nine.nvlinks, 28 * 6);
+  // Nothing to weigh.
+  EXPECT_TRUE(ChooseLinkedSet(LinkGraph(n, {}), 1).members.empty());
+}
+
 TEST(ChooseLinkedSetTest, OnlyTheFirstCandidatesAreWeighed) {
   Node n = Board(kMaxLinkedCandidates + 2);
   // The best pair is beyond the first kMaxLinkedCandidates.
@@ -180,8 +210,6 @@ TEST(ChooseLinkedSetTest, OnlyTheFirstCandidatesAreWeighed) {
   Link(n, 0, 1, LinkKind::kSameNuma);
   const LinkGraph graph(n, Ids(n, All(kMaxLinkedCandidates + 2)));
   EXPECT_THAT(ChooseLinkedSet(graph, 2).members, ElementsAre(0, 1));
-  EXPECT_THAT(AsLinkedSet(LinkGraph(n, Ids(n, {0, 1, 2}))).tier,
-              PairTier::kNone);
 }
 
 }  // namespace
