@@ -40,8 +40,10 @@ inline constexpr char kSameNuma[] = "SAME_NUMA";
 // changes, when the last read was incomplete (a query failed), and every
 // kPassesBetweenReads calls; an incomplete read never replaces a complete
 // one of the same GPUs, so that one transient NVML error cannot change the
-// inventory (and re-register the node). Not thread-safe (the agent's one
-// loop calls it).
+// inventory (and re-register the node). One link per pair: a node of more
+// than 64 GPUs, all linked, would pass the server's 4,096 links per node
+// (core/catalog/node_validation.h) and be refused; no board has as many. Not
+// thread-safe (the agent's one loop calls it).
 class GpuLinks {
  public:
   // One whole GPU seen in this pass.
@@ -51,8 +53,8 @@ class GpuLinks {
   };
   using LinksByUuid = std::map<std::string, std::vector<v1::DeviceLink>>;
 
-  // Read calls between two reads of the same GPUs: 30 passes, five minutes
-  // at the agent's default --interval of 10 s.
+  // The same GPUs are read again every this many Read calls: every five
+  // minutes at the agent's default --interval of 10 s.
   static constexpr int kPassesBetweenReads = 30;
 
   // `nvml` must outlive this.

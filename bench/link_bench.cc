@@ -13,7 +13,9 @@
 //   nvswitch: 8 GPUs, every pair NVLinked through NVSwitches, 18 links
 //           each, but GPU 0 has 12 (a degraded link), so its pairs count 12;
 //   pcie16: 16 GPUs, four PCIe switches of four, two per CPU, no NVLink
-//           (requests of 8 take the greedy path of ChooseLinkedSet).
+//           (a request of 8 on a node with 14 or more free GPUs takes the
+//           greedy path of ChooseLinkedSet).
+// Then ChooseLinkedSet alone is timed on a node with every GPU free.
 // The stream (--steps, --seed): while fewer than --occupancy of the
 // cluster's GPUs are held, a request for 1, 2 or 4 GPUs (weights 40, 35,
 // 25; on pcie16 1, 2, 4 or 8, weights 40, 30, 20, 10); otherwise the
@@ -25,6 +27,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -245,6 +248,37 @@ int Main() {
           Percent(refused, requests), Quantile(r->allocate_us, 0.5),
           Quantile(r->allocate_us, 0.99));
     }
+  }
+  // The choice alone, on a node with every GPU free: the graph built and the
+  // set chosen, as UnitsIn does.
+  std::printf(
+      "\nChooseLinkedSet alone, every GPU free (p50 / p99 of 2,000):\n");
+  for (const auto& [board, count] : std::vector<std::pair<std::string, int>>{
+           {"pairs", 2}, {"pairs", 4}, {"pcie16", 4}, {"pcie16", 8}}) {
+    Node node;
+    const std::vector<std::vector<DeviceLink>> links = BoardLinks(board, 0);
+    std::vector<absl::string_view> ids;
+    for (int g = 0; g < GpusOf(board); ++g) {
+      Device d;
+      d.id = GpuId(0, g);
+      d.links = links[g];
+      node.devices.push_back(std::move(d));
+    }
+    for (const Device& d : node.devices) ids.push_back(d.id);
+    std::vector<double> us;
+    size_t chosen = 0;
+    for (int i = 0; i < 2000; ++i) {
+      const absl::Time t0 = absl::Now();
+      chosen += ChooseLinkedSet(LinkGraph(node, ids), count).members.size();
+      us.push_back(absl::ToDoubleMicroseconds(absl::Now() - t0));
+    }
+    const int64_t sets = SetsOf(GpusOf(board), count);
+    std::printf("  %-7s %d of %2d (%5lld sets, %s): %6.1f / %6.1f us\n",
+                board.c_str(), count, GpusOf(board),
+                static_cast<long long>(sets),
+                sets <= kMaxExhaustiveSets ? "every one" : "greedy",
+                Quantile(us, 0.5), Quantile(us, 0.99));
+    if (chosen != static_cast<size_t>(2000 * count)) ok = false;
   }
   return ok ? 0 : 1;
 }

@@ -32,13 +32,6 @@ struct Rank {
   }
 };
 
-// C(n, k), for n <= kMaxLinkedCandidates.
-int64_t Subsets(int n, int k) {
-  int64_t c = 1;
-  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
-  return c;
-}
-
 // The best `count`-subset of [0, n) by Rank (the first of equals in
 // lexicographic order): Run visits every subset, Greedy grows one.
 class Search {
@@ -185,13 +178,19 @@ int LinkGraph::weight(int a, int b) const {
   return 0;
 }
 
+int64_t SetsOf(int n, int count) {
+  int64_t c = 1;
+  for (int i = 1; i <= count; ++i) c = c * (n - count + i) / i;
+  return c;
+}
+
 LinkedSet ChooseLinkedSet(const LinkGraph& graph, int count) {
   const int n = std::min(graph.size(), kMaxLinkedCandidates);
   if (n == 0) return LinkedSet{};
   count = std::clamp(count, 1, n);
   Search search(graph, n, count);
-  return Subsets(n, count) <= kMaxExhaustiveSets ? search.Run()
-                                                 : search.Greedy();
+  return SetsOf(n, count) <= kMaxExhaustiveSets ? search.Run()
+                                                : search.Greedy();
 }
 
 LinkedSet AsLinkedSet(const LinkGraph& graph) {

@@ -63,6 +63,10 @@ inline constexpr int kMaxLinkedCandidates = 16;
 // (C(8, 4) = 70), up to 4 of 16 (C(16, 4) = 1,820).
 inline constexpr int kMaxExhaustiveSets = 2000;
 
+// C(n, count) for 0 <= count <= n <= kMaxLinkedCandidates: the sets of
+// `count` GPUs among n.
+int64_t SetsOf(int n, int count);
+
 // The `count` GPUs of the first n = min(size, kMaxLinkedCandidates) of
 // `graph` that are best linked (count clamped to 1..n; empty when n is 0):
 // the best worst pair (all NVLinked, else all under one PCIe switch, else

@@ -253,8 +253,9 @@ struct Explanation {
 Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
                          const MatchSpec& spec, const EligibilityRules& rules);
 
-// For Explain: which GPUs `group` (one group of a match, whole devices on
-// one node, not yet allocated) takes and why, when links chose them ("GPUs
+// For Explain: which GPUs `group` (one group of a match of whole devices,
+// not a share, on one node, not yet allocated) takes and why, when links
+// chose them ("GPUs
 // 0, 2 of n1 (all NVLinked, 8 NVLinks among them): the best-linked 2 of its
 // 6 free GPUs"); empty when they did not (no links among the node's free
 // GPUs, or as many asked as weighed). O(free units of its node + their

@@ -638,7 +638,9 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   result.feasible = true;
   result.would_allocate = Requested(request, spec);
   Assign(result.would_allocate, *groups);
+  // A share's GPU is chosen by its free compute, not by links.
   for (const std::vector<const Unit*>& group : *groups) {
+    if (allowed->share.has_value()) break;
     if (std::string links = DescribeLinkChoice(index, catalog_.nodes(), group);
         !links.empty()) {
       absl::StrAppend(&result.explanation.summary, "; ", links);

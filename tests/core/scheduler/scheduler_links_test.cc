@@ -123,15 +123,21 @@ TEST_F(SchedulerLinksTest, ExplainSaysWhichSetAndWhy) {
 }
 
 // Explain says nothing of links where they chose nothing: a request for
-// every free GPU, or of MIG slices.
+// every free GPU, or a share (placed by its GPU's free compute).
 TEST_F(SchedulerLinksTest, ExplainIsSilentWhereLinksChoseNothing) {
-  ASSERT_OK(s_.RegisterNode(PairBoard(/*links=*/true)));
+  Node board = PairBoard(/*links=*/true);
+  for (Device& d : board.devices) {
+    d.sharing = GpuSharing::kTimeSlicing;
+    d.memory_bytes = uint64_t{16} << 30;
+  }
+  ASSERT_OK(s_.RegisterNode(board));
   absl::StatusOr<ExplainResult> e = s_.Explain(Want("all", "T4", 8));
   ASSERT_OK(e.status());
   ASSERT_TRUE(e->feasible);
   EXPECT_THAT(e->explanation.summary, Not(HasSubstr("GPU")));
-  ASSERT_OK(s_.RegisterNode(MakeNode("mig", {MigA100("a100", 0)})));
-  e = s_.Explain(Want("slice", "nvidia-tesla-a100", 1, "1g.5gb"));
+  AllocationRequest share = Want("share", "T4", 0);
+  share.share = GpuShare{500, 0, ""};
+  e = s_.Explain(share);
   ASSERT_OK(e.status());
   ASSERT_TRUE(e->feasible);
   EXPECT_THAT(e->explanation.summary, Not(HasSubstr("GPU")));
