@@ -46,7 +46,7 @@ class Search {
   }
 
   LinkedSet Run() {
-    Visit(0, PairTier::kNvlink, 0, 0);
+    Visit(0, Rank{PairTier::kNvlink, 0, 0});
     return Best();
   }
 
@@ -56,21 +56,15 @@ class Search {
     for (int seed = 0; seed < n_; ++seed) {
       std::vector<bool> in(n_, false);
       in[seed] = true;
-      members_ = {seed};
-      Rank rank{PairTier::kNvlink, 0, degree_[seed]};
-      int degrees = degree_[seed];
+      members_.clear();
+      Rank rank = With(Rank{PairTier::kNvlink, 0, 0}, seed);
+      members_.push_back(seed);
       for (int step = 1; step < count_; ++step) {
         int pick = -1;
         Rank pick_rank{PairTier::kNone, 0, 0};
         for (int i = 0; i < n_; ++i) {
           if (in[i]) continue;
-          PairTier t = rank.tier;
-          int w = rank.inner;
-          for (int m : members_) {
-            t = std::min(t, graph_.tier(m, i));
-            w += graph_.weight(m, i);
-          }
-          const Rank r{t, w, degrees + degree_[i] - 2 * w};
+          const Rank r = With(rank, i);
           if (pick < 0 || r > pick_rank) {
             pick = i;
             pick_rank = r;
@@ -78,7 +72,6 @@ class Search {
         }
         in[pick] = true;
         members_.push_back(pick);
-        degrees += degree_[pick];
         rank = pick_rank;
       }
       std::sort(members_.begin(), members_.end());
@@ -92,6 +85,21 @@ class Search {
   }
 
  private:
+  // The rank of members_ and GPU `i` together, from `rank`, members_'s: the
+  // cut gains i's pair weight to every GPU but the members, and loses the
+  // members' weight to i.
+  Rank With(const Rank& rank, int i) const {
+    Rank out = rank;
+    int added = 0;
+    for (int m : members_) {
+      out.tier = std::min(out.tier, graph_.tier(m, i));
+      added += graph_.weight(m, i);
+    }
+    out.inner += added;
+    out.cut += degree_[i] - 2 * added;
+    return out;
+  }
+
   LinkedSet Best() const {
     LinkedSet set;
     set.members = best_;
@@ -104,10 +112,11 @@ class Search {
     return set;
   }
 
-  void Visit(int next, PairTier tier, int inner, int degrees) {
+  // Visits every set of members_ and `count_ - members_.size()` GPUs from
+  // `next` on; `rank` is members_'s.
+  void Visit(int next, const Rank& rank) {
     const int have = static_cast<int>(members_.size());
     if (have == count_) {
-      const Rank rank{tier, inner, degrees - 2 * inner};
       if (best_.empty() || rank > best_rank_) {
         best_ = members_;
         best_rank_ = rank;
@@ -115,16 +124,11 @@ class Search {
       return;
     }
     // A set of this tier cannot beat a best of a higher one.
-    if (!best_.empty() && tier < best_rank_.tier) return;
+    if (!best_.empty() && rank.tier < best_rank_.tier) return;
     for (int i = next; i <= n_ - (count_ - have); ++i) {
-      PairTier t = tier;
-      int w = inner;
-      for (int m : members_) {
-        t = std::min(t, graph_.tier(m, i));
-        w += graph_.weight(m, i);
-      }
+      const Rank with = With(rank, i);
       members_.push_back(i);
-      Visit(i + 1, t, w, degrees + degree_[i]);
+      Visit(i + 1, with);
       members_.pop_back();
     }
   }
