@@ -174,7 +174,7 @@ const MatchSpec kSpecs[] = {
     MatchSpec::ForPool(kL4, 1),
     MatchSpec::ForPool(kT4, 4),
     MatchSpec::ForPool(kTpu, 1),
-    MatchSpec::ForPool(kMig3g, 1, LabelSelector::FromMap({{"pool", "p1"}})),
+    MatchSpec::ForPool(kMig3g, 1, {{"pool", "p1"}}),
 };
 
 // kSpecs with what each request's pod needs: CPU and memory in proportion to
@@ -348,9 +348,9 @@ std::vector<MatchSpec> WideSpecs(const Cluster& c, int models_per_request) {
       MatchSpec spec;
       spec.count = count;
       for (int k = 0; k < models_per_request; ++k) {
-        spec.models.push_back(models[(m + 7 * k) % models.size()]);
+        spec.requested_models.push_back(models[(m + 7 * k) % models.size()]);
       }
-      std::sort(spec.models.begin(), spec.models.end());
+      std::sort(spec.requested_models.begin(), spec.requested_models.end());
       specs.push_back(spec);
     }
   }

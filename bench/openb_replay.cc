@@ -440,7 +440,7 @@ Run Replay(const std::vector<NodeSpec>& specs,
       spot = Fgd(truth, pod, typical);
     } else {
       MatchSpec spec;
-      spec.models = pod.models;
+      spec.requested_models = pod.models;
       spec.count = pod.gpus;
       if (v.accounting) spec.pod_resources = Need(pod);
       if (!pod.shares) CountInMix(spec, rules.now, mix);

@@ -184,7 +184,7 @@ Outcome Replay(const std::vector<Request>& stream, int n_nodes,
       leases.ends_.erase(absl::StrCat("r", j));
     }
     MatchSpec spec;
-    spec.models = {"nvidia-h100"};
+    spec.requested_models = {"nvidia-h100"};
     spec.count = r.count;
     const absl::Time now = At(r.arrival);
     bool placed = false;
@@ -348,7 +348,7 @@ OpenbOutcome ReplayOpenb(const std::vector<NodeSpec>& specs,
       continue;
     }
     MatchSpec spec;
-    spec.models = p.models;
+    spec.requested_models = p.models;
     spec.count = p.gpus;
     spec.pod_resources = need;
     EligibilityRules rules;

@@ -243,7 +243,7 @@ Outcome ReplayMatcher(const std::vector<SimNode>& sim,
   Outcome out;
   for (size_t k = 0; k < stream.size(); ++k) {
     MatchSpec spec;
-    spec.models = stream[k].models;
+    spec.requested_models = stream[k].models;
     spec.count = stream[k].count;
     auto units = Match(index, nodes, spec, rules);
     if (!units.has_value()) {

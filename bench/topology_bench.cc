@@ -112,7 +112,7 @@ struct Result {
 bool Run(const Cluster& c, const Case& k, Result& out) {
   MatchSpec spec;
   spec.device_class = DeviceClass::kNvidiaGpu;
-  spec.models = {kH100.model};
+  spec.requested_models = {kH100.model};
   spec.count = 8;
   spec.replicas = absl::GetFlag(FLAGS_groups);
   spec.topology_key = k.required;

@@ -3,9 +3,11 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <type_traits>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -416,6 +418,57 @@ const Table<DeviceLink>& DeviceLinksTable() {
   return *table;
 }
 
+// The columns of an allocation's RequestSpec, one (or one per member of a
+// composite value) per field of RequestSpec::ForEachField, named by its
+// stored_as (a composite's its prefix and the member's name), typed by the
+// field's type; node_selector has its own table.
+std::vector<Column<Allocation>> RequestSpecColumns() {
+  // Built once (AllocationsTable): the names outlive every table.
+  static auto* const names = new std::vector<std::unique_ptr<std::string>>();
+  auto name = [](const char* prefix, const char* member) {
+    names->push_back(
+        std::make_unique<std::string>(absl::StrCat(prefix, "_", member)));
+    return names->back()->c_str();
+  };
+  std::vector<Column<Allocation>> columns;
+  RequestSpec::ForEachField([&](const RequestSpec::Field& field,
+                                auto member) {
+    using T = std::remove_reference_t<decltype(std::declval<RequestSpec>().*
+                                               member)>;
+    using Member = T Allocation::*;
+    const Member m = member;
+    const char* column = field.stored_as;
+    if constexpr (std::is_same_v<T, std::string>) {
+      columns.push_back(Text(column, m));
+    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      columns.push_back(NameList(column, m));
+    } else if constexpr (std::is_same_v<T, bool>) {
+      columns.push_back(Flag(column, m));
+    } else if constexpr (std::is_same_v<T, absl::Duration>) {
+      columns.push_back(Duration(column, m));
+    } else if constexpr (std::is_same_v<T, std::optional<NodeResources>>) {
+      for (Column<Allocation>& c :
+           OptionalResources(m, name(column, "cpu_milli"),
+                             name(column, "memory_bytes"), name(column, "pods"))) {
+        columns.push_back(std::move(c));
+      }
+    } else if constexpr (std::is_same_v<T, std::optional<GpuShare>>) {
+      for (Column<Allocation>& c :
+           OptionalShare(m, name(column, "compute_milli"),
+                         name(column, "memory_bytes"), name(column, "group"))) {
+        columns.push_back(std::move(c));
+      }
+    } else if constexpr (std::is_same_v<T, Labels>) {
+      // AllocationNodeSelectorTable.
+    } else {
+      static_assert(std::is_integral_v<T> || std::is_enum_v<T>,
+                    "a RequestSpec field of a type rows.cc cannot store");
+      columns.push_back(Integer(column, m));
+    }
+  });
+  return columns;
+}
+
 const Table<Allocation>& AllocationsTable() {
   static const auto* const table = new Table<Allocation>{
       "allocations", nullptr,
@@ -430,25 +483,12 @@ const Table<Allocation>& AllocationsTable() {
            Time("expires_at_unix_ns", &Allocation::expires_at),
            Time("ended_at_unix_ns", &Allocation::ended_at),
            Text("end_reason", &Allocation::end_reason),
-           Integer("device_class", &Allocation::device_class),
            Text("model", &Allocation::model),
-           Text("partition", &Allocation::partition),
-           Integer("count", &Allocation::count),
-           NameList("requested_models", &Allocation::requested_models),
-           Flag("unpartitioned", &Allocation::unpartitioned),
            Text("resource_name", &Allocation::resource_name),
            Text("container_name", &Allocation::container_name),
            Time("admitted_at_unix_ns", &Allocation::admitted_at),
-           Integer("replicas", &Allocation::replicas),
-           Text("topology_key", &Allocation::topology_key),
-           Text("preferred_topology", &Allocation::preferred_topology),
-           Duration("lease_ns", &Allocation::lease),
            Text("preempted_by", &Allocation::preempted_by)},
-          Columns<Allocation>(
-              OptionalResources(&Allocation::pod_resources, "pod_cpu_milli",
-                                "pod_memory_bytes", "pod_pods"),
-              OptionalShare(&Allocation::share, "share_compute_milli",
-                            "share_memory_bytes", "share_group")))};
+          RequestSpecColumns())};
   return *table;
 }
 

@@ -81,7 +81,7 @@ class AdmissionRound {
     rules.priority = p.priority;
     if (!spec.has_value()) {
       MatchSpec pool = SpecOf(p);
-      if (reclaim.milli > 0) pool.models = {reclaim.pool.model};
+      if (reclaim.milli > 0) pool.requested_models = {reclaim.pool.model};
       // Held afresh each pass, and not at all once nothing is in grace for
       // it: a quota-blocked request holds nothing.
       reservations_.Forget(id);
@@ -115,7 +115,7 @@ class AdmissionRound {
     // Keyed by what the request may take (its tenant's quota may have
     // narrowed its models).
     const std::string key =
-        quotas ? absl::StrCat(shape, "|", absl::StrJoin(spec->models, ","))
+        quotas ? absl::StrCat(shape, "|", absl::StrJoin(spec->requested_models, ","))
                : shape;
     if (quotas) {
       if (auto blocked = blocked_.find(key);
@@ -244,7 +244,7 @@ class AdmissionRound {
         spec.share.has_value()) {
       return Relayout::kNone;
     }
-    if (std::none_of(spec.models.begin(), spec.models.end(),
+    if (std::none_of(spec.requested_models.begin(), spec.requested_models.end(),
                      [&](const std::string& model) {
                        return !ctx_.catalog->RelayoutGpus(model).empty();
                      })) {
@@ -291,7 +291,7 @@ class AdmissionRound {
     // Where some slice of the profile exists, the one that frees first is
     // reserved as for any request (Reserve): no GPU is re-sliced ahead for
     // what a release gives.
-    for (const std::string& model : spec.models) {
+    for (const std::string& model : spec.requested_models) {
       const CapacityIndex::Pool* pool = ctx_.catalog->index().FindPool(
           PoolKey{spec.device_class, model, spec.partition});
       if (pool != nullptr && pool->total > 0) return "";

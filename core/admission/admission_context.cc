@@ -4,20 +4,7 @@
 
 namespace accelsched {
 
-MatchSpec SpecOf(const Allocation& a) {
-  MatchSpec spec;
-  spec.device_class = a.device_class;
-  spec.models = a.requested_models;
-  spec.partition = a.partition;
-  spec.count = a.count;
-  spec.selector = LabelSelector::FromMap(a.node_selector);
-  spec.replicas = a.replicas;
-  spec.topology_key = a.topology_key;
-  spec.preferred_topology = a.preferred_topology;
-  spec.pod_resources = a.pod_resources;
-  spec.share = a.share;
-  return spec;
-}
+MatchSpec SpecOf(const Allocation& a) { return MatchSpec::Of(a); }
 
 int64_t DemandMilli(const MatchSpec& spec) {
   if (spec.share.has_value()) return spec.share->compute_milli;
@@ -27,14 +14,14 @@ int64_t DemandMilli(const MatchSpec& spec) {
 std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
                               const MatchSpec& spec) {
   std::vector<PoolKey> out;
-  if (spec.models.empty()) {
+  if (spec.requested_models.empty()) {
     for (const auto& [key, pool] :
          index.PoolsOf(spec.device_class, spec.partition)) {
       out.push_back(*key);
     }
     return out;
   }
-  for (const std::string& model : spec.models) {
+  for (const std::string& model : spec.requested_models) {
     out.push_back(PoolKey{spec.device_class, model, spec.partition});
   }
   return out;
@@ -95,7 +82,7 @@ std::string WaitReason(const AdmissionContext& ctx, const MatchSpec& spec) {
     }
   }
   const std::string unit =
-      RequestUnitName(spec.device_class, spec.models, spec.partition);
+      RequestUnitName(spec.device_class, spec.requested_models, spec.partition);
   if (spec.share.has_value()) {
     return absl::StrCat("no ", unit, " has ", spec.share->compute_milli,
                         " compute milli",

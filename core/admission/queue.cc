@@ -16,37 +16,8 @@ constexpr uint32_t kNoShape = ~uint32_t{0};
 
 }  // namespace
 
-std::string PodNeedKey(const std::optional<NodeResources>& need) {
-  if (!need.has_value()) return "";
-  return absl::StrCat(need->cpu_milli, "m", need->memory_bytes, "b", need->pods,
-                      "p");
-}
-
 std::string ShapeOf(const Allocation& p) {
-  std::string selector;
-  for (const auto& [key, value] : p.node_selector) {
-    absl::StrAppend(&selector, key.size(), ":", key, "=", value.size(), ":",
-                    value, ";");
-  }
-  // Leases by power of two seconds (0: the server default), so that varied
-  // leases do not make a group of every request.
-  const int64_t seconds = absl::ToInt64Seconds(p.lease);
-  const int lease_bucket =
-      seconds <= 0 ? -1 : std::bit_width(static_cast<uint64_t>(seconds));
-  // Exact pod resources: a smaller need may fit where a larger one did not.
-  const std::string pod = PodNeedKey(p.pod_resources);
-  // Exact shares likewise: a smaller share may fit where a larger did not,
-  // and one of another group on GPUs that this one's group may not join.
-  std::string share;
-  if (p.share.has_value()) {
-    share = absl::StrCat(p.share->compute_milli, "m", p.share->memory_bytes,
-                         "b", p.share->group.size(), ":", p.share->group);
-  }
-  return absl::StrCat(static_cast<int>(p.device_class), "|",
-                      absl::StrJoin(p.requested_models, ","), "|", p.partition,
-                      "|", p.count, "x", p.replicas, "|", p.topology_key, "|",
-                      p.preferred_topology, "|", lease_bucket, "|", selector,
-                      "|", pod, "|", share);
+  return p.KeyFor(RequestSpec::kShape);
 }
 
 void Queue::Add(const Allocation& pending) {

@@ -32,13 +32,9 @@
 
 namespace accelsched {
 
-// What decides where a request can go; equal shapes compete for the same
-// units.
+// What decides where a request can go (RequestSpec::KeyFor(kShape)); equal
+// shapes compete for the same units.
 std::string ShapeOf(const Allocation& pending);
-
-// A pod's exact need as ShapeOf spells it ("4000m1073741824b1p"), "" for
-// none: keys that compare requests by it (ReservationPlanner's walk key).
-std::string PodNeedKey(const std::optional<NodeResources>& need);
 
 class Queue {
  public:

@@ -105,7 +105,7 @@ std::optional<MatchSpec> WithinQuota(const AdmissionContext& ctx,
   if (allowed.empty()) return std::nullopt;
   MatchSpec out = spec;
   std::sort(allowed.begin(), allowed.end());
-  out.models = std::move(allowed);
+  out.requested_models = std::move(allowed);
   return out;
 }
 

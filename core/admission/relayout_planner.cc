@@ -60,7 +60,7 @@ std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
                                            SliceHeld pinned,
                                            absl::Time frees_by) {
   if (spec.partition.empty() || spec.replicas > 1 || spec.share.has_value() ||
-      spec.device_class != DeviceClass::kNvidiaGpu || spec.models.empty()) {
+      spec.device_class != DeviceClass::kNvidiaGpu || spec.requested_models.empty()) {
     return std::nullopt;
   }
   const CapacityIndex& index = ctx.catalog->index();
@@ -68,7 +68,7 @@ std::optional<RelayoutChoice> PlanRelayout(const AdmissionContext& ctx,
   // GPUs in one state (model, slices, what is pinned, slices wanted) share
   // one search.
   absl::flat_hash_map<std::string, std::optional<MigLayoutPlan>> memo;
-  for (const std::string& model : spec.models) {
+  for (const std::string& model : spec.requested_models) {
     const AcceleratorType* type = types.Find(model);
     if (type == nullptr || type->mig.Find(spec.partition) == nullptr) continue;
     std::vector<MigDemand> mix;
@@ -228,7 +228,7 @@ bool RelayoutCouldServe(const Catalog& catalog, const AcceleratorTypeSet& types,
            FirstShortfall(*node.allocatable, *spec.pod_resources,
                           node.allocatable->pods > 0) == nullptr;
   };
-  for (const std::string& model : spec.models) {
+  for (const std::string& model : spec.requested_models) {
     const AcceleratorType* type = types.Find(model);
     const MigProfile* p =
         type == nullptr ? nullptr : type->mig.Find(spec.partition);

@@ -64,7 +64,7 @@ struct RelayoutChoice {
 using SliceHeld = absl::FunctionRef<bool(const Unit& unit)>;
 
 // The re-layout that lets `spec` (count slices of one MIG profile, of one of
-// spec.models, on one node; replicas 1, no share) fit, or nullopt when
+// spec.requested_models, on one node; replicas 1, no share) fit, or nullopt when
 // none does or `spec` is not such a request. `types` gives each model's MIG
 // geometry; `pinned` says which existing slices must stay (beyond what the
 // catalog shows: unhealthy and held ones are always kept). A node whose
@@ -84,7 +84,7 @@ std::optional<RelayoutChoice> PlanRelayout(
 // Whether some node could ever hold `spec` (as PlanRelayout takes it) once
 // its MIG GPUs were re-laid out: a node whose agent re-lays out, whose labels
 // match spec.selector and whose allocatable (when accounted) holds
-// spec.pod_resources, has enough MIG GPUs of one of spec.models to hold
+// spec.pod_resources, has enough MIG GPUs of one of spec.requested_models to hold
 // spec.count slices of the profile (each at most as many as its starts,
 // instance limit and compute allow).
 // Allocate takes such a request as one that may wait, where

@@ -19,12 +19,7 @@ namespace {
 // held for another and no node is (Reserve records a cut walk only then).
 // The lease is not in it: a walk does not read it.
 std::string WalkKey(const MatchSpec& spec, int priority) {
-  const std::string selector = spec.selector.ToString();
-  return absl::StrCat(
-      static_cast<int>(spec.device_class), "|", absl::StrJoin(spec.models, ","),
-      "|", spec.partition, "|", spec.count, "x", spec.replicas, "|",
-      spec.topology_key.size(), ":", spec.topology_key, "|", selector.size(),
-      ":", selector, "|", PodNeedKey(spec.pod_resources), "|", priority);
+  return absl::StrCat(spec.KeyFor(RequestSpec::kWalk), priority);
 }
 
 // What to add to a holder's reason.

@@ -265,11 +265,11 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
                          "; alternatives share one class"));
       }
       ASSIGN_OR_RETURN(spec.partition, Partition(req, *model, field));
-      spec.models.emplace_back(model->canonical_model);
+      spec.requested_models.emplace_back(model->canonical_model);
     }
-    std::sort(spec.models.begin(), spec.models.end());
-    spec.models.erase(std::unique(spec.models.begin(), spec.models.end()),
-                      spec.models.end());
+    std::sort(spec.requested_models.begin(), spec.requested_models.end());
+    spec.requested_models.erase(std::unique(spec.requested_models.begin(), spec.requested_models.end()),
+                      spec.requested_models.end());
   }
   if (req.count < 0 || req.count > kMaxCount) {
     return InvalidField(
@@ -289,6 +289,7 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
                                      " entries; at most ", kMaxSelectorTerms));
   }
   RETURN_IF_ERROR(ValidateLabels(req.node_selector, "node_selector"));
+  spec.node_selector = req.node_selector;
   spec.selector = LabelSelector::FromMap(req.node_selector);
   RETURN_IF_ERROR(ValidateTenant(req.tenant, "tenant"));
   if (!req.container_name.empty() && !IsDnsLabel(req.container_name)) {
@@ -347,6 +348,8 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
         absl::StrCat(absl::FormatDuration(req.lease), " is out of range [0, ",
                      absl::FormatDuration(max_lease), "]"));
   }
+  spec.lease = req.lease;
+  spec.unpartitioned = req.partition_kind == PartitionKind::kUnpartitioned;
   if (req.pod_resources.has_value()) {
     RETURN_IF_ERROR(CheckNodeResources("pod_resources", *req.pod_resources));
     spec.pod_resources = NormalizedPodNeed(*req.pod_resources);

@@ -73,7 +73,7 @@ struct Candidate {
 std::vector<Candidate> Candidates(const CapacityIndex& index,
                                   const MatchSpec& spec) {
   std::vector<Candidate> out;
-  if (spec.models.empty()) {
+  if (spec.requested_models.empty()) {
     for (const auto& [key, pool] :
          index.PoolsOf(spec.device_class, spec.partition)) {
       out.push_back(Candidate{key, pool});
@@ -81,7 +81,7 @@ std::vector<Candidate> Candidates(const CapacityIndex& index,
     return out;
   }
   PoolKey key{spec.device_class, "", spec.partition};
-  for (const std::string& model : spec.models) {
+  for (const std::string& model : spec.requested_models) {
     key.model = model;
     auto it = index.pools().find(key);
     if (it != index.pools().end())
@@ -396,7 +396,7 @@ std::string ModelUnitName(const PoolKey& pool) {
 }
 
 std::string SpecUnitName(const MatchSpec& spec) {
-  return RequestUnitName(spec.device_class, spec.models, spec.partition);
+  return RequestUnitName(spec.device_class, spec.requested_models, spec.partition);
 }
 
 }  // namespace
@@ -420,26 +420,33 @@ void CountInMix(const MatchSpec& spec, absl::Time now, RequestMix& mix) {
   const int64_t memory =
       spec.pod_resources.has_value() ? spec.pod_resources->memory_bytes : 0;
   PoolKey key{spec.device_class, "", spec.partition};
-  if (spec.models.empty()) {
+  if (spec.requested_models.empty()) {
     mix.Add(now, key, spec.count, cpu, memory, spec.replicas);
     return;
   }
-  const double weight = static_cast<double>(spec.replicas) / spec.models.size();
-  for (const std::string& model : spec.models) {
+  const double weight = static_cast<double>(spec.replicas) / spec.requested_models.size();
+  for (const std::string& model : spec.requested_models) {
     key.model = model;
     mix.Add(now, key, spec.count, cpu, memory, weight);
   }
 }
 
-MatchSpec MatchSpec::ForPool(const PoolKey& pool, int count,
-                             LabelSelector selector) {
+MatchSpec MatchSpec::Of(const RequestSpec& request) {
   MatchSpec spec;
+  static_cast<RequestSpec&>(spec) = request;
+  spec.selector = LabelSelector::FromMap(request.node_selector);
+  return spec;
+}
+
+MatchSpec MatchSpec::ForPool(const PoolKey& pool, int count,
+                             Labels node_selector) {
+  RequestSpec spec;
   spec.device_class = pool.device_class;
-  spec.models = {pool.model};
+  spec.requested_models = {pool.model};
   spec.partition = pool.partition;
   spec.count = count;
-  spec.selector = std::move(selector);
-  return spec;
+  spec.node_selector = std::move(node_selector);
+  return Of(spec);
 }
 
 std::string UnitName(const PoolKey& pool) {
@@ -943,10 +950,10 @@ std::string DescribeLinkChoice(const CapacityIndex& index, const NodeMap& nodes,
 Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
                          const MatchSpec& spec, const EligibilityRules& rules) {
   const std::vector<Candidate> candidates = Candidates(index, spec);
-  const bool several = spec.models.size() != 1;
+  const bool several = spec.requested_models.size() != 1;
   // Requested models that no node has.
   std::vector<std::string> missing;
-  for (const std::string& model : spec.models) {
+  for (const std::string& model : spec.requested_models) {
     if (std::none_of(
             candidates.begin(), candidates.end(),
             [&](const Candidate& c) { return c.key->model == model; })) {
@@ -1015,7 +1022,7 @@ Explanation ExplainNodes(const CapacityIndex& index, const NodeMap& nodes,
                                          : UnitName(*candidates[i].key);
         if (pool_units.empty()) {
           // Any model: only the models the node has are worth a word.
-          if (!spec.models.empty()) {
+          if (!spec.requested_models.empty()) {
             absent.emplace(candidates[i].key->model, absl::StrCat("no ", unit));
           }
           continue;

@@ -30,38 +30,24 @@
 #include "core/model/catalog_model.h"
 #include "core/model/gpu_share.h"
 #include "core/model/node_resources.h"
+#include "core/model/request_spec.h"
 #include "core/packing/packing_policy.h"
 #include "core/packing/placement_score.h"
 #include "core/packing/request_mix.h"
 
 namespace accelsched {
 
-struct MatchSpec {
-  DeviceClass device_class = DeviceClass::kNvidiaGpu;
-  // Canonical models any of which will do, sorted and unique. Empty: any model
-  // of `device_class` (whole devices only: `partition` is then "").
-  std::vector<std::string> models;
-  std::string partition;  // "" whole device; MIG profile; TPU topology
-  int count = 1;          // units per group, all on one node
+// A request as the matcher reads it: its spec (what quota may narrow the
+// models of), with its node_selector parsed.
+struct MatchSpec : RequestSpec {
   LabelSelector selector;
-  // A gang: this many groups, each on its own node (MatchGang).
-  int replicas = 1;
-  // With replicas: every group on nodes sharing one value of this label (a
-  // request's topology_key, or its required_topology).
-  std::string topology_key;
-  // With replicas: a node label whose domains the groups take as few of as
-  // can hold them (MatchGang); "" none.
-  std::string preferred_topology;
-  // What each group's pod needs on its node (every host of a multi-host
-  // slice), normalised (NormalizedPodNeed); nullopt: not limited.
-  std::optional<NodeResources> pod_resources;
-  // A share of one GPU (count 1, partition "", NVIDIA GPU models) instead of
-  // whole units; nullopt: whole units.
-  std::optional<GpuShare> share;
 
+  // `spec` with its node_selector parsed: what the matcher reads of a
+  // request.
+  static MatchSpec Of(const RequestSpec& spec);
   // A request for exactly one pool's units.
   static MatchSpec ForPool(const PoolKey& pool, int count,
-                           LabelSelector selector = LabelSelector());
+                           Labels node_selector = {});
 };
 
 // A node held for a queued request (conservative backfill): from `start`,

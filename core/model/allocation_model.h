@@ -13,6 +13,7 @@
 #include "core/model/device_class.h"
 #include "core/model/gpu_share.h"
 #include "core/model/node_resources.h"
+#include "core/model/request_spec.h"
 
 namespace accelsched {
 
@@ -112,7 +113,9 @@ struct PlacementTarget {
   bool operator==(const PlacementTarget&) const = default;
 };
 
-struct Allocation {
+// What was asked for (the RequestSpec: normalised, the retry's fingerprint,
+// the queue's shape and the placement's input), who asked, and what it got.
+struct Allocation : RequestSpec {
   std::string id;
   std::string request_id;
   AllocationState state = AllocationState::kUnspecified;
@@ -130,12 +133,6 @@ struct Allocation {
   // PREEMPTED: the pending allocation it made way for.
   std::string preempted_by;
 
-  // What was asked for, normalised (the idempotency fingerprint and the
-  // placement's input), and the model chosen.
-  DeviceClass device_class = DeviceClass::kNvidiaGpu;
-  // The acceptable canonical models, sorted and unique; empty: any model of
-  // device_class.
-  std::vector<std::string> requested_models;
   // The request's accelerator.device (when set), then its
   // alternative_devices, as the client spelled them: propeller writes the
   // spelling's own label value (core/placement/placement.h
@@ -145,26 +142,7 @@ struct Allocation {
   // model, and for allocations stored before they were kept (SQLite schema
   // 7, PostgreSQL schema 3).
   std::vector<std::string> device_spellings;
-  std::string model;         // canonical: the model of the allocated devices
-  std::string partition;     // "" whole device; MIG profile; TPU topology
-  int count = 1;             // units per group (per node)
-  int replicas = 1;          // groups, each on its own node
-  std::string topology_key;  // the request's, or its required_topology
-  // The request's preferred_topology ("" none).
-  std::string preferred_topology;
-  // As the request gave them: a PENDING allocation is matched with them when
-  // it is admitted.
-  Labels node_selector;
-  absl::Duration lease = absl::ZeroDuration();  // 0: the server default
-  // The request set accelerator.unpartitioned: the same devices as no
-  // partition value, but propeller then keeps the pod off partitioned nodes.
-  bool unpartitioned = false;
-  // The request's pod_resources, normalised (NormalizedPodNeed): held on
-  // every node of the allocation while it is live. nullopt: none asked.
-  std::optional<NodeResources> pod_resources;
-  // The request's share of one GPU; nullopt: whole units. Once placed, the
-  // device holds it with its memory resolved (AllocatedDevice::share).
-  std::optional<GpuShare> share;
+  std::string model;  // canonical: the model of the allocated devices
 
   // The placement's input beyond the request (core/placement/placement.h): one
   // target per node, in node-name order; the type's extended resource ("": the

@@ -218,46 +218,20 @@ std::shared_ptr<GroupCommitter::Ticket> Scheduler::ExpireDueLocked(
 
 namespace {
 
-// What a request asks for, as an allocation without devices, id, state or
-// times.
+// What a request asks for (its validated spec) and who asks, as an
+// allocation without devices, id, state or times.
 Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
   Allocation a;
+  static_cast<RequestSpec&>(a) = spec;
   a.request_id = request.request_id;
   a.tenant = request.tenant;
   a.priority = request.priority;
-  a.device_class = spec.device_class;
-  a.requested_models = spec.models;
   if (!request.device.empty()) a.device_spellings.push_back(request.device);
   a.device_spellings.insert(a.device_spellings.end(),
                             request.alternative_devices.begin(),
                             request.alternative_devices.end());
-  a.partition = spec.partition;
-  a.count = spec.count;
-  a.replicas = spec.replicas;
-  a.topology_key = spec.topology_key;
-  a.preferred_topology = spec.preferred_topology;
-  a.node_selector = request.node_selector;
-  a.lease = request.lease;
-  a.unpartitioned = request.partition_kind == PartitionKind::kUnpartitioned;
   a.container_name = request.container_name;
-  a.pod_resources = spec.pod_resources;
-  a.share = spec.share;
   return a;
-}
-
-// Whether a retry asks for what `e` was made for: the same models in any
-// spelling and order are the same request, and it gets `e` as it is (its
-// placement keeps the label value of the first request's spelling).
-// Unpartitioned picks the same devices as no partition value but gives the pod
-// another placement.
-bool SameRequest(const Allocation& e, const Allocation& retry) {
-  return e.device_class == retry.device_class &&
-         e.requested_models == retry.requested_models &&
-         e.partition == retry.partition && e.count == retry.count &&
-         e.unpartitioned == retry.unpartitioned &&
-         e.replicas == retry.replicas && e.topology_key == retry.topology_key &&
-         e.preferred_topology == retry.preferred_topology &&
-         e.pod_resources == retry.pod_resources && e.share == retry.share;
 }
 
 }  // namespace
@@ -327,7 +301,10 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
         existing != nullptr &&
         (existing->allocation.live() || existing->allocation.pending())) {
       const Allocation& e = existing->allocation;
-      if (!SameRequest(e, a)) {
+      // The same models in any spelling and order are the same request,
+      // and a retry gets `e` as it is (its placement keeps the label value
+      // of the first request's spelling).
+      if (!e.SameFor(RequestSpec::kRetry, a)) {
         return absl::AlreadyExistsError(absl::StrCat(
             "request_id \"", request.request_id, "\" already holds allocation ",
             e.id, " for ", e.count, " x ",

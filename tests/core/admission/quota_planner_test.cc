@@ -205,7 +205,7 @@ TEST_F(QuotaPlannerTest, WithinQuotaNarrowsToThePoolsLeft) {
   std::string reason;
   std::optional<MatchSpec> spec = WithinQuota(ctx_, "a", SpecOf(any), &reason);
   ASSERT_TRUE(spec.has_value());
-  EXPECT_THAT(spec->models, ElementsAre(kL4));
+  EXPECT_THAT(spec->requested_models, ElementsAre(kL4));
   EXPECT_EQ(reason,
             "quota: tenant a at 2/2 nvidia-tesla-t4 devices, asks 1 more");
 
@@ -224,7 +224,7 @@ TEST_F(QuotaPlannerTest, WithinQuotaLeavesASpecNothingStopsAsItIs) {
   std::string reason;
   std::optional<MatchSpec> spec = WithinQuota(ctx_, "a", SpecOf(any), &reason);
   ASSERT_TRUE(spec.has_value());
-  EXPECT_THAT(spec->models, IsEmpty());
+  EXPECT_THAT(spec->requested_models, IsEmpty());
   EXPECT_EQ(reason, "");
 }
 

@@ -30,7 +30,7 @@ class ReservationPlannerTest : public AdmissionFixture {
   MatchSpec T4s(int count, int replicas = 1) {
     MatchSpec spec;
     spec.device_class = DeviceClass::kNvidiaGpu;
-    spec.models = {kT4};
+    spec.requested_models = {kT4};
     spec.count = count;
     spec.replicas = replicas;
     return spec;
@@ -207,7 +207,7 @@ TEST_F(ReservationPlannerTest, ThePoolThatFreesFirstWinsThenTheFirstNamed) {
            .lease_left = absl::Hours(1),
            .model = kL4});
   MatchSpec either = T4s(2);
-  either.models = {kT4, kL4};
+  either.requested_models = {kT4, kL4};
   {
     ReservationPlanner planner(ctx_, NoneWaiting);
     EXPECT_EQ(planner.Reserve("p-1", either, 0),
@@ -428,7 +428,7 @@ TEST_F(ReservationPlannerTest, AWalkThatMissedAPoolIsNotRememberedForOthers) {
            .units = 2,
            .lease_left = absl::Hours(1)});
   MatchSpec either = T4s(2);
-  either.models = {kL4, kT4};
+  either.requested_models = {kL4, kT4};
   const ReservationState none{};
   ctx_.previous = &none;
   ctx_.reservation_walk_limit = 1;
@@ -627,7 +627,7 @@ TEST_F(ReservationPlannerTest, EachHolderStartsWhenItsLastHoldFrees) {
   Preempted("x-4", "p-3", absl::Seconds(20));
   ReservationPlanner planner(ctx_, NoneWaiting);
   MatchSpec gang = T4s(2, 2);
-  gang.models = {kL4};
+  gang.requested_models = {kL4};
   EXPECT_EQ(planner.Reserve("g-1", gang, 0),
             HoldsFrom("n1 and 1 more", T0() + absl::Hours(2)));
   EXPECT_EQ(planner.Reserve("g-2", gang, 0), "");  // not the pool's first

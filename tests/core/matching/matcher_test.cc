@@ -323,7 +323,7 @@ TEST(MatcherTest, AcrossModelsTheBestEligiblePairWins) {
   EXPECT_EQ((*chosen)[0]->key, "u1");
   // Only the named models count.
   MatchSpec l4 = any;
-  l4.models = {"nvidia-l4"};
+  l4.requested_models = {"nvidia-l4"};
   l4.count = 2;
   chosen = Match(index, nodes, l4, rules);
   ASSERT_TRUE(chosen.has_value());
@@ -536,7 +536,7 @@ TEST(MatchPackingTest, CountInMixWeighsModelsAndReplicas) {
   RequestMix mix;
   const absl::Time now = absl::FromUnixSeconds(1000);
   MatchSpec two_models;
-  two_models.models = {"nvidia-l4", "nvidia-tesla-t4"};
+  two_models.requested_models = {"nvidia-l4", "nvidia-tesla-t4"};
   two_models.count = 2;
   CountInMix(two_models, now, mix);  // 1/2 each
   MatchSpec gang = MatchSpec::ForPool(kT4, 4);
