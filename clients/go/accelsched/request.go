@@ -2,6 +2,8 @@ package accelsched
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
@@ -24,7 +26,11 @@ func AcceleratorFromFlyte(gpuAccelerator []byte) (*pb.Accelerator, error) {
 }
 
 // Task is what a propeller plugin knows of a task when it is about to launch
-// its pod.
+// its pod, and what any other program that launches pods may ask for besides.
+// Every field's zero value leaves its part of the request unset (the server's
+// default). TestNewAllocateRequestSetsEveryField fails when a field of
+// AllocateRequest is neither set from a Task field nor listed in its
+// notCarried table with the reason.
 type Task struct {
 	// Unique per attempt: the task execution id (with its retry attempt). It
 	// is the request id, so a retried Allocate returns the same allocation.
@@ -49,6 +55,32 @@ type Task struct {
 	// PENDING allocation (WaitAdmitted waits for it) instead of
 	// RESOURCE_EXHAUSTED.
 	Queue bool
+	// Higher is admitted first, and a queued request may preempt allocations
+	// of lower priority (the server's --preemption); 0 is the default.
+	Priority int32
+	// Node labels the chosen node must have, as a pod's nodeSelector (the
+	// flyteplugin sends the pod's, with the single-valued In requirements of
+	// its node affinity); nil: any node. The request gets a copy.
+	NodeSelector map[string]string
+	// Further models that will do as well as Accelerator's device (any
+	// spelling the accelerator-type registry knows, all of one device
+	// class), each with Accelerator's partition; nil: only that one. The
+	// request gets a copy.
+	AlternativeDevices []string
+	// A gang: Replicas groups of Count devices, each group on a node of its
+	// own, all admitted together or none; 0 (or 1): one group.
+	Replicas int32
+	// For a gang: a node label whose one value every group's node shares (a
+	// rack, an NVLink domain); "": none.
+	TopologyKey string
+	// For a gang: a level of the server's --topology_levels (a node label)
+	// whose one domain holds every group; FAILED_PRECONDITION naming it when
+	// no domain could ever hold them. "": none.
+	RequiredTopology string
+	// For a gang: a level of --topology_levels narrower than the required
+	// one, whose domains the groups take as few of as can hold them (never a
+	// refusal for it); "": none.
+	PreferredTopology string
 	// What the task's pod needs on its node besides the accelerators (its
 	// effective CPU and memory request, as the Kubernetes scheduler counts
 	// it): only a node with that much free is chosen. The zero value sends
@@ -95,11 +127,22 @@ func NewAllocateRequest(t Task) (*pb.AllocateRequest, error) {
 		return nil, fmt.Errorf("accelsched: Task.PodResources.MemoryBytes %d is negative", t.PodResources.MemoryBytes)
 	}
 	req := &pb.AllocateRequest{
-		RequestId:     t.ExecutionID,
-		Count:         t.Count,
-		ContainerName: t.Container,
-		Queue:         t.Queue,
-		PodResources:  t.PodResources.nodeResources(),
+		RequestId:         t.ExecutionID,
+		Count:             t.Count,
+		ContainerName:     t.Container,
+		Queue:             t.Queue,
+		Priority:          t.Priority,
+		Replicas:          t.Replicas,
+		TopologyKey:       t.TopologyKey,
+		RequiredTopology:  t.RequiredTopology,
+		PreferredTopology: t.PreferredTopology,
+		PodResources:      t.PodResources.nodeResources(),
+	}
+	if len(t.NodeSelector) > 0 {
+		req.NodeSelector = maps.Clone(t.NodeSelector)
+	}
+	if len(t.AlternativeDevices) > 0 {
+		req.AlternativeDevices = slices.Clone(t.AlternativeDevices)
 	}
 	if t.Project != "" || t.Domain != "" {
 		req.Tenant = t.Project + "/" + t.Domain

@@ -11,6 +11,7 @@ import (
 	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // The bytes Flyte writes for GPUAccelerator{device: "H100 80G",
@@ -98,6 +99,138 @@ func TestNewAllocateRequest(t *testing.T) {
 	} {
 		if _, err := NewAllocateRequest(c.task); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewAllocateRequest(%+v) = %v, want an error naming %s", c.task, err, c.want)
+		}
+	}
+}
+
+// The gang, its topology, the node selector, the alternative models and the
+// priority go to the request as the Task gives them, the map and the slice
+// copied.
+func TestNewAllocateRequestGangAndPlacementFields(t *testing.T) {
+	task := Task{ExecutionID: "gang-1", Accelerator: &pb.Accelerator{Device: "H100"}, Count: 8, Replicas: 4,
+		TopologyKey: "example.com/block", RequiredTopology: "example.com/block", PreferredTopology: "example.com/rack",
+		NodeSelector: map[string]string{"pool": "train"}, AlternativeDevices: []string{"H100 80G", "H200"}, Priority: 7}
+	req, err := NewAllocateRequest(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &pb.AllocateRequest{RequestId: "gang-1", Accelerator: &pb.Accelerator{Device: "H100"}, Count: 8, Replicas: 4,
+		TopologyKey: "example.com/block", RequiredTopology: "example.com/block", PreferredTopology: "example.com/rack",
+		NodeSelector: map[string]string{"pool": "train"}, AlternativeDevices: []string{"H100 80G", "H200"}, Priority: 7}
+	if !proto.Equal(req, want) {
+		t.Errorf("got %v, want %v", req, want)
+	}
+	task.NodeSelector["pool"] = "other"
+	task.AlternativeDevices[0] = "T4"
+	if req.NodeSelector["pool"] != "train" || req.AlternativeDevices[0] != "H100 80G" {
+		t.Errorf("the request shares the caller's map or slice: %v", req)
+	}
+	// Empty is not set, as nil.
+	empty, err := NewAllocateRequest(Task{ExecutionID: "e", NodeSelector: map[string]string{}, AlternativeDevices: []string{}})
+	if err != nil || empty.NodeSelector != nil || empty.AlternativeDevices != nil {
+		t.Errorf("empty node selector and alternatives: %v, %v", empty, err)
+	}
+}
+
+// notCarried are the fields of AllocateRequest that Task deliberately does
+// not carry, by name, each with why (say, a field a propeller plugin has no
+// source for and no other program needs from this package). A field the proto
+// gains fails TestNewAllocateRequestSetsEveryField until NewAllocateRequest
+// sets it from a Task field or it is listed here. Today Task carries them all.
+var notCarried = map[protoreflect.Name]string{}
+
+// fullTask has every field of Task non-zero (TestNewAllocateRequestSetsEveryField
+// checks that it stays so when Task gains one), so that the request it makes
+// shows every field a Task can set.
+func fullTask() Task {
+	return Task{
+		ExecutionID:        "f1a2b3-n0-0",
+		Project:            "flytesnacks",
+		Domain:             "development",
+		Accelerator:        &pb.Accelerator{Device: "H100"},
+		Count:              8,
+		Container:          "main",
+		Share:              &pb.GpuShare{ComputeMilli: 250},
+		Lease:              time.Hour,
+		Queue:              true,
+		Priority:           5,
+		NodeSelector:       map[string]string{"pool": "train"},
+		AlternativeDevices: []string{"H100 80G"},
+		Replicas:           4,
+		TopologyKey:        "example.com/block",
+		RequiredTopology:   "example.com/block",
+		PreferredTopology:  "example.com/rack",
+		PodResources:       PodResources{CPUMilli: 500, MemoryBytes: 1 << 30},
+	}
+}
+
+// Every field of AllocateRequest is set by NewAllocateRequest from some Task
+// field (it is populated from a full Task, and changes when that Task field
+// does), or is listed in notCarried; and every Task field reaches the request.
+// The fields are the proto's, walked by reflection, so that a field added to
+// AllocateRequest fails here rather than being silently never sent.
+func TestNewAllocateRequestSetsEveryField(t *testing.T) {
+	task := fullTask()
+	taskValue := reflect.ValueOf(task)
+	for i := range taskValue.NumField() {
+		if taskValue.Field(i).IsZero() {
+			t.Errorf("fullTask leaves Task.%s zero: give it a value, so that what it sets is checked",
+				taskValue.Type().Field(i).Name)
+		}
+	}
+	req, err := NewAllocateRequest(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := req.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for name, why := range notCarried {
+		if fields.ByName(name) == nil {
+			t.Errorf("notCarried lists %s (%s), which AllocateRequest no longer has", name, why)
+		}
+	}
+
+	// What each Task field sets: the request fields that change when it is
+	// changed (a string to another, anything else to its zero value).
+	setBy := map[protoreflect.Name][]string{}
+	for i := range taskValue.NumField() {
+		name := taskValue.Type().Field(i).Name
+		changed := fullTask()
+		field := reflect.ValueOf(&changed).Elem().Field(i)
+		if field.Kind() == reflect.String {
+			field.SetString(field.String() + "-changed")
+		} else {
+			field.SetZero()
+		}
+		other, err := NewAllocateRequest(changed)
+		if err != nil {
+			t.Fatalf("Task.%s changed: %v", name, err)
+		}
+		o := other.ProtoReflect()
+		reaches := false
+		for j := range fields.Len() {
+			f := fields.Get(j)
+			if !m.Get(f).Equal(o.Get(f)) {
+				setBy[f.Name()] = append(setBy[f.Name()], name)
+				reaches = true
+			}
+		}
+		if !reaches {
+			t.Errorf("Task.%s changes nothing in the request", name)
+		}
+	}
+
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		why, skipped := notCarried[f.Name()]
+		switch {
+		case skipped && (m.Has(f) || len(setBy[f.Name()]) > 0):
+			t.Errorf("AllocateRequest.%s is set from Task.%v but listed in notCarried (%s)", f.Name(), setBy[f.Name()], why)
+		case !skipped && !m.Has(f):
+			t.Errorf("AllocateRequest.%s is not set from a full Task: carry it in Task and NewAllocateRequest, "+
+				"or list it in notCarried with why", f.Name())
+		case !skipped && len(setBy[f.Name()]) == 0:
+			t.Errorf("AllocateRequest.%s is set, but from no Task field (it does not change with any)", f.Name())
 		}
 	}
 }

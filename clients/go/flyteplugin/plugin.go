@@ -392,6 +392,7 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 		Container:    primary,
 		Lease:        p.opts.Lease,
 		Queue:        true,
+		NodeSelector: nodeLabelsOf(&built.Spec),
 		PodResources: podResourcesOf(&built.Spec),
 	}
 	if share != nil {
@@ -427,7 +428,6 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 	if err != nil {
 		return nil, badTask{err}
 	}
-	req.NodeSelector = nodeLabelsOf(&built.Spec)
 	return req, nil
 }
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import inspect
 import logging
 import math
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from queue import Empty, SimpleQueue
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 import grpc
 from google.protobuf import duration_pb2
+from google.protobuf.descriptor import FieldDescriptor
 
 from accelsched.errors import (
     AccelschedError,
@@ -27,7 +29,7 @@ from accelsched.errors import (
     DeadlineExceededError,
     from_rpc_error,
 )
-from accelsched.resources import PodResourcesLike, to_pod_resources
+from accelsched.resources import to_pod_resources
 from accelsched.v1 import accelsched_pb2 as pb
 from accelsched.v1 import accelsched_pb2_grpc as pb_grpc
 
@@ -39,8 +41,8 @@ _GPU_ACCELERATORS = frozenset({"flyteidl.core.GPUAccelerator", "flyteidl2.core.G
 
 # What `accelerator` may be: anything to_accelerator takes (flytekit's objects are duck-typed).
 AcceleratorLike = Any
-# A lease: seconds, or a timedelta.
-LeaseLike = float | datetime.timedelta | None
+# A lease: seconds, a timedelta, or a google.protobuf.Duration as it is.
+LeaseLike = float | datetime.timedelta | duration_pb2.Duration | None
 
 
 def to_accelerator(accelerator: AcceleratorLike) -> pb.Accelerator | None:
@@ -70,48 +72,13 @@ def to_accelerator(accelerator: AcceleratorLike) -> pb.Accelerator | None:
 
 
 def _duration(lease: LeaseLike) -> duration_pb2.Duration | None:
-    if lease is None:
-        return None
+    if lease is None or isinstance(lease, duration_pb2.Duration):
+        return lease
     if not isinstance(lease, datetime.timedelta):
         lease = datetime.timedelta(seconds=lease)
     duration = duration_pb2.Duration()
     duration.FromTimedelta(lease)
     return duration
-
-
-def _allocate_request(
-    request_id: str,
-    accelerator: AcceleratorLike = None,
-    *,
-    count: int = 1,
-    tenant: str = "",
-    lease: LeaseLike = None,
-    queue: bool = False,
-    container_name: str = "",
-    node_selector: Mapping[str, str] | None = None,
-    alternative_devices: Sequence[str] | None = None,
-    priority: int = 0,
-    replicas: int = 0,
-    topology_key: str = "",
-    pod_resources: PodResourcesLike = None,
-    share: ShareLike = None,
-) -> pb.AllocateRequest:
-    return pb.AllocateRequest(
-        request_id=request_id,
-        accelerator=to_accelerator(accelerator),
-        count=count,
-        tenant=tenant,
-        lease=_duration(lease),
-        queue=queue,
-        container_name=container_name,
-        node_selector=node_selector,
-        alternative_devices=alternative_devices,
-        priority=priority,
-        replicas=replicas,
-        topology_key=topology_key,
-        pod_resources=to_pod_resources(pod_resources),
-        share=to_share(share),
-    )
 
 
 ShareLike = Union[float, pb.GpuShare, None]
@@ -136,6 +103,121 @@ def to_share(share: ShareLike) -> pb.GpuShare | None:
     if milli < 1:
         raise ValueError(f"share: {share} is less than a thousandth of a GPU")
     return pb.GpuShare(compute_milli=milli)
+
+
+# The fields of AllocateRequest whose argument is converted before it goes into the message; each
+# conversion also takes the field's own message as it is. Every other field takes what the
+# generated constructor takes, so that a field the proto gains is accepted without a change here.
+_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "accelerator": to_accelerator,
+    "lease": _duration,
+    "pod_resources": to_pod_resources,
+    "share": to_share,
+}
+# Where the request's default is not the field's zero value: one device.
+_DEFAULTS: dict[str, Any] = {"count": 1}
+_FIELDS = pb.AllocateRequest.DESCRIPTOR.fields_by_name
+
+
+def _allocate_request(request_id: str, accelerator: AcceleratorLike = None, **fields: Any
+                      ) -> pb.AllocateRequest:
+    """The AllocateRequest of allocate's arguments: every field of the message by its name,
+    converted as _CONVERSIONS says, ``count`` 1 unless given, the rest unset.
+
+    Raises TypeError naming an argument that is no field of AllocateRequest, TypeError or
+    ValueError naming the field whose value the message refuses (protobuf's own errors do not),
+    and what the conversions raise. The one place that builds an AllocateRequest: allocate,
+    explain and allocation all come here."""
+    unknown = [name for name in fields if name not in _FIELDS]
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        raise TypeError(f"unexpected keyword argument {names}: not a field of "
+                        f"{pb.AllocateRequest.DESCRIPTOR.full_name}")
+    values = {**_DEFAULTS, **fields, "request_id": request_id, "accelerator": accelerator}
+    request = pb.AllocateRequest()
+    for name, value in values.items():
+        convert = _CONVERSIONS.get(name)
+        if convert is not None:
+            value = convert(value)
+        # One field at a time, so that an error names the field it is about.
+        try:
+            request.MergeFrom(pb.AllocateRequest(**{name: value}))
+        except TypeError as e:
+            raise TypeError(f"{name}: {e}") from e
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from e
+    return request
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _takes_allocate_request(method: _Method) -> _Method:
+    """Gives ``method`` (self, request_id, accelerator, **fields), whose fields go to
+    _allocate_request, the signature that names them: every field of AllocateRequest,
+    keyword-only, with its default. help(), inspect.signature and what reads it (IPython's and
+    Jupyter's completion) so list the proto's fields, not a list kept by hand."""
+    signature = inspect.signature(method)
+    *named, rest = signature.parameters.values()
+    assert [p.name for p in named] == ["self", "request_id", "accelerator"], method
+    assert rest.kind is inspect.Parameter.VAR_KEYWORD, method
+    fields = [
+        inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY,
+                          default=_DEFAULTS.get(field.name, _unset(field)),
+                          annotation=_annotation(field))
+        for field in pb.AllocateRequest.DESCRIPTOR.fields
+        if field.name not in ("request_id", "accelerator")
+    ]
+    signature = signature.replace(parameters=[*named, *fields])
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    return method
+
+
+def _unset(field: FieldDescriptor) -> Any:
+    """What leaves ``field`` unset: None for a message, a map or a repeated field, else the
+    field's zero value."""
+    if field.is_repeated or field.message_type is not None:
+        return None
+    return field.default_value
+
+
+_PYTHON_TYPES = {
+    FieldDescriptor.CPPTYPE_BOOL: "bool",
+    FieldDescriptor.CPPTYPE_DOUBLE: "float",
+    FieldDescriptor.CPPTYPE_FLOAT: "float",
+    FieldDescriptor.CPPTYPE_ENUM: "int",
+    FieldDescriptor.CPPTYPE_INT32: "int",
+    FieldDescriptor.CPPTYPE_INT64: "int",
+    FieldDescriptor.CPPTYPE_UINT32: "int",
+    FieldDescriptor.CPPTYPE_UINT64: "int",
+}
+
+
+def _annotation(field: FieldDescriptor) -> str:
+    """What allocate's argument for ``field`` may be: its conversion's, else the field's
+    Python type."""
+    convert = _CONVERSIONS.get(field.name)
+    if convert is not None:
+        return str(next(iter(inspect.signature(convert).parameters.values())).annotation)
+    return _python_type(field)
+
+
+def _python_type(field: FieldDescriptor) -> str:
+    """The values ``field`` takes, as an annotation: a Mapping for a map, a Sequence for a
+    repeated field, a message by its full name."""
+    message = field.message_type
+    if message is not None and message.GetOptions().map_entry:
+        key, value = message.fields_by_name["key"], message.fields_by_name["value"]
+        return f"Mapping[{_python_type(key)}, {_python_type(value)}] | None"
+    if message is not None:
+        of = message.full_name
+    elif field.cpp_type == FieldDescriptor.CPPTYPE_STRING:
+        of = "bytes" if field.type == FieldDescriptor.TYPE_BYTES else "str"
+    else:
+        of = _PYTHON_TYPES[field.cpp_type]
+    if field.is_repeated:
+        return f"Sequence[{of}] | None"
+    return f"{of} | None" if message is not None else of
 
 
 def _key(allocation_id: str | None, request_id: str | None) -> dict[str, str]:
@@ -263,33 +345,26 @@ class Client:
             time.sleep(wait)
             backoff = min(2 * backoff, self._max_backoff)
 
-    def allocate(
-        self,
-        request_id: str,
-        accelerator: AcceleratorLike = None,
-        *,
-        count: int = 1,
-        tenant: str = "",
-        lease: LeaseLike = None,
-        queue: bool = False,
-        container_name: str = "",
-        node_selector: Mapping[str, str] | None = None,
-        alternative_devices: Sequence[str] | None = None,
-        priority: int = 0,
-        replicas: int = 0,
-        topology_key: str = "",
-        pod_resources: PodResourcesLike = None,
-        share: ShareLike = None,
-    ) -> pb.Allocation:
-        """Allocates ``count`` devices (or MIG slices) of ``accelerator`` on one node.
+    @_takes_allocate_request
+    def allocate(self, request_id: str, accelerator: AcceleratorLike = None, **fields: Any
+                 ) -> pb.Allocation:
+        """Allocates ``count`` devices (or MIG slices) of ``accelerator`` on one node, or a gang
+        of ``replicas`` such groups.
+
+        The keyword arguments are the fields of AllocateRequest
+        (proto/accelsched/v1/accelsched.proto), any of them by its name, each taking what the
+        generated message takes (``tenant="team-a"``, ``node_selector={"pool": "a"}``,
+        ``alternative_devices=["H100"]``, ``priority=10``) and the conveniences below besides;
+        ``count`` is 1 unless given, every other field unset. A field the proto gains is taken
+        as such, without a change to this client.
 
         ``request_id`` is the idempotency key (e.g. the task execution id): while it has a
         live allocation, the same request returns that allocation and allocates nothing, so a
         retry is always safe. ``accelerator`` is anything :func:`to_accelerator` takes; None
         means any whole GPU not in MIG mode (Flyte's plain ``gpu: 1``), and
-        ``alternative_devices`` names further models that will do. ``lease`` is seconds or a
-        timedelta (None: the server's default). With ``queue=True`` a request that does not
-        fit now is returned PENDING instead of refused (see wait_admitted).
+        ``alternative_devices`` names further models that will do. ``lease`` is seconds, a
+        timedelta or a Duration (None: the server's default). With ``queue=True`` a request
+        that does not fit now is returned PENDING instead of refused (see wait_admitted).
         ``pod_resources`` is the CPU and memory the task's pod requests besides the devices
         (anything :func:`~accelsched.resources.to_pod_resources` takes: the flytekit task's
         ``my_task.resources``, ``Resources(cpu="2", mem="8Gi")``, ``{"cpu": "500m", "memory":
@@ -297,47 +372,51 @@ class Client:
         ``share`` asks for a share of one GPU instead of whole devices (anything
         :func:`to_share` takes: ``0.25``, ``GpuShare(compute_milli=250, memory_bytes=4 << 30)``)
         on a GPU registered with ``sharing`` TIME_SLICING or MPS; ``count`` stays 1.
+        ``replicas`` asks for a gang: that many groups of ``count`` devices, each group on a
+        node of its own, all admitted together or none. For a gang, ``topology_key`` is a node
+        label whose one value every group's node shares; ``required_topology`` is a level of
+        the server's ``--topology_levels`` whose one domain holds every group (a level no
+        domain could ever hold it in: FailedPreconditionError naming it), and
+        ``preferred_topology`` a narrower level whose domains the groups take as few of as can
+        hold them, never a refusal for it.
 
         Returns the Allocation: ACTIVE with its devices and Kubernetes placement, or PENDING.
         Raises InvalidArgumentError for a malformed request, its message naming the field
         (an unknown device: ``accelerator.device``; a MIG profile the model lacks; an empty
-        request_id); ResourceExhaustedError when nothing is free now and ``queue`` is False,
-        with the server's summary of why; FailedPreconditionError when no node could ever hold
-        it; AlreadyExistsError when ``request_id`` is live for a different accelerator or
-        count; UnavailableError or DeadlineExceededError once the retries are spent; TypeError
-        for an ``accelerator`` or ``pod_resources`` of no known kind, ValueError for a
-        ``pod_resources`` quantity that is malformed or negative or a ``share`` out of range,
-        TypeError for a ``share`` of no known kind (raised before any call).
+        request_id; a topology level the server does not have); ResourceExhaustedError when
+        nothing is free now and ``queue`` is False, with the server's summary of why;
+        FailedPreconditionError when no node could ever hold it; AlreadyExistsError when
+        ``request_id`` is live for a different accelerator or count; UnavailableError or
+        DeadlineExceededError once the retries are spent. Raised before any call: TypeError
+        for a keyword that is no field of AllocateRequest or a value of a type its field does
+        not take, ValueError for a number out of its field's range (both naming the field);
+        TypeError for an ``accelerator`` or ``pod_resources`` of no known kind, ValueError for
+        a ``pod_resources`` quantity that is malformed or negative or a ``share`` out of
+        range, TypeError for a ``share`` of no known kind.
         """
-        return self._call(
-            "Allocate",
-            _allocate_request(
-                request_id, accelerator, count=count, tenant=tenant, lease=lease, queue=queue,
-                container_name=container_name, node_selector=node_selector,
-                alternative_devices=alternative_devices, priority=priority,
-                replicas=replicas, topology_key=topology_key, pod_resources=pod_resources,
-                share=share,
-            ),
-        )
+        return self._call("Allocate", _allocate_request(request_id, accelerator, **fields))
 
-    def explain(self, request_id: str, accelerator: AcceleratorLike = None, **kwargs: Any
+    @_takes_allocate_request
+    def explain(self, request_id: str, accelerator: AcceleratorLike = None, **fields: Any
                 ) -> pb.ExplainResponse:
         """What allocate with the same arguments would pick now, and for every node that
         cannot serve it, why. Allocates nothing.
 
         Returns an ExplainResponse (``feasible``, ``would_allocate``, ``nodes``, ``summary``).
-        Raises InvalidArgumentError for a request allocate would refuse as malformed, and
-        UnavailableError or DeadlineExceededError once the retries are spent.
+        Raises InvalidArgumentError for a request allocate would refuse as malformed,
+        UnavailableError or DeadlineExceededError once the retries are spent, and what
+        allocate raises before any call for arguments it cannot send.
         """
-        return self._call("Explain", _allocate_request(request_id, accelerator, **kwargs))
+        return self._call("Explain", _allocate_request(request_id, accelerator, **fields))
 
     @contextlib.contextmanager
-    def allocation(self, request_id: str, accelerator: AcceleratorLike = None, **kwargs: Any
+    @_takes_allocate_request
+    def allocation(self, request_id: str, accelerator: AcceleratorLike = None, **fields: Any
                    ) -> Iterator[pb.Allocation]:
         """``with client.allocation(...) as a:`` allocates as allocate (same arguments and
         errors) and releases ``a`` when the block ends, also when it raises. A PENDING
         allocation (``queue=True``) is yielded as it is; it is withdrawn on exit."""
-        allocation = self.allocate(request_id, accelerator, **kwargs)
+        allocation = self.allocate(request_id, accelerator, **fields)
         try:
             yield allocation
         except BaseException:
@@ -378,8 +457,8 @@ class Client:
         return self._call("GetAllocation", request, deadline)
 
     def renew(self, allocation_id: str, lease: LeaseLike) -> pb.Allocation:
-        """Extends a live allocation's lease to ``lease`` (seconds or a timedelta; None: the
-        server's default) from now. A PENDING one keeps its place in the queue.
+        """Extends a live allocation's lease to ``lease`` (seconds, a timedelta or a Duration;
+        None: the server's default) from now. A PENDING one keeps its place in the queue.
 
         Returns the Allocation with its new ``expires_at``. Raises FailedPreconditionError if
         it has already ended (released, expired), NotFoundError for an unknown id,
