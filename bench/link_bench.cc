@@ -4,7 +4,7 @@
 // the nodes registered without links (GPUs in index order, as before links
 // were reported) and with the links the agent reads (ChooseLinkedSet).
 //
-// Boards, as core/matching/linked_set.h's tiers see them:
+// Boards, as core/plugins/gpu_links/linked_set.h's tiers see them:
 //   pairs:  8 GPUs, NVIDIA/k8s-device-plugin#546's board: NVLink pairs
 //           (0,2), (1,3), (4,5), (6,7) (4 NVLinks each), GPUs 0-3 on CPU 0,
 //           PCIe switches (0,1), (2,3), (4,5), (6,7) (the switches are this
@@ -39,7 +39,7 @@
 #include "bench/quantile.h"
 #include "config/accelerator_types_file.h"
 #include "core/base/clock.h"
-#include "core/matching/linked_set.h"
+#include "core/plugins/gpu_links/linked_set.h"
 #include "core/scheduler/scheduler.h"
 #include "tests/support/blocking_scheduler.h"
 

@@ -15,7 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "config/accelerator_types_file.h"
 #include "core/catalog/capacity_index.h"
-#include "core/matching/matcher.h"
+#include "core/plugins/index_placer.h"
+#include "core/plugins/request_mix/request_mix.h"
 #include "core/model/node_resources.h"
 
 namespace accelsched {
@@ -197,20 +198,15 @@ const std::vector<MatchSpec> kPodSpecs = [] {
   return specs;
 }();
 
-const EligibilityRules kRules = [] {
-  EligibilityRules rules;
-  rules.now = absl::FromUnixSeconds(1'700'000'000);
-  rules.heartbeat_timeout = absl::Minutes(5);
-  return rules;
-}();
+const IndexPlacer::Options kBestFit{Packing::kBestFit, absl::Minutes(5)};
 
 // One match per iteration, allocating nothing.
 void BM_Match(benchmark::State& state) {
   Cluster& c = BuildCluster(static_cast<int>(state.range(0)));
+  IndexPlacer placer(&c.index, &c.nodes, kBestFit);
   size_t i = 0;
   for (auto _ : state) {
-    auto units =
-        Match(c.index, c.nodes, kSpecs[i++ % std::size(kSpecs)], kRules);
+    auto units = placer.PlaceOne(kSpecs[i++ % std::size(kSpecs)], kNow);
     benchmark::DoNotOptimize(units);
   }
   state.SetItemsProcessed(state.iterations());
@@ -241,17 +237,19 @@ void BM_MatchPacking(benchmark::State& state) {
     for (const MatchSpec& spec : kPodSpecs) CountInMix(spec, kNow, m);
     return m;
   }();
-  EligibilityRules rules = kRules;
-  rules.ends_at = kNow + absl::Hours(2);
-  if (state.range(1) == 0) {
-    rules.packing = {Packing::kFragmentation, &mix, &leases};
-  }
+  IndexPlacer placer(&c.index, &c.nodes,
+                     state.range(1) == 0
+                         ? IndexPlacer::Options{Packing::kFragmentation,
+                                                absl::Minutes(5), &mix,
+                                                &leases}
+                         : kBestFit);
+  const absl::Time ends_at = kNow + absl::Hours(2);
   size_t i = 0;
   for (auto _ : state) {
     const MatchSpec& spec =
         pods ? kPodSpecs[i % kPodSpecs.size()] : kSpecs[i % std::size(kSpecs)];
     ++i;
-    auto units = Match(c.index, c.nodes, spec, rules);
+    auto units = placer.PlaceOne(spec, kNow, ends_at);
     benchmark::DoNotOptimize(units);
   }
   state.SetItemsProcessed(state.iterations());
@@ -263,6 +261,7 @@ void BM_MatchPacking(benchmark::State& state) {
 // two are timed on one cluster.
 void MatchPodResources(benchmark::State& state, void (*fill)(int, Cluster&)) {
   Cluster& c = Cached(fill, static_cast<int>(state.range(0)));
+  IndexPlacer placer(&c.index, &c.nodes, kBestFit);
   const bool with = state.range(1) != 0;
   size_t i = 0;
   int64_t misses = 0;
@@ -270,7 +269,7 @@ void MatchPodResources(benchmark::State& state, void (*fill)(int, Cluster&)) {
     const MatchSpec& spec =
         with ? kPodSpecs[i % kPodSpecs.size()] : kSpecs[i % std::size(kSpecs)];
     ++i;
-    auto units = Match(c.index, c.nodes, spec, kRules);
+    auto units = placer.PlaceOne(spec, kNow);
     if (!units.has_value()) ++misses;
     benchmark::DoNotOptimize(units);
   }
@@ -292,11 +291,11 @@ void BM_MatchPodResourcesMemoryShort(benchmark::State& state) {
 // Allocate and one Release.
 void BM_AllocateRelease(benchmark::State& state) {
   Cluster& c = BuildCluster(static_cast<int>(state.range(0)));
+  IndexPlacer placer(&c.index, &c.nodes, kBestFit);
   size_t i = 0;
   int64_t misses = 0;
   for (auto _ : state) {
-    auto units =
-        Match(c.index, c.nodes, kSpecs[i++ % std::size(kSpecs)], kRules);
+    auto units = placer.PlaceOne(kSpecs[i++ % std::size(kSpecs)], kNow);
     if (!units.has_value()) {
       ++misses;
       continue;
@@ -362,10 +361,11 @@ void BM_MatchWide(benchmark::State& state) {
   Cluster& c = BuildWideCluster(static_cast<int>(state.range(0)));
   const std::vector<MatchSpec> specs =
       WideSpecs(c, static_cast<int>(state.range(1)));
+  IndexPlacer placer(&c.index, &c.nodes, kBestFit);
   size_t i = 0;
   int64_t misses = 0;
   for (auto _ : state) {
-    auto units = Match(c.index, c.nodes, specs[i++ % specs.size()], kRules);
+    auto units = placer.PlaceOne(specs[i++ % specs.size()], kNow);
     if (!units.has_value()) ++misses;
     benchmark::DoNotOptimize(units);
   }
@@ -418,16 +418,12 @@ void BM_MatchShare(benchmark::State& state) {
     }
     specs.push_back(std::move(spec));
   }
+  IndexPlacer placer(&c.index, &c.nodes, kBestFit);
   size_t i = 0;
   int64_t misses = 0;
   for (auto _ : state) {
     const MatchSpec& spec = specs[i++ % specs.size()];
-    bool found;
-    if (spec.share.has_value()) {
-      found = MatchShare(c.index, c.nodes, spec, kRules) != nullptr;
-    } else {
-      found = Match(c.index, c.nodes, spec, kRules).has_value();
-    }
+    const bool found = placer.PlaceOne(spec, kNow).has_value();
     if (!found) ++misses;
     benchmark::DoNotOptimize(found);
   }

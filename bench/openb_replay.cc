@@ -7,8 +7,8 @@
 // GPUs), the pods shuffled and sampled until the GPU they ask reaches 130% of
 // the cluster's, no departures. Reports the unallocated share of the GPUs'
 // compute as arrivals reach 50% ... 130% of capacity for accelsched's
-// policies (the real CapacityIndex, Match for whole GPUs under --packing
-// best_fit and fragmentation, MatchShare for a share, pod_resources from
+// policies (the real CapacityIndex, the placement plugins for whole GPUs under
+// --packing best_fit and fragmentation and for a share, pod_resources from
 // each pod's CPU and memory, allocatable from each node's), for first fit in
 // node order (the first node, and on it the first GPU, that fits), with and
 // without CPU and memory accounting, and for FGD as the paper defines it
@@ -47,7 +47,8 @@
 #include "absl/strings/str_split.h"
 #include "bench/openb_data.h"
 #include "core/catalog/capacity_index.h"
-#include "core/matching/matcher.h"
+#include "core/plugins/index_placer.h"
+#include "core/plugins/request_mix/request_mix.h"
 #include "core/model/node_resources.h"
 
 ABSL_FLAG(std::string, data_dir, OPENB_DATA_DIR,
@@ -120,8 +121,8 @@ struct Variant {
 };
 
 const Variant kVariants[] = {
-    {Policy::kAccelsched, true, "best_fit (Match, pod_resources)"},
-    {Policy::kAccelsched, true, "fragmentation (Match, pod_resources)",
+    {Policy::kAccelsched, true, "best_fit (plugins, pod_resources)"},
+    {Policy::kAccelsched, true, "fragmentation (plugins, pod_resources)",
      Packing::kFragmentation},
     {Policy::kFirstFit, true, "first fit (node order)"},
     {Policy::kFgd, true, "FGD (the paper's, in this bench)"},
@@ -398,11 +399,10 @@ Run Replay(const std::vector<NodeSpec>& specs,
   const std::vector<TypicalPod> typical = v.policy == Policy::kFgd
                                               ? TypicalPods(stream)
                                               : std::vector<TypicalPod>();
-  EligibilityRules rules;
-  rules.now = absl::UnixEpoch();
+  const absl::Time now = absl::UnixEpoch();
   RequestMix mix;  // the whole-GPU pods asked so far
-  rules.packing.policy = v.packing;
-  rules.packing.mix = &mix;
+  IndexPlacer placer(&index, &nodes,
+                     {v.packing, absl::ZeroDuration(), &mix, nullptr});
 
   Run run;
   int64_t asked = 0, allocated = 0, stranded = 0, trace_used = 0;
@@ -443,15 +443,11 @@ Run Replay(const std::vector<NodeSpec>& specs,
       spec.requested_models = pod.models;
       spec.count = pod.gpus;
       if (v.accounting) spec.pod_resources = Need(pod);
-      if (!pod.shares) CountInMix(spec, rules.now, mix);
+      if (!pod.shares) CountInMix(spec, now, mix);
       std::vector<const Unit*> units;
-      if (pod.shares) {
-        spec.share = GpuShare{milli, 0};
-        if (const Unit* u = MatchShare(index, nodes, spec, rules)) {
-          units.push_back(u);
-        }
-      } else if (auto matched = Match(index, nodes, spec, rules)) {
-        units = *std::move(matched);
+      if (pod.shares) spec.share = GpuShare{milli, 0};
+      if (auto placed = placer.PlaceOne(spec, now)) {
+        units = *std::move(placed);
       }
       if (!units.empty()) {
         const std::string home = units.front()->home;
@@ -469,7 +465,7 @@ Run Replay(const std::vector<NodeSpec>& specs,
           spot.gpus.push_back(g);
           if (truth.free[i][g] < milli || !Accepts(pod, specs[i])) {
             run.errors.push_back(absl::StrCat(
-                "Match placed pod ", k, " on ", key, ", which has ",
+                "the placement put pod ", k, " on ", key, ", which has ",
                 truth.free[i][g], " thousandths free, of ", specs[i].model));
           }
         }

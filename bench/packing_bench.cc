@@ -1,5 +1,5 @@
 // Packing with departures: a cluster of whole GPUs under a stream of requests
-// that arrive and leave, every --packing policy through the real Match on a
+// that arrive and leave, every --packing policy through the real placement plugins on a
 // real CapacityIndex, on the same streams in one run. A request that does not
 // fit when it arrives is rejected (counted, not queued), so that the figure
 // is the placement's alone, as in the issue that asked for it: with 1-8 GPU
@@ -16,7 +16,7 @@
 // most about 1% of the cluster's GPUs at once (its pods arrive over 150
 // days), and even all at once they ask less than the cluster has. A pod
 // asking part
-// of a GPU asks a share of it (MatchShare, the same for every policy); pods
+// of a GPU asks a share of it (the shares plugin, the same for every policy); pods
 // asking no GPU are placed as kube-scheduler's default scoring would (the
 // node left with the most free CPU and memory) and counted on their node.
 // Reported: GPU-hours rejected (each rejected pod's GPUs times its time in
@@ -46,7 +46,8 @@
 #include "absl/time/time.h"
 #include "bench/openb_data.h"
 #include "core/catalog/capacity_index.h"
-#include "core/matching/matcher.h"
+#include "core/plugins/index_placer.h"
+#include "core/plugins/request_mix/request_mix.h"
 #include "core/packing/packing_policy.h"
 #include "core/packing/placement_score.h"
 #include "core/packing/request_mix.h"
@@ -166,6 +167,9 @@ Outcome Replay(const std::vector<Request>& stream, int n_nodes,
   }
   RequestMix mix;
   Leases leases;
+  IndexPlacer placer(&index, &nodes,
+                     {policy.value_or(Packing::kBestFit), absl::ZeroDuration(),
+                      &mix, use_leases ? &leases : nullptr});
   int64_t pooled_free = int64_t{n_nodes} * kGpusPerNode;
   // (end, request) of the admitted, earliest first.
   using Departure = std::pair<double, size_t>;
@@ -193,18 +197,13 @@ Outcome Replay(const std::vector<Request>& stream, int n_nodes,
       if (placed) pooled_free -= r.count;
     } else {
       CountInMix(spec, now, mix);
-      EligibilityRules rules;
-      rules.now = now;
-      rules.ends_at = At(r.arrival + r.lease);
-      rules.packing.policy = *policy;
-      rules.packing.mix = &mix;
-      rules.packing.leases = use_leases ? &leases : nullptr;
-      if (auto units = Match(index, nodes, spec, rules)) {
+      const absl::Time ends_at = At(r.arrival + r.lease);
+      if (auto units = placer.PlaceOne(spec, now, ends_at)) {
         placed = true;
         const std::string id = absl::StrCat("r", k);
         for (const Unit* u : *units) held[k].push_back(u->key);
         for (const std::string& key : held[k]) index.SetAllocation(key, id);
-        leases.ends_[id] = rules.ends_at;
+        leases.ends_[id] = ends_at;
         pooled_free -= r.count;
       }
     }
@@ -282,6 +281,9 @@ OpenbOutcome ReplayOpenb(const std::vector<NodeSpec>& specs,
   const double end = static_cast<double>(pods[order.back()].created) / compress;
   RequestMix mix;
   Leases leases;
+  IndexPlacer placer(&index, &nodes,
+                     {policy, absl::ZeroDuration(), &mix,
+                      use_leases ? &leases : nullptr});
   OpenbOutcome out;
   out.span = end;
   int64_t allocated = 0;
@@ -351,16 +353,14 @@ OpenbOutcome ReplayOpenb(const std::vector<NodeSpec>& specs,
     spec.requested_models = p.models;
     spec.count = p.gpus;
     spec.pod_resources = need;
-    EligibilityRules rules;
-    rules.now = absl::UnixEpoch() + absl::Seconds(at);
-    rules.ends_at = rules.now + absl::Seconds(duration * lease_factor[j]);
-    rules.packing.policy = policy;
-    rules.packing.mix = &mix;
-    rules.packing.leases = use_leases ? &leases : nullptr;
+    const absl::Time now = absl::UnixEpoch() + absl::Seconds(at);
+    const absl::Time ends_at =
+        now + absl::Seconds(duration * lease_factor[j]);
     const std::string id = absl::StrCat("p", j);
     if (p.shares) {
       spec.share = GpuShare{p.trace_milli, 0};
-      if (const Unit* u = MatchShare(index, nodes, spec, rules)) {
+      if (auto one = placer.PlaceOne(spec, now, ends_at)) {
+        const Unit* u = one->front();
         h.node = u->home;
         h.units = {u->key};
         h.share =
@@ -368,12 +368,12 @@ OpenbOutcome ReplayOpenb(const std::vector<NodeSpec>& specs,
         index.AddShare(u->key, *h.share, +1);
       }
     } else {
-      CountInMix(spec, rules.now, mix);
-      if (auto units = Match(index, nodes, spec, rules)) {
+      CountInMix(spec, now, mix);
+      if (auto units = placer.PlaceOne(spec, now, ends_at)) {
         h.node = units->front()->home;
         for (const Unit* u : *units) h.units.push_back(u->key);
         for (const std::string& key : h.units) index.SetAllocation(key, id);
-        leases.ends_[id] = rules.ends_at;
+        leases.ends_[id] = ends_at;
       }
     }
     const double window = std::min(duration, end - at);

@@ -23,7 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/catalog/capacity_index.h"
-#include "core/matching/matcher.h"
+#include "core/plugins/index_placer.h"
 
 ABSL_FLAG(int, nodes, 1000, "nodes in each synthetic cluster");
 ABSL_FLAG(int, seeds, 20, "clusters and request streams replayed");
@@ -238,14 +238,13 @@ Outcome ReplayMatcher(const std::vector<SimNode>& sim,
     }
     total += n.size;
   }
-  EligibilityRules rules;
-  rules.now = absl::UnixEpoch();
+  IndexPlacer placer(&index, &nodes, {Packing::kBestFit});
   Outcome out;
   for (size_t k = 0; k < stream.size(); ++k) {
     MatchSpec spec;
     spec.requested_models = stream[k].models;
     spec.count = stream[k].count;
-    auto units = Match(index, nodes, spec, rules);
+    auto units = placer.PlaceOne(spec, absl::UnixEpoch());
     if (!units.has_value()) {
       out.picks.push_back(-1);
       continue;
@@ -330,7 +329,7 @@ int Main() {
                 static_cast<double>(s.placed) / seeds, s.failures_by_kind[0],
                 s.failures_by_kind[1], s.failures_by_kind[2]);
   };
-  row("core Match (the real matcher)", matcher);
+  row("best_fit (the real plugin)", matcher);
   for (size_t i = 0; i < rules.size(); ++i) row(rules[i].first, summaries[i]);
   std::printf(
       "\nthe real matcher and the simulated rule placed every request on the "

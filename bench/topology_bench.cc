@@ -29,7 +29,8 @@
 #include "absl/time/clock.h"
 #include "bench/quantile.h"
 #include "core/catalog/capacity_index.h"
-#include "core/matching/matcher.h"
+#include "core/plugins/index_placer.h"
+#include "core/plugins/topology/topology.h"
 
 ABSL_FLAG(int, nodes, 10000, "nodes of 8 H100s");
 ABSL_FLAG(int, blocks, 10, "blocks the nodes are split into");
@@ -117,9 +118,7 @@ bool Run(const Cluster& c, const Case& k, Result& out) {
   spec.replicas = absl::GetFlag(FLAGS_groups);
   spec.topology_key = k.required;
   spec.preferred_topology = k.preferred;
-  EligibilityRules rules;
-  rules.now = kNow;
-  rules.packing.policy = Packing::kBestFit;
+  IndexPlacer placer(&c.index, &c.nodes, {Packing::kBestFit});
   // Each call `--samples` times, in microseconds.
   auto time = [](auto call) {
     std::vector<double> us;
@@ -132,7 +131,7 @@ bool Run(const Cluster& c, const Case& k, Result& out) {
   };
   std::optional<std::vector<std::vector<const Unit*>>> groups;
   const std::vector<double> taken =
-      time([&] { groups = MatchGang(c.index, c.nodes, spec, rules); });
+      time([&] { groups = placer.Place(spec, kNow); });
   bool refused = false;
   const std::vector<double> checks = time([&] {
     refused = refused || !CheckGangDomains(c.index, c.nodes, spec).ok();

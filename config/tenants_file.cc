@@ -8,7 +8,7 @@
 #include "config/text_file.h"
 #include "core/base/status_macros.h"
 #include "core/matching/allocation_request.h"
-#include "core/matching/matcher.h"
+#include "core/matching/match_spec.h"
 
 namespace accelsched {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/accelerators/accelerator_type_set.h"
-#include "core/admission/tenant_policy.h"
+#include "core/tenants/tenant_policy.h"
 
 namespace accelsched {
 

@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/accelerators/accelerator_type_set.h"
-#include "core/matching/matcher.h"
+#include "core/matching/match_spec.h"
 #include "core/model/allocation_model.h"
 
 namespace accelsched {

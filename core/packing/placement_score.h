@@ -24,6 +24,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/model/unit.h"
 #include "core/packing/request_mix.h"
 
 namespace accelsched {
@@ -112,6 +113,14 @@ PlacementScore ScorePlacement(const NodeRoom& room, int size,
 // (ScorePlacement's, computed without leases).
 void AddLeaseTerm(const NodeLeases& leases, int size, int count, absl::Time now,
                   absl::Time ends_at, PlacementScore& score);
+
+// A candidate placement as the fragmentation policy weighs it (Explain's
+// scores).
+struct RankedPlacement {
+  PoolKey pool;
+  std::string node;
+  PlacementScore score;
+};
 
 // What a candidate would strand, for Explain: "strands 0.50 of 4 free units
 // (was 1.25 of 5); lease mismatch 0.10".

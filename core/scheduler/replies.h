@@ -13,7 +13,9 @@
 
 #include "absl/time/time.h"
 #include "core/catalog/capacity_index.h"
-#include "core/matching/matcher.h"
+#include "core/framework/cycle_record.h"
+#include "core/framework/diagnosis.h"
+#include "core/packing/placement_score.h"
 #include "core/model/allocation_model.h"
 #include "core/model/capacity.h"
 #include "core/model/unit.h"
@@ -29,9 +31,11 @@ struct ExplainResult {
   int queue_position = 0;
   std::string pending_reason;
   std::optional<absl::Time> estimated_start;
-  // The fragmentation policy's candidates, best first (RankPlacements: at
-  // most PackingRules::kMaxScored).
+  // The fragmentation policy's candidates, best first (at most
+  // FragmentationPlugin::kMaxScored).
   std::vector<RankedPlacement> scores;
+  // Every step of the scheduling cycle, in the order it ran.
+  std::vector<CycleStep> steps;
 };
 
 struct QueuePage {

@@ -15,6 +15,8 @@
 #include "core/catalog/node_validation.h"
 #include "core/matching/allocation_request.h"
 #include "core/placement/placement.h"
+#include "core/plugins/fragmentation/fragmentation.h"
+#include "core/plugins/registry.h"
 
 namespace accelsched {
 namespace {
@@ -51,12 +53,28 @@ absl::Status AllocationNotFound(const AllocationKey& key) {
           : absl::StrCat("allocation \"", key.allocation_id, "\" not found"));
 }
 
+// The framework of the options' profile: the plugins are the registry's
+// own, so a failure is a bug.
+std::unique_ptr<const Framework> MakeFramework(
+    const Scheduler::Options& options) {
+  absl::StatusOr<std::unique_ptr<Framework>> fw = Framework::Create(
+      PluginRegistry(),
+      DefaultProfile(ProfileOptions{options.packing, options.preemption}));
+  if (!fw.ok()) {
+    std::fprintf(stderr, "accelsched: the default profile: %s\n",
+                 std::string(fw.status().ToString()).c_str());
+    std::abort();
+  }
+  return *std::move(fw);
+}
+
 }  // namespace
 
 Scheduler::Scheduler(Store* store, const Clock* clock,
                      std::shared_ptr<const AcceleratorTypeSet> types,
                      Options options)
-    : store_(store),
+    : framework_(MakeFramework(options)),
+      store_(store),
       clock_(clock),
       options_(options),
       events_(options.watch_buffer),
@@ -155,22 +173,24 @@ void Scheduler::Complete(absl::StatusOr<Queued<bool>> queued,
                  });
 }
 
-absl::Status Scheduler::CheckSatisfiableLocked(const MatchSpec& spec) const {
-  absl::Status s = CheckSatisfiable(catalog_.index(), spec);
-  if (!s.ok() && RelayoutCouldServe(catalog_, *accelerator_types(), spec)) {
-    return absl::OkStatus();
-  }
-  return s;
-}
-
-EligibilityRules Scheduler::RulesAt(absl::Time now) const {
-  EligibilityRules rules;
-  rules.now = now;
-  rules.heartbeat_timeout = options_.heartbeat_timeout;
-  rules.packing.policy = options_.packing;
-  rules.packing.mix = &mix_;
-  rules.packing.leases = &book_;
-  return rules;
+Snapshot Scheduler::SnapshotAt(absl::Time now) const {
+  Snapshot snap;
+  snap.index = &catalog_.index();
+  snap.nodes = &catalog_.nodes();
+  snap.catalog = &catalog_;
+  snap.book = &book_;
+  snap.tenants = tenants_.get();
+  // Under mu_ the types cannot be replaced: the set outlives the snapshot.
+  snap.types = accelerator_types().get();
+  snap.mix = &mix_;
+  snap.leases = &book_;
+  snap.now = now;
+  snap.heartbeat_timeout = options_.heartbeat_timeout;
+  snap.default_lease = options_.default_lease;
+  snap.preemption_grace = options_.preemption_grace;
+  snap.relayout_backoff = &relayout_backoff_;
+  snap.relayout_ahead = options_.mig_relayout_ahead;
+  return snap;
 }
 
 void Scheduler::EndLocked(Record& record, AllocationState state,
@@ -327,39 +347,24 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
       a = WithQueueFields(existing->allocation, /*may_compute=*/false);
       ticket = existing->ticket;
     } else {
-      RETURN_IF_ERROR(CheckSatisfiableLocked(spec));
-      CountInMix(spec, now, mix_);
-      const AdmissionContext ctx = ContextAt(now);
-      std::string quota;
-      // Narrowed by the tenant's quota, where there are quotas at all.
-      std::optional<MatchSpec> narrowed;
-      const MatchSpec* allowed = &spec;
-      if (tenants_->has_quotas()) {
-        narrowed = WithinQuota(ctx, request.tenant, spec, &quota);
-        allowed = narrowed.has_value() ? &*narrowed : nullptr;
-      }
-      EligibilityRules rules = RulesAt(now);
-      rules.reservations = &reservations_.reservations;
-      rules.ends_at =
-          now + (request.lease == absl::ZeroDuration() ? options_.default_lease
-                                                       : request.lease);
-      rules.priority = request.priority;
-      std::optional<std::vector<std::vector<const Unit*>>> groups;
-      if (allowed != nullptr) groups = MatchRequest(ctx, *allowed, rules);
-      // A gang that does not fit now may be one no domain of its level could
-      // ever hold: refused, not queued. Checked only then, as it visits every
-      // node of the request's pools (a gang that fits now passes it).
-      if (!groups.has_value()) {
-        RETURN_IF_ERROR(
-            CheckGangDomains(catalog_.index(), catalog_.nodes(), spec));
-      }
+      // The cycle counts the request in the mix (request_mix) before it is
+      // placed, and reads the holds the last pass made.
+      Snapshot snap = SnapshotAt(now);
+      snap.count_into = &mix_;
+      Holds holds(&book_, &reservations_, Holds::Standing::kReadOnly);
+      DryStatement none;
+      Session session(*framework_, snap, holds, none);
+      CycleState cycle(CycleMode::kAllocate, snap, spec, a, &holds);
+      cycle.set_queued(request.queue);
+      CycleResult r = framework_->RunCycle(session, cycle);
+      if (r.outcome == CycleResult::Outcome::kRefused) return r.refusal;
       a.id = book_.NewId(now);
       a.created_at = now;
-      if (groups.has_value()) {
-        std::vector<std::string> keys = Assign(a, *groups);
+      if (r.outcome == CycleResult::Outcome::kPlaced) {
+        std::vector<std::string> keys = Assign(a, r.groups);
         a.state = AllocationState::kActive;
         a.admitted_at = now;
-        a.expires_at = rules.ends_at;
+        a.expires_at = cycle.ends_at();
         Write write;
         write.mutations.push_back(PutAllocationMutation{a, keys, true});
         write.events.push_back(
@@ -367,21 +372,12 @@ absl::StatusOr<Scheduler::Queued<Allocation>> Scheduler::QueueAllocate(
         ticket = Commit(std::move(write));
         book_.Add(Record{a, std::move(keys), ticket});
       } else if (!request.queue) {
-        if (allowed == nullptr) return absl::ResourceExhaustedError(quota);
-        std::string why =
-            ExplainNodes(catalog_.index(), catalog_.nodes(), spec, RulesAt(now))
-                .summary;
-        // It would fit but for the holds of waiting requests (which
-        // ExplainNodes does not weigh).
-        EligibilityRules unheld = rules;
-        unheld.reservations = nullptr;
-        if (MatchRequest(ctx, *allowed, unheld).has_value()) {
-          absl::StrAppend(&why,
-                          "; what is free there is held for waiting requests "
-                          "until their reservations start (a request whose "
-                          "lease ends by then may take it)");
+        // Its quota stops it, or nothing fits now.
+        if (r.failure.kind == CycleFailure::Kind::kRefused) {
+          return absl::ResourceExhaustedError(r.reason);
         }
-        return absl::ResourceExhaustedError(why);
+        return absl::ResourceExhaustedError(
+            framework_->WhyRefused(session, cycle));
       } else {
         ticket = EnqueueLocked(a, now);
         const Record& queued = *book_.Find({a.id, ""});
@@ -532,97 +528,58 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   ExplainResult result;
   absl::ReaderMutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
+  // The request as Allocate would see it, as the pending allocation of its
+  // request_id when it has one (its own holds, victims and re-layout).
+  Allocation asking = Requested(request, spec);
   if (const Record* r = book_.Find({"", request.request_id});
       r != nullptr && r->allocation.pending()) {
     const Allocation a = WithQueueFields(r->allocation);
     result.queue_position = a.queue_position;
     result.pending_reason = a.pending_reason;
     result.estimated_start = a.estimated_start;
+    asking.id = a.id;
   }
-  const EligibilityRules rules = RulesAt(now);
-  const CapacityIndex& index = catalog_.index();
-  result.explanation = ExplainNodes(index, catalog_.nodes(), spec, rules);
-  absl::Status satisfiable = CheckSatisfiableLocked(spec);
-  if (!satisfiable.ok()) {
-    absl::StrAppend(&result.explanation.summary, "; ", satisfiable.message());
-    return result;
-  }
-  const AdmissionContext ctx = ContextAt(now);
-  std::string quota;
-  const std::optional<MatchSpec> allowed =
-      WithinQuota(ctx, request.tenant, spec, &quota);
-  if (!allowed.has_value()) {
-    absl::StrAppend(&result.explanation.summary, "; ", quota);
-    return result;
-  }
-  EligibilityRules reserved = rules;
-  reserved.reservations = &reservations_.reservations;
-  // Allocate counts the request in the mix before it matches: so does the
-  // preview, on a copy (Explain holds mu_ shared only).
+  // A dry run of the cycle: Allocate's, and a pass's for a request that
+  // queues (re-layouts as the next periodic pass would plan them), on a copy
+  // of the mix that counts the request and a copy of the holds.
   RequestMix mix = mix_;
-  CountInMix(spec, now, mix);
-  reserved.packing.mix = &mix;
-  reserved.ends_at =
-      now + (request.lease == absl::ZeroDuration() ? options_.default_lease
-                                                   : request.lease);
-  reserved.priority = request.priority;
-  if (options_.packing == Packing::kFragmentation && allowed->replicas == 1 &&
-      !allowed->share.has_value()) {
-    result.scores = RankPlacements(index, catalog_.nodes(), *allowed, reserved);
+  Snapshot snap = SnapshotAt(now);
+  snap.mix = &mix;
+  snap.count_into = &mix;
+  snap.previous = &reservations_;
+  snap.refresh = false;
+  snap.reservation_walk_limit = kReservationWalkLimit;
+  snap.plan_relayouts = true;
+  Holds holds(&book_, &reservations_, Holds::Standing::kScratch);
+  DryStatement none;
+  Session session(*framework_, snap, holds, none);
+  CycleState cycle(CycleMode::kExplain, snap, spec, asking, &holds);
+  cycle.set_queued(request.queue);
+  CycleRecord record;
+  cycle.set_record(&record);
+  framework_->Prepare(cycle);
+  result.explanation = AccountNodes(*framework_, cycle);
+  CycleResult r = framework_->RunCycle(session, cycle);
+  std::string& summary = result.explanation.summary;
+  // Its quota's reason, then why it could never be placed.
+  if (r.outcome != CycleResult::Outcome::kPlaced &&
+      r.failure.kind == CycleFailure::Kind::kRefused) {
+    absl::StrAppend(&summary, "; ", r.failure.reason);
   }
-  std::optional<std::vector<std::vector<const Unit*>>> groups =
-      MatchRequest(ctx, *allowed, reserved);
-  if (!groups.has_value()) {
-    if (absl::Status domains = CheckGangDomains(index, catalog_.nodes(), spec);
-        !domains.ok()) {
-      absl::StrAppend(&result.explanation.summary, "; ", domains.message());
-      return result;
-    }
-    // What a re-layout of idle MIG GPUs would do for it, as admission
-    // would plan it: only for a request that waits (queue), not one under
-    // way for it already (its pending reason says so), nor one waiting out
-    // its victims' grace.
-    const Record* own = book_.Find({"", request.request_id});
-    const std::string requester =
-        own != nullptr && own->allocation.pending() ? own->allocation.id : "";
-    if (request.queue &&
-        !absl::StartsWith(result.pending_reason, "waiting for the MIG") &&
-        (requester.empty() || book_.VictimsOf(requester).empty())) {
-      std::shared_ptr<const AcceleratorTypeSet> types = accelerator_types();
-      AdmissionContext planning = ctx;
-      planning.rules = reserved;
-      planning.relayout_backoff = &relayout_backoff_;
-      // The reservations as the matcher got them above (`reserved`): the
-      // lambda is not seen as holding mu_.
-      const Reservations& held_for = *reserved.reservations;
-      auto pinned = [&](const Unit& unit) {
-        auto pool = held_for.find(unit.pool);
-        if (pool == held_for.end()) return false;
-        auto held = pool->second.find(unit.home);
-        // As the admission round's ReservedForOther: a nominated or
-        // planned-ahead hold yields to a higher priority.
-        return held != pool->second.end() && held->second.holder != requester &&
-               !held->second.YieldsTo(request.priority);
-      };
-      if (std::optional<RelayoutChoice> choice =
-              PlanRelayout(planning, *types, *allowed, pinned)) {
-        absl::StrAppend(&result.explanation.summary, "; ",
-                        DescribeRelayout(*choice));
-      }
-    }
-    return result;
+  if (r.outcome == CycleResult::Outcome::kRefused) {
+    absl::StrAppend(&summary, "; ", r.refusal.message());
   }
-  result.feasible = true;
-  result.would_allocate = Requested(request, spec);
-  Assign(result.would_allocate, *groups);
-  // A share's GPU is chosen by its free compute, not by links.
-  for (const std::vector<const Unit*>& group : *groups) {
-    if (allowed->share.has_value()) break;
-    if (std::string links = DescribeLinkChoice(index, catalog_.nodes(), group);
-        !links.empty()) {
-      absl::StrAppend(&result.explanation.summary, "; ", links);
+  for (const std::string& s : r.summary) absl::StrAppend(&summary, "; ", s);
+  result.scores = std::move(r.ranked);
+  if (r.outcome == CycleResult::Outcome::kPlaced) {
+    result.feasible = true;
+    result.would_allocate = Requested(request, spec);
+    Assign(result.would_allocate, r.groups);
+    for (const std::string& words : framework_->DescribeUnits(cycle, r.groups)) {
+      absl::StrAppend(&summary, "; ", words);
     }
   }
+  result.steps = record.Take();
   return result;
 }
 

@@ -1,5 +1,5 @@
 // The scheduler: the cluster catalog (core/catalog/catalog.h), the allocation
-// book (core/book/allocation_book.h) and the queue (core/admission/queue.h),
+// book (core/book/allocation_book.h) and the queue (core/queue/queue.h),
 // held in memory and written through a group committer to a Store before any
 // change is acknowledged. It keeps the locks and the commit order; the state
 // and its rules live in those classes and in the admission planners
@@ -46,9 +46,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/accelerators/accelerator_type_set.h"
-#include "core/admission/admission.h"
-#include "core/admission/queue.h"
-#include "core/admission/tenant_policy.h"
 #include "core/base/clock.h"
 #include "core/base/labels.h"
 #include "core/base/page_token.h"
@@ -59,10 +56,17 @@
 #include "core/commit/group_committer.h"
 #include "core/commit/serialized_store.h"
 #include "core/commit/store.h"
-#include "core/matching/matcher.h"
+#include "core/framework/framework.h"
+#include "core/framework/holds.h"
+#include "core/framework/snapshot.h"
+#include "core/matching/match_spec.h"
 #include "core/model/allocation_model.h"
 #include "core/model/catalog_model.h"
+#include "core/packing/packing_policy.h"
+#include "core/packing/request_mix.h"
+#include "core/queue/queue.h"
 #include "core/scheduler/replies.h"
+#include "core/tenants/tenant_policy.h"
 
 namespace accelsched {
 
@@ -99,8 +103,7 @@ class Scheduler {
     absl::Duration mig_relayout_timeout = absl::Minutes(10);
     // A request for a MIG profile that no slice offers, which no re-layout
     // serves now, holds a GPU whose held slices free within this, to be
-    // re-laid out for it once they do (0: never; AdmissionContext::
-    // relayout_ahead).
+    // re-laid out for it once they do (0: never; the plan_ahead plugin).
     absl::Duration mig_relayout_ahead = absl::Minutes(10);
   };
   template <typename T>
@@ -258,6 +261,17 @@ class Scheduler {
 
  private:
   using Record = AllocationBook::Record;
+  // What an admission pass does to memory, queued as one write
+  // (scheduler_queue.cc); called by the pass, under mu_.
+  class PassStatement;
+  // Leases a new backfill reservation may look through in a pass that does
+  // not refresh (Snapshot::reservation_walk_limit). About 1 us a lease on a
+  // cluster of 80,000 leases (bench/queue_bench, whose max column is such a
+  // walk): up to 2-3 ms for a walk the limit cuts. One cut with every pool
+  // of its spec seen and no node held for another is not repeated for its
+  // walk key before the refresh (the backfill plugin); other walks are done
+  // again by a request that takes no reservation over.
+  static constexpr size_t kReservationWalkLimit = 2048;
   // Mutations and events of one acknowledged call, queued together.
   struct Write {
     std::vector<Mutation> mutations;
@@ -347,22 +361,14 @@ class Scheduler {
   std::vector<std::string> Assign(
       Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // CheckSatisfiable (core/matching/matcher.h), except that a request a
-  // MIG re-layout could serve some day is not refused
-  // (RelayoutCouldServe).
-  absl::Status CheckSatisfiableLocked(const MatchSpec& spec) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Now, the heartbeat timeout and the packing policy with its mix and
-  // leases.
-  EligibilityRules RulesAt(absl::Time now) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // What every cycle reads at `now`: the catalog, the book, the tenants, the
+  // accelerator types, the recent mix and the settings.
+  Snapshot SnapshotAt(absl::Time now) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // Queueing (scheduler_queue.cc).
-  AdmissionContext ContextAt(absl::Time now) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // One admission pass, queued as its own write; its ticket, or nullptr when
   // it changed nothing durable. `relayouts_done`: see
-  // AdmissionContext::relayouts_done.
+  // Snapshot::relayouts_done.
   std::shared_ptr<GroupCommitter::Ticket> AdmitLocked(
       absl::Time now, bool refresh_reservations = false,
       std::vector<std::string> relayouts_done = {})
@@ -387,6 +393,8 @@ class Scheduler {
   std::vector<TenantStanding> TenantStandingsLocked(
       absl::string_view tenant) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
+  // The scheduling cycle's plugins, as the options choose them.
+  const std::unique_ptr<const Framework> framework_;
   // The store, its calls serialised: a sweep may reload while a batch
   // commits.
   SerializedStore store_;

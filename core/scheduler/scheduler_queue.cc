@@ -1,6 +1,6 @@
 // The scheduler's queue calls: admission passes, pending requests, tenants'
-// policies and standings, ordered and committed around
-// core/admission/admission.h.
+// policies and standings, ordered and committed around the framework's pass
+// (core/framework/admission_pass.h).
 #include <algorithm>
 #include <set>
 
@@ -8,136 +8,126 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/page_token.h"
 #include "core/base/status_macros.h"
+#include "core/framework/admission_pass.h"
 #include "core/model/mig_plan.h"
 #include "core/scheduler/scheduler.h"
+#include "core/tenants/dominant_share.h"
 
 namespace accelsched {
-namespace {
 
-// See AdmissionContext::reservation_walk_limit. About 1 us a lease on a
-// cluster of 80,000 leases (bench/queue_bench, whose max column is such a
-// walk): up to 2-3 ms for a walk the limit cuts. One cut with every pool of
-// its spec seen and no node held for another is not repeated for its walk
-// key before the refresh (ReservationPlanner); other walks are done again by
-// a request that takes no reservation over.
-constexpr size_t kReservationWalkLimit = 2048;
+// What an admission pass does, done to the scheduler's memory at once and
+// queued as one write.
+class Scheduler::PassStatement final : public CycleStatement {
+ public:
+  PassStatement(Scheduler& s, absl::Time now) : s_(s), now_(now) {}
 
-}  // namespace
+  void Place(const std::string& id, const Groups& groups) override
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    Record& r = *s_.book_.FindMutable(id);
+    Allocation a = r.allocation;
+    std::vector<std::string> keys = s_.Assign(a, groups);
+    a.state = AllocationState::kActive;
+    a.admitted_at = now_;
+    a.expires_at = now_ + (a.lease == absl::ZeroDuration()
+                               ? s_.options_.default_lease
+                               : a.lease);
+    // Written again whole: a stored allocation's devices never change in
+    // place.
+    write.mutations.push_back(DeleteAllocationMutation{id});
+    write.mutations.push_back(PutAllocationMutation{a, keys, true});
+    write.events.push_back(
+        Event{Event::Type::kAdmitted, now_, a, a.node, "", 0});
+    s_.book_.Admit(r, std::move(a), std::move(keys));
+    written.push_back(&r);
+  }
 
-AdmissionContext Scheduler::ContextAt(absl::Time now) const {
-  AdmissionContext ctx;
-  ctx.catalog = &catalog_;
-  ctx.book = &book_;
-  ctx.tenants = tenants_.get();
-  ctx.rules = RulesAt(now);
-  ctx.default_lease = options_.default_lease;
-  ctx.preemption = options_.preemption;
-  ctx.preemption_grace = options_.preemption_grace;
-  return ctx;
-}
+  void Preempt(const std::string& victim,
+               const std::string& preemptor) override
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    Record& r = *s_.book_.FindMutable(victim);
+    // The grace never outlasts the victim's own lease.
+    s_.book_.Preempt(r, preemptor,
+                     std::min(r.allocation.expires_at,
+                              now_ + s_.options_.preemption_grace));
+    write.mutations.push_back(PutAllocationMutation{r.allocation, r.units});
+    write.events.push_back(Event{Event::Type::kPreempted, now_, r.allocation,
+                                 r.allocation.node,
+                                 absl::StrCat("preempted for ", preemptor), 0});
+    written.push_back(&r);
+  }
+
+  void PlanMigRelayout(const std::string& id,
+                       const RelayoutChoice& choice) override
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    std::optional<Node> planned;
+    for (const RelayoutChoice::Gpu& gpu : choice.gpus) {
+      const uint64_t generation = s_.last_mig_generation_ + 1;
+      absl::StatusOr<Node> node = s_.catalog_.SetMigPlan(
+          choice.node, gpu.device_id,
+          MigPlan{gpu.plan.layout, generation, id,
+                  now_ + s_.options_.mig_relayout_timeout});
+      // The planner only chose GPUs the catalog would take; one refused is
+      // left out, and the request plans again later.
+      if (!node.ok()) continue;
+      s_.last_mig_generation_ = generation;  // one per event (LoadLocked)
+      write.events.push_back(Event{
+          Event::Type::kMigRelayoutPlanned, now_,
+          s_.book_.Find({id, ""})->allocation, choice.node,
+          absl::StrCat(gpu.device_id, ": ", DescribeMigLayout(gpu.plan.layout),
+                       " (generation ", generation, "; destroys ",
+                       gpu.plan.destroyed, " free slice",
+                       gpu.plan.destroyed == 1 ? "" : "s", ", creates ",
+                       gpu.plan.created, ")"),
+          0});
+      planned = *std::move(node);
+    }
+    if (planned.has_value()) {
+      write.mutations.push_back(PutNodeMutation{*std::move(planned)});
+    }
+  }
+
+  Write write;
+  std::vector<Record*> written;
+
+ private:
+  Scheduler& s_;
+  const absl::Time now_;
+};
 
 std::shared_ptr<GroupCommitter::Ticket> Scheduler::AdmitLocked(
     absl::Time now, bool refresh_reservations,
     std::vector<std::string> relayouts_done) {
   if (queue_.empty()) {
-    if (!reservations_.reservations.empty() ||
-        !reservations_.unplaced.empty() ||
-        !reservations_.unplaced_walks.empty() ||
-        !reservations_.walk_holders.empty()) {
-      reservations_ = ReservationState();
-    }
+    if (!reservations_.empty()) reservations_ = ReservationState();
     return nullptr;
   }
-  Write write;
-  std::vector<Record*> written;
-  AdmissionContext ctx = ContextAt(now);
-  ctx.previous = &reservations_;
-  ctx.refresh_reservations = refresh_reservations;
-  ctx.reservation_walk_limit = kReservationWalkLimit;
-  std::shared_ptr<const AcceleratorTypeSet> types = accelerator_types();
-  ctx.types = types.get();
-  ctx.plan_relayouts = refresh_reservations;
-  ctx.relayout_backoff = &relayout_backoff_;
-  ctx.relayouts_done = std::move(relayouts_done);
-  ctx.relayout_ahead = options_.mig_relayout_ahead;
-  auto admit =
-      [&](const std::string& id, std::vector<std::vector<const Unit*>> groups)
-          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-            Record& r = *book_.FindMutable(id);
-            Allocation a = r.allocation;
-            std::vector<std::string> keys = Assign(a, groups);
-            a.state = AllocationState::kActive;
-            a.admitted_at = now;
-            a.expires_at =
-                now + (a.lease == absl::ZeroDuration() ? options_.default_lease
-                                                       : a.lease);
-            // Written again whole: a stored allocation's devices
-            // never change in place.
-            write.mutations.push_back(DeleteAllocationMutation{id});
-            write.mutations.push_back(PutAllocationMutation{a, keys, true});
-            write.events.push_back(
-                Event{Event::Type::kAdmitted, now, a, a.node, "", 0});
-            book_.Admit(r, std::move(a), std::move(keys));
-            written.push_back(&r);
-          };
-  auto preempt =
-      [&](const std::string& victim,
-          const std::string& preemptor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        Record& r = *book_.FindMutable(victim);
-        // The grace never outlasts the victim's own lease.
-        book_.Preempt(
-            r, preemptor,
-            std::min(r.allocation.expires_at, now + options_.preemption_grace));
-        write.mutations.push_back(PutAllocationMutation{r.allocation, r.units});
-        write.events.push_back(
-            Event{Event::Type::kPreempted, now, r.allocation, r.allocation.node,
-                  absl::StrCat("preempted for ", preemptor), 0});
-        written.push_back(&r);
-      };
-  auto wait =
-      [&](const std::string& id, const std::string& reason)
-          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { queue_.SetReason(id, reason); };
-  auto plan_relayout =
-      [&](const std::string& id,
-          const RelayoutChoice& choice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        std::optional<Node> planned;
-        for (const RelayoutChoice::Gpu& gpu : choice.gpus) {
-          const uint64_t generation = last_mig_generation_ + 1;
-          absl::StatusOr<Node> node =
-              catalog_.SetMigPlan(choice.node, gpu.device_id,
-                                  MigPlan{gpu.plan.layout, generation, id,
-                                          now + options_.mig_relayout_timeout});
-          // The planner only chose GPUs the catalog would take; one refused
-          // is left out, and the request plans again later.
-          if (!node.ok()) continue;
-          last_mig_generation_ = generation;  // one per event (LoadLocked)
-          write.events.push_back(Event{
-              Event::Type::kMigRelayoutPlanned, now,
-              book_.Find({id, ""})->allocation, choice.node,
-              absl::StrCat(gpu.device_id, ": ",
-                           DescribeMigLayout(gpu.plan.layout), " (generation ",
-                           generation, "; destroys ", gpu.plan.destroyed,
-                           " free slice", gpu.plan.destroyed == 1 ? "" : "s",
-                           ", creates ", gpu.plan.created, ")"),
-              0});
-          planned = *std::move(node);
-        }
-        if (planned.has_value()) {
-          write.mutations.push_back(PutNodeMutation{*std::move(planned)});
-        }
-      };
-  reservations_ = RunAdmissionPass(
-      ctx, queue_, AdmissionActions{admit, preempt, wait, plan_relayout});
+  Snapshot snap = SnapshotAt(now);
+  snap.previous = &reservations_;
+  snap.refresh = refresh_reservations;
+  snap.reservation_walk_limit = kReservationWalkLimit;
+  snap.plan_relayouts = refresh_reservations;
+  snap.relayouts_done = std::move(relayouts_done);
+  PassStatement statement(*this, now);
+  ReservationState next;
+  {
+    Holds holds(&book_, &reservations_, refresh_reservations,
+                [this](absl::string_view id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                  return queue_.contains(id);
+                });
+    Session session(*framework_, snap, holds, statement);
+    next = RunAdmissionPass(*framework_, session, queue_);
+  }
+  reservations_ = std::move(next);
   // Taken out after the walk, which must not see the queue change.
-  for (Record* r : written) {
+  for (Record* r : statement.written) {
     if (r->allocation.live()) queue_.Remove(r->allocation.id);
   }
   // Emptied: nothing of this pass is for the requests that come next.
   if (queue_.empty()) reservations_ = ReservationState();
   ++generation_;
-  if (write.mutations.empty()) return nullptr;
-  auto ticket = Commit(std::move(write));
-  for (Record* r : written) r->ticket = ticket;
+  if (statement.write.mutations.empty()) return nullptr;
+  auto ticket = Commit(std::move(statement.write));
+  for (Record* r : statement.written) r->ticket = ticket;
   return ticket;
 }
 
@@ -169,25 +159,20 @@ std::shared_ptr<const std::vector<std::string>> Scheduler::PendingOrder(
   if (order_generation_ != generation_ &&
       (fresh || order_ == nullptr ||
        now - order_computed_ > kPositionsMaxAge)) {
-    const AdmissionContext ctx = ContextAt(clock_->Now());
+    const Snapshot snap = SnapshotAt(clock_->Now());
+    Holds holds(&book_, &reservations_, Holds::Standing::kReadOnly);
+    DryStatement none;
+    Session session(*framework_, snap, holds, none);
+    const QueueSortPlugin* sort = framework_->queue_sort();
     auto order = std::make_shared<std::vector<std::string>>(queue_.Order(
-        [&](const std::string& tenant) { return DominantShare(ctx, tenant); },
+        [&](const std::string& tenant) {
+          return sort == nullptr ? 0 : sort->TenantRank(session, tenant);
+        },
         [&](const std::string& id) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-          // What admitting it would add to its tenant's share, counted
-          // against every pool it may take, in thousandths of a unit as
-          // DominantShare counts (a share its compute_milli).
-          const Allocation& a = book_.Find({id, ""})->allocation;
-          const MatchSpec spec = SpecOf(a);
-          int64_t total = 0;
-          for (const PoolKey& key : PoolsFor(catalog_.index(), spec)) {
-            if (const auto* pool = catalog_.index().FindPool(key)) {
-              total += pool->total;
-            }
-          }
-          return static_cast<double>(DemandMilli(spec)) /
-                 (static_cast<double>(std::max<int64_t>(total, 1)) *
-                  kGpuMilli) /
-                 tenants_->Find(a.tenant).weight;
+          // What admitting it would add to its tenant's rank.
+          return sort == nullptr
+                     ? 0
+                     : sort->RankAdded(snap, book_.Find({id, ""})->allocation);
         }));
     positions_.clear();
     for (size_t i = 0; i < order->size(); ++i) {
@@ -256,7 +241,6 @@ std::vector<TenantStanding> Scheduler::TenantStandings(
 
 std::vector<TenantStanding> Scheduler::TenantStandingsLocked(
     absl::string_view tenant) const {
-  const AdmissionContext ctx = ContextAt(clock_->Now());
   const std::map<std::string, int64_t> pending = queue_.CountByTenant();
   std::set<std::string> names;
   for (const auto& entry : book_.usage_milli()) names.insert(entry.first);
@@ -268,7 +252,8 @@ std::vector<TenantStanding> Scheduler::TenantStandingsLocked(
     const TenantPolicy& policy = tenants_->Find(name);
     TenantStanding t;
     t.tenant = name;
-    t.dominant_share = DominantShare(ctx, name);
+    t.dominant_share =
+        DominantShare(catalog_.index(), book_, *tenants_, name);
     t.weight = policy.weight;
     t.cohort = policy.cohort;
     auto p = pending.find(name);

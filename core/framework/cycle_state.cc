@@ -1,0 +1,70 @@
+#include "core/framework/cycle_state.h"
+
+namespace accelsched {
+
+void FilterChain::Add(const FilterPlugin* filter) {
+  switch (filter->kind()) {
+    case FilterPlugin::Kind::kGate:
+      gates_.push_back(filter);
+      break;
+    case FilterPlugin::Kind::kRoom:
+      room_.push_back(filter);
+      break;
+    case FilterPlugin::Kind::kHeld:
+      held_.push_back(filter);
+      break;
+  }
+  all_.push_back(filter);
+}
+
+void FilterChain::Clear() {
+  gates_.clear();
+  room_.clear();
+  held_.clear();
+  all_.clear();
+}
+
+bool FilterChain::Gates(const CycleState& cycle, absl::string_view name) const {
+  if (gates_.empty()) return true;
+  return Gates(cycle, name, cycle.snapshot().FindNode(name));
+}
+
+bool FilterChain::Gates(const CycleState& cycle, absl::string_view name,
+                        const Node* node) const {
+  const NodeView view{name, node, nullptr, NodeResources{}};
+  for (const FilterPlugin* f : gates_) {
+    if (f->Filter(cycle, view) != nullptr) return false;
+  }
+  return true;
+}
+
+bool FilterChain::Room(const CycleState& cycle, absl::string_view name,
+                       const NodeResources& freed) const {
+  if (room_.empty()) return true;
+  const NodeView view{name, nullptr, nullptr, freed};
+  for (const FilterPlugin* f : room_) {
+    if (f->Filter(cycle, view) != nullptr) return false;
+  }
+  return true;
+}
+
+bool FilterChain::Held(const CycleState& cycle, const PoolKey& pool,
+                       absl::string_view home) const {
+  const NodeView view{home, nullptr, &pool, NodeResources{}};
+  for (const FilterPlugin* f : held_) {
+    if (f->Filter(cycle, view) != nullptr) return false;
+  }
+  return true;
+}
+
+CycleState::CycleState(CycleMode mode, const Snapshot& snapshot,
+                       const MatchSpec& spec, const Allocation& request,
+                       const Holds* holds)
+    : mode_(mode),
+      snapshot_(&snapshot),
+      spec_(&spec),
+      request_(&request),
+      holds_(holds),
+      ends_at_(LeaseEnd(snapshot, request)) {}
+
+}  // namespace accelsched

@@ -1,0 +1,181 @@
+// The per-request state of one scheduling cycle (Kubernetes' CycleState):
+// the request and its spec, computed once when it was accepted; what its
+// PreFilter plugins decided (a narrowed spec, the filters that apply, the
+// least room a node must have); data one plugin leaves for another; and, in
+// Explain, the record of every step. Not thread-safe: one cycle, one thread.
+#ifndef ACCELSCHED_CORE_FRAMEWORK_CYCLE_STATE_H_
+#define ACCELSCHED_CORE_FRAMEWORK_CYCLE_STATE_H_
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/framework/cycle_record.h"
+#include "core/framework/holds.h"
+#include "core/framework/plugin.h"
+#include "core/framework/snapshot.h"
+#include "core/matching/match_spec.h"
+#include "core/model/allocation_model.h"
+
+namespace accelsched {
+
+enum class CycleMode {
+  // Allocate now: placed, or refused (RESOURCE_EXHAUSTED, or entered in the
+  // queue when the request queues); only the PostFilter checks of new
+  // requests run.
+  kAllocate,
+  // A pending request in an admission pass: placed, or waiting with what the
+  // PostFilter actions did for it.
+  kAdmit,
+  // Explain: the cycle of kAllocate, and of kAdmit for a request that
+  // queues, changing nothing (the statement records, the holds are a
+  // scratch copy) and recording every step.
+  kExplain,
+};
+
+// The Filter plugins that apply to one request (those whose Prepare said so),
+// by kind, in profile order.
+class FilterChain {
+ public:
+  void Add(const FilterPlugin* filter);
+  void Clear();
+
+  // Whether node `name` passes every kGate filter; `node` is the node of
+  // that name (nullptr: none registered), when the caller has it.
+  bool Gates(const CycleState& cycle, absl::string_view name) const;
+  bool Gates(const CycleState& cycle, absl::string_view name,
+             const Node* node) const;
+  // Whether node `name` passes every kRoom filter, with `freed` coming free
+  // there.
+  bool Room(const CycleState& cycle, absl::string_view name,
+            const NodeResources& freed = NodeResources{}) const;
+  // Whether `pool`'s units on `home` are not held for another request (every
+  // kHeld filter).
+  bool Held(const CycleState& cycle, const PoolKey& pool,
+            absl::string_view home) const;
+  // Gates and Room: what every node a unit spans must pass.
+  bool NodePasses(const CycleState& cycle, absl::string_view name) const {
+    return Gates(cycle, name) && Room(cycle, name);
+  }
+  // NodePasses and Held: what a unit's home must pass.
+  bool HomePasses(const CycleState& cycle, const PoolKey& pool,
+                  absl::string_view home) const {
+    return NodePasses(cycle, home) && Held(cycle, pool, home);
+  }
+  bool HomePasses(const CycleState& cycle, const PoolKey& pool,
+                  absl::string_view home, const Node* node) const {
+    return Gates(cycle, home, node) && Room(cycle, home) &&
+           Held(cycle, pool, home);
+  }
+
+  // Every filter that applies, in profile order (Explain's account).
+  absl::Span<const FilterPlugin* const> all() const { return all_; }
+
+ private:
+  absl::InlinedVector<const FilterPlugin*, 4> gates_;
+  absl::InlinedVector<const FilterPlugin*, 2> room_;
+  absl::InlinedVector<const FilterPlugin*, 2> held_;
+  absl::InlinedVector<const FilterPlugin*, 8> all_;
+};
+
+// What one plugin leaves in a cycle for another to read (Kubernetes'
+// StateData): a type with a unique `static constexpr char kKey[]`.
+struct CycleData {
+  virtual ~CycleData() = default;
+};
+
+class CycleState {
+ public:
+  // A cycle of `request` (who asks: its tenant, priority, lease, and id
+  // when it is pending) for `spec`, over `snapshot`, reading `holds` (null:
+  // none). None is owned: each must outlive the cycle.
+  CycleState(CycleMode mode, const Snapshot& snapshot, const MatchSpec& spec,
+             const Allocation& request, const Holds* holds);
+  CycleState(const CycleState&) = delete;
+  CycleState& operator=(const CycleState&) = delete;
+
+  CycleMode mode() const { return mode_; }
+  const Snapshot& snapshot() const { return *snapshot_; }
+  const Allocation& request() const { return *request_; }
+  // The request's allocation id, "" for a new request.
+  absl::string_view requester() const { return request_->id; }
+  int priority() const { return request_->priority; }
+  // When its lease would end if it were placed now.
+  absl::Time ends_at() const { return ends_at_; }
+  const Holds* holds() const { return holds_; }
+
+  // What is placed: the request's spec, as a PreFilter narrowed it.
+  const MatchSpec& spec() const { return narrowed_ ? *narrowed_ : *spec_; }
+  // The request's spec as it asked.
+  const MatchSpec& requested_spec() const { return *spec_; }
+  void Narrow(MatchSpec spec) { narrowed_ = std::move(spec); }
+
+  // Whether the request waits when nothing fits (a pass; Allocate or Explain
+  // of a request that queues).
+  bool queued() const { return queued_; }
+  void set_queued(bool queued) { queued_ = queued; }
+
+  // The filters that apply (PreFilter's work; Framework::Prepare).
+  FilterChain& filters() { return filters_; }
+  const FilterChain& filters() const { return filters_; }
+  // The least available CPU and memory a node must have to pass the cycle's
+  // filters, stated by them in PreFilter: the index's order skips nodes
+  // below (lowest int64_t: no bound).
+  int64_t min_cpu() const { return min_cpu_; }
+  int64_t min_memory() const { return min_memory_; }
+  void SetMinimumRoom(int64_t cpu, int64_t memory) {
+    min_cpu_ = cpu;
+    min_memory_ = memory;
+  }
+
+  // Set by a PostFilter action that expects to make room later (a MIG
+  // re-layout at the next periodic pass): those after it that take room from
+  // others (preemption) or hold it ahead stand back.
+  bool deferred() const { return deferred_; }
+  void set_deferred() { deferred_ = true; }
+
+  // The data of type T a plugin left (Emplace), or nullptr.
+  template <typename T>
+  const T* Find() const {
+    for (const auto& [key, data] : data_) {
+      if (key == T::kKey) return static_cast<const T*>(data.get());
+    }
+    return nullptr;
+  }
+  template <typename T>
+  T& Emplace() {
+    data_.emplace_back(T::kKey, std::make_unique<T>());
+    return static_cast<T&>(*data_.back().second);
+  }
+
+  // Explain's record of the steps; null outside Explain.
+  CycleRecord* record() const { return record_; }
+  void set_record(CycleRecord* record) { record_ = record; }
+
+ private:
+  const CycleMode mode_;
+  const Snapshot* const snapshot_;
+  const MatchSpec* const spec_;
+  const Allocation* const request_;
+  const Holds* const holds_;
+  const absl::Time ends_at_;
+  std::optional<MatchSpec> narrowed_;
+  bool queued_ = false;
+  bool deferred_ = false;
+  FilterChain filters_;
+  int64_t min_cpu_ = std::numeric_limits<int64_t>::min();
+  int64_t min_memory_ = std::numeric_limits<int64_t>::min();
+  absl::InlinedVector<std::pair<const char*, std::unique_ptr<CycleData>>, 1>
+      data_;
+  CycleRecord* record_ = nullptr;
+};
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_FRAMEWORK_CYCLE_STATE_H_

@@ -1,0 +1,203 @@
+// Holds: the nodes a session keeps for queued requests against the requests
+// after them (Slurm's conservative backfill reservations, Kubernetes'
+// nominated nodes), and what a pass leaves for the next. Not thread-safe:
+// one session builds one, under the scheduler's lock.
+//
+// Four kinds of hold, each a Reservation of one pool on one node:
+// - backfill (the backfill plugin's Reserve): from when the node frees for
+//   its holder; a request after it takes the node only if its own lease
+//   ends by then;
+// - nominated (HoldVictimNodes, the reclaim plugin's hold of where it fits):
+//   a preemptor's hold on its victims' nodes, kept from pass to pass until
+//   it is admitted, against requests of its priority or lower only;
+// - ahead (HoldAhead): a MIG re-layout planned ahead, made at each refresh
+//   and kept as it was between refreshes while its holder waits, against
+//   requests of its priority or lower;
+// - and the last pass's, read as they stand, by a session that makes none
+//   (an Allocate now, an Explain: Holds::Standing).
+//
+// The pools whose first waiting request has had its turn to hold this pass
+// are kept here too (TakeTurn): a pool's turn is taken by a backfill
+// reservation, by a preemptor's victims or by a reclaimer's hold.
+#ifndef ACCELSCHED_CORE_FRAMEWORK_HOLDS_H_
+#define ACCELSCHED_CORE_FRAMEWORK_HOLDS_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/book/allocation_book.h"
+#include "core/model/unit.h"
+
+namespace accelsched {
+
+// A node held for a queued request: from `start`, its units of one pool go to
+// `holder` or to a request whose lease ends by then, so that nothing
+// admitted ahead of the holder delays it.
+struct Reservation {
+  absl::Time start;
+  std::string holder;  // allocation id
+  // Held for a preemptor, on its victims' nodes (Kubernetes' nominated
+  // node): kept from pass to pass until it is admitted, against requests of
+  // its priority or lower only.
+  bool nominated = false;
+  int priority = 0;
+  // Held for a MIG re-layout planned ahead (Holds::HoldAhead): against
+  // requests of its priority or lower only, as a nominated hold.
+  bool ahead = false;
+
+  // Whether a request of `requester_priority` (not the holder) may take what
+  // this holds regardless: a nominated or planned-ahead hold yields to a
+  // higher priority.
+  bool YieldsTo(int requester_priority) const {
+    return (nominated || ahead) && requester_priority > priority;
+  }
+};
+// pool -> node -> reservation.
+using Reservations =
+    std::map<PoolKey, absl::flat_hash_map<std::string, Reservation>>;
+
+// What a pass leaves for the next one and for requests that are not queued.
+struct ReservationState {
+  Reservations reservations;
+  // The backfill walk's memory (the backfill plugin): holders whose
+  // reservation was not found within the walk limit look again at the next
+  // refresh;
+  absl::flat_hash_set<std::string> unplaced;
+  // what those holders asked for (the walk key): another request that asks
+  // the same waits for the refresh too, instead of walking the same leases
+  // to the same limit;
+  absl::flat_hash_set<std::string> unplaced_walks;
+  // walk key -> the holder of the reservation that the walk found for it
+  // (not nominated holds): a request of the same key takes it over next
+  // pass.
+  absl::flat_hash_map<std::string, std::string> walk_holders;
+  // Holder -> what HoldAhead added to its reason, for the holds of a MIG
+  // re-layout planned ahead: kept, with their reason, until the next
+  // refresh while the holder waits.
+  absl::flat_hash_map<std::string, std::string> ahead;
+  // Holder -> when it is expected to start (Allocation::estimated_start): the
+  // latest start of its holds, no earlier than its victims' grace ends; the
+  // pass's time for one whose MIG re-layout is under way. A waiting request
+  // not in it holds nothing, and nothing bounds its start.
+  absl::flat_hash_map<std::string, absl::Time> starts;
+
+  bool empty() const {
+    return reservations.empty() && unplaced.empty() &&
+           unplaced_walks.empty() && walk_holders.empty();
+  }
+};
+
+class Holds {
+ public:
+  // A pass's holds: takes over the nominated holds of `previous` (may be
+  // null) whose holders are still `waiting`, and, unless `refresh`, its
+  // holds ahead and its walk memory of what was looked for in vain; every
+  // other hold is made afresh. `book` gives victims' grace ends (Take).
+  // Neither is owned; both must outlive the holds, and `waiting` is only
+  // called here.
+  Holds(const AllocationBook* book, const ReservationState* previous,
+        bool refresh, absl::FunctionRef<bool(absl::string_view id)> waiting);
+  // The holds of `standing` (the last pass's; null: none) as they are, for a
+  // session that only reads them (an Allocate now: nothing below may be
+  // called), or, with `scratch`, as a copy that the session's plugins may
+  // change and that is thrown away (an Explain's dry run).
+  enum class Standing { kReadOnly, kScratch };
+  Holds(const AllocationBook* book, const ReservationState* standing,
+        Standing mode);
+  Holds(const Holds&) = delete;
+  Holds& operator=(const Holds&) = delete;
+
+  // What is held now, for the reservations filter: valid until Take, and
+  // changed by every call below.
+  const Reservations& reservations() const { return *reservations_; }
+  // The last pass's state (null when there is none), and whether this pass
+  // refreshes: what the backfill walk reuses.
+  const ReservationState* previous() const { return previous_; }
+  bool refresh() const { return refresh_; }
+  // Preemptors whose nominated holds were kept from the last pass.
+  const std::set<std::string>& kept_holders() const { return kept_holders_; }
+
+  // Drops every hold `id` has (admitted, or held afresh); what it held last
+  // pass passes to no other request this pass (WasReleased).
+  void Release(const std::string& id);
+  bool WasReleased(const std::string& id) const {
+    return released_.contains(id);
+  }
+
+  // Whether node `home` of `pool` is held for a request other than `id`
+  // against one of `priority` (a nominated hold, or one for a re-layout
+  // planned ahead, yields to a higher priority; a backfill one never does).
+  bool ReservedForOther(const PoolKey& pool, const std::string& home,
+                        const std::string& id, int priority) const;
+  // Whether node `home` of `pool` is held, in any way, for a request other
+  // than `id`.
+  bool HeldForOther(const PoolKey& pool, const std::string& home,
+                    const std::string& id) const;
+
+  // Marks `pool`'s turn to hold this pass taken; false when it was already.
+  bool TakeTurn(const PoolKey& pool) { return turns_.insert(pool).second; }
+  bool TurnTaken(const PoolKey& pool) const { return turns_.contains(pool); }
+
+  // Holds `pool` on `node` for `id` as `reservation` says (its holder is
+  // `id`), replacing any hold there: the primitive the plugins' holds use.
+  void Hold(const PoolKey& pool, const std::string& node,
+            Reservation reservation);
+
+  // Holds the nodes of `victims` (ids of PREEMPTED allocations in the book)
+  // for preemptor `id` of `priority`, nominated, each from the latest grace
+  // end of its victims; nodes an earlier request holds this pass stay its.
+  // Their pools' turns are taken. `index` gives the victims' units' nodes.
+  void HoldVictimNodes(const CapacityIndex& index, const std::string& id,
+                       int priority, const std::set<std::string>& victims);
+
+  // Holds `pools` on `node` for `id` (of `priority`) from `start`: the slices
+  // a MIG re-layout planned ahead will destroy once their leases end, so
+  // that no request of `priority` or lower takes them meanwhile (one whose
+  // lease ends by `start` still may, as with a backfill hold). The caller has
+  // checked that none is held for another (HeldForOther). Kept, with the
+  // returned reason, until the next refresh while `id` waits (KeptAhead).
+  // Returns what to add to its reason: "; holds n7 from <start>" followed by
+  // `what`.
+  std::string HoldAhead(const std::string& id, int priority,
+                        const std::string& node,
+                        const std::vector<PoolKey>& pools, absl::Time start,
+                        absl::string_view what);
+  // What HoldAhead returned for `id` at the last refresh, when its holds
+  // were kept into this pass; "" otherwise.
+  std::string KeptAhead(const std::string& id) const;
+
+  // The backfill walk's memory, for the backfill plugin to read and write
+  // (ReservationState's unplaced, unplaced_walks, walk_holders).
+  ReservationState& memory() { return state_; }
+
+  // What the pass leaves for the next one, with each holder's start
+  // (ReservationState::starts). The holds are spent after.
+  ReservationState Take();
+
+ private:
+  const AllocationBook* book_;
+  const ReservationState* previous_ = nullptr;
+  bool refresh_ = true;
+  ReservationState state_;
+  // &state_.reservations, or a read-only standing state's.
+  const Reservations* reservations_;
+  bool read_only_ = false;
+  std::set<PoolKey> turns_;
+  std::set<std::string> kept_holders_;
+  absl::flat_hash_set<std::string> released_;
+};
+
+// "; holds n3 and 1 more from <start>": what a hold adds to a holder's
+// reason.
+std::string HoldsText(const std::vector<std::string>& nodes, absl::Time start);
+
+}  // namespace accelsched
+
+#endif  // ACCELSCHED_CORE_FRAMEWORK_HOLDS_H_

@@ -1,0 +1,1 @@
+accelsched_plugin(accelerator_fit SOURCES accelerator_fit.cc)

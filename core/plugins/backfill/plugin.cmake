@@ -1,0 +1,1 @@
+accelsched_plugin(backfill SOURCES backfill.cc)

@@ -1,0 +1,1 @@
+accelsched_plugin(best_fit SOURCES best_fit.cc)

@@ -1,0 +1,1 @@
+accelsched_plugin(fair_share SOURCES fair_share.cc)

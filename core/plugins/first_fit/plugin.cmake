@@ -1,0 +1,1 @@
+accelsched_plugin(first_fit SOURCES first_fit.cc)

@@ -1,0 +1,1 @@
+accelsched_plugin(fragmentation SOURCES fragmentation.cc)

@@ -1,0 +1,1 @@
+accelsched_plugin(label_selector SOURCES label_selector.cc)

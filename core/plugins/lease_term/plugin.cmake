@@ -1,0 +1,1 @@
+accelsched_plugin(lease_term SOURCES lease_term.cc)

@@ -1,0 +1,1 @@
+accelsched_plugin(node_resources SOURCES node_resources.cc)

@@ -1,0 +1,1 @@
+accelsched_plugin(quota SOURCES quota.cc)

@@ -1,0 +1,1 @@
+accelsched_plugin(reclaim SOURCES reclaim.cc DEPS preemption quota)

@@ -1,0 +1,1 @@
+accelsched_plugin(request_mix SOURCES request_mix.cc)

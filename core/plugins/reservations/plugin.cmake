@@ -1,0 +1,1 @@
+accelsched_plugin(reservations SOURCES reservations.cc)

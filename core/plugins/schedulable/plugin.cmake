@@ -1,0 +1,1 @@
+accelsched_plugin(schedulable SOURCES schedulable.cc)

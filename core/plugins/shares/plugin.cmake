@@ -1,0 +1,1 @@
+accelsched_plugin(shares SOURCES shares.cc)

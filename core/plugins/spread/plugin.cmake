@@ -1,0 +1,1 @@
+accelsched_plugin(spread SOURCES spread.cc)

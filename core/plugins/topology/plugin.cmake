@@ -1,0 +1,1 @@
+accelsched_plugin(topology SOURCES topology.cc)
