@@ -60,11 +60,17 @@ bool FilterChain::Held(const CycleState& cycle, const PoolKey& pool,
 CycleState::CycleState(CycleMode mode, const Snapshot& snapshot,
                        const MatchSpec& spec, const Allocation& request,
                        const Holds* holds)
+    : CycleState(mode, snapshot, spec, request, holds,
+                 LeaseEnd(snapshot, request)) {}
+
+CycleState::CycleState(CycleMode mode, const Snapshot& snapshot,
+                       const MatchSpec& spec, const Allocation& request,
+                       const Holds* holds, absl::Time ends_at)
     : mode_(mode),
       snapshot_(&snapshot),
       spec_(&spec),
       request_(&request),
       holds_(holds),
-      ends_at_(LeaseEnd(snapshot, request)) {}
+      ends_at_(ends_at) {}
 
 }  // namespace accelsched

@@ -97,6 +97,11 @@ class CycleState {
   // none). None is owned: each must outlive the cycle.
   CycleState(CycleMode mode, const Snapshot& snapshot, const MatchSpec& spec,
              const Allocation& request, const Holds* holds);
+  // The same, for a request whose lease end the caller knows (a bare
+  // index's placements: IndexPlacer).
+  CycleState(CycleMode mode, const Snapshot& snapshot, const MatchSpec& spec,
+             const Allocation& request, const Holds* holds,
+             absl::Time ends_at);
   CycleState(const CycleState&) = delete;
   CycleState& operator=(const CycleState&) = delete;
 

@@ -80,10 +80,12 @@ std::optional<std::vector<const Unit*>> UnitsIn(const Session& session,
                                                 const PoolCandidate& candidate,
                                                 const std::string& home) {
   const MatchSpec& spec = cycle.spec();
-  // Every unit spans its home, so an ineligible home rules them all out.
-  if (!cycle.filters().HomePasses(cycle, *candidate.key, home)) return std::nullopt;
-  const CapacityIndex& index = *cycle.snapshot().index;
   const Node* node = cycle.snapshot().FindNode(home);
+  // Every unit spans its home, so an ineligible home rules them all out.
+  if (!cycle.filters().HomePasses(cycle, *candidate.key, home, node)) {
+    return std::nullopt;
+  }
+  const CapacityIndex& index = *cycle.snapshot().index;
   const UnitScorePlugin* chooser = session.framework().unit_score();
   const int enough = chooser != nullptr && node != nullptr
                          ? chooser->Weighs(cycle, *node, *candidate.key,
@@ -93,7 +95,8 @@ std::optional<std::vector<const Unit*>> UnitsIn(const Session& session,
   for (const Unit* u :
        FreeUnitsBestFit(index, candidate.pool->homes.find(home)->second)) {
     if (static_cast<int>(eligible.size()) == enough) break;
-    if (HostsEligible(cycle, *u)) eligible.push_back(u);
+    // A unit of this node alone spans only its home, which passed above.
+    if (u->hosts.size() == 1 || HostsEligible(cycle, *u)) eligible.push_back(u);
   }
   if (static_cast<int>(eligible.size()) < spec.count) return std::nullopt;
   if (static_cast<int>(eligible.size()) == spec.count) return eligible;

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/catalog/capacity_index.h"
@@ -65,6 +66,14 @@ std::optional<std::vector<const Unit*>> UnitsIn(const Session& session,
 std::optional<std::vector<const Unit*>> WalkByFree(
     const Session& session, const CycleState& cycle,
     const std::vector<PoolCandidate>& candidates, bool most_free_first);
+
+// The placement of one group (a request that is not a gang), without a copy
+// (an initializer list would copy it).
+inline Groups OneGroup(std::vector<const Unit*> units) {
+  Groups groups;
+  groups.push_back(std::move(units));
+  return groups;
+}
 
 // Whether `spec` asks whole units on one node (not a gang, not a share): what
 // the packing policies place.

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/catalog/capacity_index.h"
@@ -36,8 +37,9 @@ class Session;
 struct Snapshot;
 
 // A group of units per replica (one for a request that is not a gang); for
-// a share, one group of the one GPU it goes on.
-using Groups = std::vector<std::vector<const Unit*>>;
+// a share, one group of the one GPU it goes on. The one group of most
+// requests is held inline.
+using Groups = absl::InlinedVector<std::vector<const Unit*>, 1>;
 
 enum class ExtensionPoint {
   kQueueSort,

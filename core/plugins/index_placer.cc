@@ -37,18 +37,11 @@ IndexPlacer::IndexPlacer(const CapacityIndex* index, const NodeMap* nodes,
   snapshot_.leases = options.leases;
 }
 
-void IndexPlacer::Ready(absl::Time now, absl::Time ends_at) {
-  snapshot_.now = now;
-  // The request's lease: what ends it at `ends_at` (LeaseEnd; InfiniteFuture
-  // stays so, and a lease of 0 takes the default, 0 too).
-  request_.lease = ends_at - now;
-  snapshot_.default_lease = request_.lease;
-}
-
 std::optional<Groups> IndexPlacer::Place(const MatchSpec& spec, absl::Time now,
                                          absl::Time ends_at) {
-  Ready(now, ends_at);
-  CycleState cycle(CycleMode::kAllocate, snapshot_, spec, request_, nullptr);
+  snapshot_.now = now;
+  CycleState cycle(CycleMode::kAllocate, snapshot_, spec, request_, nullptr,
+                   ends_at);
   framework_->Prepare(cycle);
   return framework_->Place(session_, cycle);
 }
@@ -63,8 +56,9 @@ std::optional<std::vector<const Unit*>> IndexPlacer::PlaceOne(
 std::vector<RankedPlacement> IndexPlacer::Rank(const MatchSpec& spec,
                                                absl::Time now,
                                                absl::Time ends_at) {
-  Ready(now, ends_at);
-  CycleState cycle(CycleMode::kAllocate, snapshot_, spec, request_, nullptr);
+  snapshot_.now = now;
+  CycleState cycle(CycleMode::kAllocate, snapshot_, spec, request_, nullptr,
+                   ends_at);
   framework_->Prepare(cycle);
   const Plugin* p = framework_->Find("fragmentation");
   if (p == nullptr) return {};

@@ -54,9 +54,6 @@ class IndexPlacer {
                                     absl::Time ends_at = absl::InfiniteFuture());
 
  private:
-  // A request whose lease ends at `ends_at` from `now`.
-  void Ready(absl::Time now, absl::Time ends_at);
-
   std::unique_ptr<const Framework> framework_;
   Snapshot snapshot_;
   Holds holds_;

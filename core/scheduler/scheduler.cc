@@ -257,7 +257,7 @@ Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
 }  // namespace
 
 std::vector<std::string> Scheduler::Assign(
-    Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const {
+    Allocation& a, const Groups& groups) const {
   std::set<std::string> hosts;
   a.devices.clear();
   a.targets.clear();

@@ -359,7 +359,7 @@ class Scheduler {
   // it holds whole: none for a share. Shared by Allocate, admission and
   // Explain.
   std::vector<std::string> Assign(
-      Allocation& a, const std::vector<std::vector<const Unit*>>& groups) const
+      Allocation& a, const Groups& groups) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // What every cycle reads at `now`: the catalog, the book, the tenants, the
   // accelerator types, the recent mix and the settings.

@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "config/accelerator_types_file.h"
 #include "core/admission/admission_context.h"
-#include "core/admission/tenant_policy.h"
+#include "core/tenants/tenant_policy.h"
 #include "core/book/allocation_book.h"
 #include "core/catalog/catalog.h"
 #include "core/catalog/node_validation.h"

@@ -19,7 +19,7 @@ std::optional<Groups> BestFitPlugin::Place(const Session& session,
       PoolsInRuleOrder(*cycle.snapshot().index, cycle.spec()),
       /*most_free_first=*/false);
   if (!units.has_value()) return std::nullopt;
-  return Groups{*std::move(units)};
+  return OneGroup(*std::move(units));
 }
 
 }  // namespace accelsched

@@ -20,7 +20,7 @@ std::optional<Groups> FirstFitPlugin::Place(const Session& session,
     for (const auto& [name, home] : c.pool->homes) {
       if (home.free < count) continue;
       if (auto units = UnitsIn(session, cycle, c, name)) {
-        return Groups{*std::move(units)};
+        return OneGroup(*std::move(units));
       }
     }
   }

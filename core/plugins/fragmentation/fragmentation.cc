@@ -159,7 +159,7 @@ std::optional<Groups> FragmentationPlugin::Place(
   if (scored.empty()) return std::nullopt;
   for (const Scored& s : scored) {
     if (auto units = UnitsIn(session, cycle, *s.candidate, *s.home)) {
-      return Groups{*std::move(units)};
+      return OneGroup(*std::move(units));
     }
   }
   // Scoring looks at the home node only: every candidate it weighed may
@@ -168,7 +168,7 @@ std::optional<Groups> FragmentationPlugin::Place(
   std::optional<std::vector<const Unit*>> units =
       WalkByFree(session, cycle, candidates, /*most_free_first=*/false);
   if (!units.has_value()) return std::nullopt;
-  return Groups{*std::move(units)};
+  return OneGroup(*std::move(units));
 }
 
 std::vector<RankedPlacement> FragmentationPlugin::Rank(

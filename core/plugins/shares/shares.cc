@@ -137,7 +137,7 @@ std::optional<Groups> SharesPlugin::Place(const Session& session,
     c.pool->unshared.ForEachFrom(from, memory, visit);
   }
   if (best == nullptr) return std::nullopt;
-  return Groups{{best}};
+  return OneGroup({best});
 }
 
 std::string SharesPlugin::WhyNot(const Session& session,

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/admission/queue.h"
+#include "core/queue/queue.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/admission_fixture.h"

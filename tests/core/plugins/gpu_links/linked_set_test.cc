@@ -1,4 +1,4 @@
-#include "core/matching/linked_set.h"
+#include "core/plugins/gpu_links/linked_set.h"
 
 #include <algorithm>
 #include <string>

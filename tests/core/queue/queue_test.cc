@@ -1,6 +1,6 @@
 // The queue's order on its own: priority, then the tenant's share, then
 // first come first served; groups given up on as a whole.
-#include "core/admission/queue.h"
+#include "core/queue/queue.h"
 
 #include <map>
 #include <string>
