@@ -129,7 +129,7 @@ bool Run(const Cluster& c, const Case& k, Result& out) {
     }
     return us;
   };
-  std::optional<std::vector<std::vector<const Unit*>>> groups;
+  std::optional<Groups> groups;
   const std::vector<double> taken =
       time([&] { groups = placer.Place(spec, kNow); });
   bool refused = false;
