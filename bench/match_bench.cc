@@ -57,7 +57,7 @@ void AllocateSome(Cluster& c, const std::vector<std::string>& keys,
   const double share = 0.3 + 0.4 * std::uniform_real_distribution<>(0, 1)(rng);
   for (const std::string& key : keys) {
     if (std::uniform_real_distribution<>(0, 1)(rng) < share) {
-      c.index.SetAllocation(key, "pre-allocated");
+      c.index.SetHolder(key, "pre-allocated");
     }
   }
 }
@@ -302,8 +302,8 @@ void BM_AllocateRelease(benchmark::State& state) {
     }
     std::vector<std::string> keys;
     for (const Unit* u : *units) keys.push_back(u->key);
-    for (const std::string& k : keys) c.index.SetAllocation(k, "bench");
-    for (const std::string& k : keys) c.index.SetAllocation(k, "");
+    for (const std::string& k : keys) c.index.SetHolder(k, "bench");
+    for (const std::string& k : keys) c.index.SetHolder(k, "");
   }
   state.SetItemsProcessed(state.iterations());
   state.counters["misses"] = static_cast<double>(misses);
@@ -389,7 +389,7 @@ void FillSharing(int n, Cluster& c) {
       u.memory_bytes = 16 * kGiB;
       c.index.Put(std::move(u));
       if (std::uniform_real_distribution<>(0, 1)(rng) < 0.3) {
-        c.index.SetAllocation(key, "pre-allocated");
+        c.index.SetHolder(key, "pre-allocated");
         continue;
       }
       const int64_t used = std::uniform_int_distribution<int64_t>(0, 9)(rng);

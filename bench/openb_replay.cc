@@ -458,7 +458,7 @@ Run Replay(const std::vector<NodeSpec>& specs,
             index.AddShare(
                 key, GpuShare{milli, ShareMemory(*spec.share, kGpuMemory)}, +1);
           } else {
-            index.SetAllocation(key, absl::StrCat("pod-", k));
+            index.SetHolder(key, absl::StrCat("pod-", k));
           }
           const auto [i, g] = gpu_of.find(key)->second;
           spot.node = static_cast<int>(i);

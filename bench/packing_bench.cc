@@ -183,7 +183,7 @@ Outcome Replay(const std::vector<Request>& stream, int n_nodes,
     while (!departures.empty() && departures.top().first <= r.arrival) {
       const size_t j = departures.top().second;
       departures.pop();
-      for (const std::string& key : held[j]) index.SetAllocation(key, "");
+      for (const std::string& key : held[j]) index.SetHolder(key, "");
       pooled_free += stream[j].count;
       leases.ends_.erase(absl::StrCat("r", j));
     }
@@ -202,7 +202,7 @@ Outcome Replay(const std::vector<Request>& stream, int n_nodes,
         placed = true;
         const std::string id = absl::StrCat("r", k);
         for (const Unit* u : *units) held[k].push_back(u->key);
-        for (const std::string& key : held[k]) index.SetAllocation(key, id);
+        for (const std::string& key : held[k]) index.SetHolder(key, id);
         leases.ends_[id] = ends_at;
         pooled_free -= r.count;
       }
@@ -304,7 +304,7 @@ OpenbOutcome ReplayOpenb(const std::vector<NodeSpec>& specs,
       if (h.share.has_value()) {
         index.AddShare(key, *h.share, -1);
       } else {
-        index.SetAllocation(key, "");
+        index.SetHolder(key, "");
       }
     }
     const Pod& p = pods[j];
@@ -372,7 +372,7 @@ OpenbOutcome ReplayOpenb(const std::vector<NodeSpec>& specs,
       if (auto units = placer.PlaceOne(spec, now, ends_at)) {
         h.node = units->front()->home;
         for (const Unit* u : *units) h.units.push_back(u->key);
-        for (const std::string& key : h.units) index.SetAllocation(key, id);
+        for (const std::string& key : h.units) index.SetHolder(key, id);
         leases.ends_[id] = ends_at;
       }
     }

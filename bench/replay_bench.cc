@@ -253,7 +253,7 @@ Outcome ReplayMatcher(const std::vector<SimNode>& sim,
     std::vector<std::string> keys;
     for (const Unit* u : *units) keys.push_back(u->key);
     for (const std::string& key : keys) {
-      index.SetAllocation(key, absl::StrCat("r", k));
+      index.SetHolder(key, absl::StrCat("r", k));
     }
     out.picks.push_back(position[home]);
   }

@@ -92,7 +92,7 @@ void Build(Cluster& c) {
       unit.devices = {{name, key, "", ""}};
       unit.order = g;
       c.index.Put(std::move(unit));
-      if (g < taken) c.index.SetAllocation(key, "busy");
+      if (g < taken) c.index.SetHolder(key, "busy");
     }
   }
 }
@@ -174,7 +174,7 @@ bool Run(const Cluster& c, const Case& k, Result& out) {
     auto home = pool->homes.find(name);
     int free = 0;
     for (const std::string& key : home->second.units) {
-      if (c.index.Find(key)->allocation.empty()) ++free;
+      if (c.index.Find(key)->holder.empty()) ++free;
     }
     if (racks.contains(node.labels.at(kRack))) out.stranded_rack += free;
     if (nvls.contains(node.labels.at(kNvl))) out.stranded_nvl += free;

@@ -10,7 +10,7 @@ namespace accelsched {
 
 void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
   allocations_.clear();
-  unit_owner_.clear();
+  unit_holder_.clear();
   unit_shares_.clear();
   by_request_.clear();
   expiry_.clear();
@@ -36,7 +36,7 @@ void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
             .emplace(std::move(id),
                      Record{std::move(a), std::move(stored.units), nullptr})
             .first->second;
-    // The index is the catalog's to fill, after: it asks OwnerOf.
+    // The index is the catalog's to fill, after: it asks HolderOf.
     if (record.allocation.live()) Hold(record, /*mark_index=*/false);
   }
 }
@@ -160,8 +160,8 @@ void AllocationBook::HoldShare(const Allocation& a, int sign, bool mark_index) {
 void AllocationBook::Hold(const Record& record, bool mark_index) {
   const Allocation& a = record.allocation;
   for (const std::string& key : record.units) {
-    unit_owner_[key] = a.id;
-    if (mark_index) index_->SetAllocation(key, a.id);
+    unit_holder_[key] = a.id;
+    if (mark_index) index_->SetHolder(key, a.id);
   }
   HoldShare(a, +1, mark_index);
   if (mark_index) HoldResources(a, +1);
@@ -185,8 +185,8 @@ void AllocationBook::ForgetPriority(const Allocation& a) {
 void AllocationBook::Free(const Record& record) {
   const Allocation& a = record.allocation;
   for (const std::string& key : record.units) {
-    unit_owner_.erase(key);
-    index_->SetAllocation(key, "");
+    unit_holder_.erase(key);
+    index_->SetHolder(key, "");
   }
   HoldShare(a, -1, /*mark_index=*/true);
   HoldResources(a, -1);
@@ -306,7 +306,7 @@ int64_t AllocationBook::PreemptedUsageMilli(absl::string_view tenant,
   return Lookup(preempted_usage_milli_, tenant, pool);
 }
 
-std::vector<std::string> AllocationBook::Forget(absl::Time cutoff) {
+std::vector<std::string> AllocationBook::ForgetEnded(absl::Time cutoff) {
   std::vector<std::string> forgotten;
   while (!ended_.empty() && ended_.begin()->first < cutoff) {
     std::string id = ended_.begin()->second;
@@ -320,9 +320,9 @@ std::vector<std::string> AllocationBook::Forget(absl::Time cutoff) {
   return forgotten;
 }
 
-absl::string_view AllocationBook::OwnerOf(absl::string_view key) const {
-  auto it = unit_owner_.find(key);
-  return it == unit_owner_.end() ? absl::string_view() : it->second;
+absl::string_view AllocationBook::HolderOf(absl::string_view key) const {
+  auto it = unit_holder_.find(key);
+  return it == unit_holder_.end() ? absl::string_view() : it->second;
 }
 
 GpuShare AllocationBook::SharedOf(absl::string_view key) const {

@@ -6,7 +6,7 @@
 //
 // Unit ownership is kept here only. The capacity index carries a copy of it
 // for matching; the book is that copy's only writer, and the catalog reads
-// the truth (UnitOwners) when it re-derives units.
+// the truth (UnitHolders) when it re-derives units.
 #ifndef ACCELSCHED_CORE_BOOK_ALLOCATION_BOOK_H_
 #define ACCELSCHED_CORE_BOOK_ALLOCATION_BOOK_H_
 
@@ -62,7 +62,7 @@ const std::string* SharedUnitOf(const Allocation& a);
 // The nodes an allocation's devices are on (where its pod_resources are held).
 std::set<std::string> NodesOf(const Allocation& a);
 
-class AllocationBook : public UnitOwners, public LeaseView {
+class AllocationBook : public UnitHolders, public LeaseView {
  public:
   struct Record {
     Allocation allocation;
@@ -78,7 +78,7 @@ class AllocationBook : public UnitOwners, public LeaseView {
   AllocationBook& operator=(const AllocationBook&) = delete;
 
   // Replaces everything with `allocations` as the store returned them. Marks
-  // nothing in the index: the catalog, loaded after, asks OwnerOf, and
+  // nothing in the index: the catalog, loaded after, asks HolderOf, and
   // MarkHeldResources then enters what they hold of their nodes.
   void Load(std::vector<StoredAllocation> allocations);
   // Enters in the index every live allocation's pod_resources on its nodes;
@@ -142,9 +142,9 @@ class AllocationBook : public UnitOwners, public LeaseView {
     return usage_milli_;
   }
   // Forgets ended allocations that ended before `cutoff`; returns their ids.
-  std::vector<std::string> Forget(absl::Time cutoff);
+  std::vector<std::string> ForgetEnded(absl::Time cutoff);
 
-  absl::string_view OwnerOf(absl::string_view key) const override;
+  absl::string_view HolderOf(absl::string_view key) const override;
   GpuShare SharedOf(absl::string_view key) const override;
   std::vector<std::string> ShareHoldersOf(absl::string_view key) const override;
   // How many live allocations hold a share of the GPU whose unit key is
@@ -172,7 +172,7 @@ class AllocationBook : public UnitOwners, public LeaseView {
   // Every allocation kept, by id (ids sort by creation time).
   std::map<std::string, Record, std::less<>> allocations_;
   // Unit key -> the live allocation holding it.
-  absl::flat_hash_map<std::string, std::string> unit_owner_;
+  absl::flat_hash_map<std::string, std::string> unit_holder_;
   // The live shares on one unit: what they hold together, and whose.
   struct UnitShares {
     GpuShare sum;

@@ -13,10 +13,10 @@ void CapacityIndex::Count(const Unit& u, int sign) {
   pool.shared_milli += sign * u.shared_milli;
   // A unit with shares on it counts as allocated: no whole request may have
   // it (GetCapacity's free_compute_milli tells what is left of it).
-  if (!u.allocation.empty()) {
-    int& held = home.holders[u.allocation];
+  if (!u.holder.empty()) {
+    int& held = home.holders[u.holder];
     held += sign;
-    if (held == 0) home.holders.erase(u.allocation);
+    if (held == 0) home.holders.erase(u.holder);
   }
   if (u.held()) {
     pool.allocated += sign;
@@ -125,12 +125,12 @@ void CapacityIndex::Remove(absl::string_view key) {
   units_.erase(it);
 }
 
-void CapacityIndex::SetAllocation(absl::string_view key,
-                                  absl::string_view allocation) {
+void CapacityIndex::SetHolder(absl::string_view key,
+                              absl::string_view holder) {
   auto it = units_.find(key);
   if (it == units_.end()) return;
   Count(it->second, -1);
-  it->second.allocation = std::string(allocation);
+  it->second.holder = std::string(holder);
   Count(it->second, +1);
 }
 

@@ -108,8 +108,9 @@ class CapacityIndex {
   // Adds or replaces the unit with `unit.key`.
   void Put(Unit unit);
   void Remove(absl::string_view key);
-  // Marks the unit held by `allocation` ("" frees it). No-op for unknown keys.
-  void SetAllocation(absl::string_view key, absl::string_view allocation);
+  // Marks the unit held whole by live allocation `holder` ("" frees it).
+  // No-op for unknown keys.
+  void SetHolder(absl::string_view key, absl::string_view holder);
   // Adds (sign +1) or removes (-1) a share on the unit: `share.memory_bytes`
   // as resolved for the device (ShareMemory). No-op for unknown keys; the
   // caller keeps the sums within the GPU (matching does).

@@ -68,7 +68,7 @@ absl::Status TypeStillFits(const AcceleratorTypeSet& current,
 absl::Status Catalog::Load(std::vector<Node> nodes,
                            const AcceleratorTypeSet& types) {
   nodes_.clear();
-  owner_.clear();
+  node_of_.clear();
   tpu_slices_.clear();
   planned_.clear();
   // lapsed_ is kept: a reload after a failed commit does not stop an agent
@@ -126,8 +126,8 @@ absl::StatusOr<const Node*> Catalog::FindNode(absl::string_view name) const {
 absl::Status Catalog::CheckOwnership(const Node& node) const {
   auto check = [&](absl::string_view id,
                    absl::string_view field) -> absl::Status {
-    auto it = owner_.find(id);
-    if (it != owner_.end() && it->second != node.name) {
+    auto it = node_of_.find(id);
+    if (it != node_of_.end() && it->second != node.name) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, " \"", id, "\" is already registered on node \"",
                        it->second, "\""));
@@ -237,9 +237,9 @@ absl::Status Catalog::KeepAllocatedDevices(const Node& old_node,
       if (!same) {
         return absl::FailedPreconditionError(absl::StrCat(
             "node.devices: device \"", held.device_id, "\" is in live ",
-            unit->allocation.empty()
+            unit->holder.empty()
                 ? "shares"
-                : absl::StrCat("allocation ", unit->allocation),
+                : absl::StrCat("allocation ", unit->holder),
             " and cannot change its model, MIG layout or TPU slice "
             "until that is released"));
       }
@@ -269,8 +269,8 @@ absl::Status Catalog::KeepAllocatedDevices(const Node& old_node,
 
 void Catalog::IndexNode(const Node& node) {
   for (const Device& d : node.devices) {
-    owner_[d.id] = node.name;
-    for (const MigSlice& s : d.mig_slices) owner_[s.id] = node.name;
+    node_of_[d.id] = node.name;
+    for (const MigSlice& s : d.mig_slices) node_of_[s.id] = node.name;
     if (d.mig_plan.has_value()) planned_.emplace(node.name, d.id);
     if (d.mig_enabled && !d.removed && Relayouts(node)) {
       relayout_gpus_[d.canonical_model].emplace(node.name, d.id);
@@ -286,8 +286,8 @@ void Catalog::IndexNode(const Node& node) {
 
 void Catalog::UnindexNode(const Node& node) {
   for (const Device& d : node.devices) {
-    owner_.erase(d.id);
-    for (const MigSlice& s : d.mig_slices) owner_.erase(s.id);
+    node_of_.erase(d.id);
+    for (const MigSlice& s : d.mig_slices) node_of_.erase(s.id);
     planned_.erase({node.name, d.id});
     if (auto it = relayout_gpus_.find(d.canonical_model);
         it != relayout_gpus_.end()) {
@@ -365,7 +365,7 @@ void Catalog::RefreshUnits(const std::string& node_name,
           // or may still be under way (SetMigPlan refuses to plan away a
           // held one).
           if (std::find(away.begin(), away.end(), s) != away.end() &&
-              owners_->OwnerOf(s.id).empty()) {
+              holders_->HolderOf(s.id).empty()) {
             continue;
           }
           PutUnit(Unit{s.id,
@@ -398,8 +398,8 @@ void Catalog::RefreshUnits(const std::string& node_name,
 }
 
 void Catalog::PutUnit(Unit unit) {
-  unit.allocation = std::string(owners_->OwnerOf(unit.key));
-  const GpuShare shared = owners_->SharedOf(unit.key);
+  unit.holder = std::string(holders_->HolderOf(unit.key));
+  const GpuShare shared = holders_->SharedOf(unit.key);
   unit.shared_milli = shared.compute_milli;
   unit.shared_memory = shared.memory_bytes;
   unit.share_group = shared.group;
@@ -486,10 +486,10 @@ absl::StatusOr<Node> Catalog::SetMigPlan(absl::string_view node_name,
         absl::StrCat("device \"", device_id, "\" has a MIG plan already"));
   }
   for (const MigSlice& s : PlannedAway(plan, d->mig_slices)) {
-    if (!owners_->OwnerOf(s.id).empty()) {
+    if (!holders_->HolderOf(s.id).empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("MIG slice \"", s.id, "\" is held by allocation ",
-                       owners_->OwnerOf(s.id)));
+                       holders_->HolderOf(s.id)));
     }
   }
   d->mig_generation = plan.generation;
@@ -594,9 +594,9 @@ std::set<std::string> Catalog::HoldersOn(absl::string_view name) const {
   std::set<std::string> live;
   for (const std::string& key : index_.UnitsOnNode(name)) {
     const Unit* u = index_.Find(key);
-    if (!u->allocation.empty()) live.insert(u->allocation);
+    if (!u->holder.empty()) live.insert(u->holder);
     if (u->shared_milli > 0) {
-      for (std::string& id : owners_->ShareHoldersOf(key)) {
+      for (std::string& id : holders_->ShareHoldersOf(key)) {
         live.insert(std::move(id));
       }
     }
@@ -643,8 +643,8 @@ absl::StatusOr<std::vector<HealthChange>> Catalog::Heartbeat(
     unhealthy.insert(id);
   }
   for (const std::string& id : reported_ids) {
-    auto owner = owner_.find(id);
-    if (owner == owner_.end() || owner->second != name) {
+    auto owner = node_of_.find(id);
+    if (owner == node_of_.end() || owner->second != name) {
       return absl::InvalidArgumentError(absl::StrCat(
           "device_stats[\"", absl::CHexEscape(id),
           "\"] is not a device or MIG slice of node \"", name, "\""));
@@ -668,13 +668,13 @@ std::optional<Node> Catalog::DropReleasedRemovedDevices(
   if (it == nodes_.end()) return std::nullopt;
   Node& node = it->second;
   auto held = [&](const Device& d) {
-    if (!owners_->OwnerOf(d.id).empty()) return true;
-    if (owners_->SharedOf(d.id).compute_milli > 0) return true;
+    if (!holders_->HolderOf(d.id).empty()) return true;
+    if (holders_->SharedOf(d.id).compute_milli > 0) return true;
     for (const MigSlice& s : d.mig_slices) {
-      if (!owners_->OwnerOf(s.id).empty()) return true;
+      if (!holders_->HolderOf(s.id).empty()) return true;
     }
     return !d.tpu_slice_id.empty() &&
-           !owners_->OwnerOf(TpuUnitKey(d.tpu_slice_id)).empty();
+           !holders_->HolderOf(TpuUnitKey(d.tpu_slice_id)).empty();
   };
   auto droppable = [&](const Device& d) { return d.removed && !held(d); };
   if (std::none_of(node.devices.begin(), node.devices.end(), droppable)) {

@@ -4,7 +4,7 @@
 // as leveldb's VersionSet relies on DBImpl's mutex (the scheduler holds its
 // lock around every call).
 //
-// Who holds a unit is not the catalog's to know: it asks a UnitOwners (the
+// Who holds a unit is not the catalog's to know: it asks a UnitHolders (the
 // allocation book) whenever it re-derives units, so that ownership is kept in
 // one place only.
 #ifndef ACCELSCHED_CORE_CATALOG_CATALOG_H_
@@ -32,11 +32,11 @@
 namespace accelsched {
 
 // Who holds a unit now.
-class UnitOwners {
+class UnitHolders {
  public:
-  virtual ~UnitOwners() = default;
+  virtual ~UnitHolders() = default;
   // The live allocation holding unit `key`; "" when none.
-  virtual absl::string_view OwnerOf(absl::string_view key) const = 0;
+  virtual absl::string_view HolderOf(absl::string_view key) const = 0;
   // What the live shares on unit `key` hold together (zeros when none).
   virtual GpuShare SharedOf(absl::string_view key) const { return {}; }
   // The live allocations holding shares of unit `key`, by id.
@@ -75,8 +75,8 @@ struct HealthChange {
 
 class Catalog {
  public:
-  // `owners` is not owned and must outlive the catalog.
-  explicit Catalog(const UnitOwners* owners) : owners_(owners) {}
+  // `holders` is not owned and must outlive the catalog.
+  explicit Catalog(const UnitHolders* holders) : holders_(holders) {}
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;
 
@@ -207,13 +207,13 @@ class Catalog {
   void RefreshUnits(const std::string& node,
                     const std::set<std::string>& old_slices);
   void PutTpuSliceUnit(const std::string& slice_id);
-  // `unit` with its holder from the owners.
+  // `unit` with its holder from the holders.
   void PutUnit(Unit unit);
 
-  const UnitOwners* const owners_;
+  const UnitHolders* const holders_;
   NodeMap nodes_;
   // Device and MIG slice id -> owning node.
-  absl::flat_hash_map<std::string, std::string> owner_;
+  absl::flat_hash_map<std::string, std::string> node_of_;
   absl::flat_hash_map<std::string, TpuSliceState> tpu_slices_;
   // (node, device id) of every GPU with a MIG plan.
   std::set<std::pair<std::string, std::string>> planned_;

@@ -93,7 +93,7 @@ class Pass {
   // like any other. Each has had its turn: the walk passes it by.
   void PlaceRipeHolders() {
     // A copy: a visit may take a holder out of the kept ones.
-    const std::set<std::string> holders = session_.holds().kept_holders();
+    const std::set<std::string> holders = session_.holds().kept_preemptors();
     for (const std::string& id : holders) {
       if (!snap_.book->VictimsOf(id).empty()) continue;  // still in grace
       Visit(id);

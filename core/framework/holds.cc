@@ -31,14 +31,14 @@ Holds::Holds(const AllocationBook* book, const ReservationState* previous,
   if (previous == nullptr) return;
   for (const auto& [pool, nodes] : previous->reservations) {
     for (const auto& [node, r] : nodes) {
-      if (!waiting(r.holder)) continue;
+      if (!waiting(r.held_for)) continue;
       if (r.nominated) {
         state_.reservations[pool][node] = r;
-        kept_holders_.insert(r.holder);
-      } else if (auto why = previous->ahead.find(r.holder);
+        kept_preemptors_.insert(r.held_for);
+      } else if (auto why = previous->ahead.find(r.held_for);
                  r.ahead && !refresh && why != previous->ahead.end()) {
         state_.reservations[pool][node] = r;
-        state_.ahead[r.holder] = why->second;
+        state_.ahead[r.held_for] = why->second;
       }
     }
   }
@@ -70,7 +70,7 @@ void Holds::Release(const std::string& id) {
   for (auto pool = state_.reservations.begin();
        pool != state_.reservations.end();) {
     absl::erase_if(pool->second, [&](const auto& entry) {
-      return entry.second.holder == id;
+      return entry.second.held_for == id;
     });
     if (pool->second.empty()) {
       state_.reservations.erase(pool++);
@@ -85,7 +85,7 @@ bool Holds::ReservedForOther(const PoolKey& pool, const std::string& home,
   auto p = reservations_->find(pool);
   if (p == reservations_->end()) return false;
   auto r = p->second.find(home);
-  if (r == p->second.end() || r->second.holder == id) return false;
+  if (r == p->second.end() || r->second.held_for == id) return false;
   return !r->second.YieldsTo(priority);
 }
 
@@ -94,7 +94,7 @@ bool Holds::HeldForOther(const PoolKey& pool, const std::string& home,
   auto p = reservations_->find(pool);
   if (p == reservations_->end()) return false;
   auto r = p->second.find(home);
-  return r != p->second.end() && r->second.holder != id;
+  return r != p->second.end() && r->second.held_for != id;
 }
 
 void Holds::Hold(const PoolKey& pool, const std::string& node,
@@ -120,7 +120,7 @@ void Holds::HoldVictimNodes(const CapacityIndex& index, const std::string& id,
       // A node an earlier request holds this pass stays its.
       if (ReservedForOther(pool, u->home, id, priority)) continue;
       Reservation& res = state_.reservations[pool][u->home];
-      if (res.holder != id) {
+      if (res.held_for != id) {
         // Taken over from one of lower priority: nothing of its hold
         // (start, kind) is this one's.
         res = Reservation{r.allocation.expires_at, id, /*nominated=*/true,
@@ -156,7 +156,7 @@ ReservationState Holds::Take() {
   absl::flat_hash_map<std::string, absl::Time>& starts = state_.starts;
   for (const auto& [pool, nodes] : state_.reservations) {
     for (const auto& [node, r] : nodes) {
-      auto [it, fresh] = starts.try_emplace(r.holder, r.start);
+      auto [it, fresh] = starts.try_emplace(r.held_for, r.start);
       if (!fresh) it->second = std::max(it->second, r.start);
     }
   }

@@ -5,13 +5,14 @@
 //
 // Four kinds of hold, each a Reservation of one pool on one node:
 // - backfill (the backfill plugin's Reserve): from when the node frees for
-//   its holder; a request after it takes the node only if its own lease
+//   the request it is held for; a request after it takes the node only if
+//   its own lease
 //   ends by then;
 // - nominated (HoldVictimNodes, the reclaim plugin's hold of where it fits):
 //   a preemptor's hold on its victims' nodes, kept from pass to pass until
 //   it is admitted, against requests of its priority or lower only;
 // - ahead (HoldAhead): a MIG re-layout planned ahead, made at each refresh
-//   and kept as it was between refreshes while its holder waits, against
+//   and kept as it was between refreshes while its request waits, against
 //   requests of its priority or lower;
 // - and the last pass's, read as they stand, by a session that makes none
 //   (an Allocate now, an Explain: Holds::Standing).
@@ -38,11 +39,11 @@
 namespace accelsched {
 
 // A node held for a queued request: from `start`, its units of one pool go to
-// `holder` or to a request whose lease ends by then, so that nothing
-// admitted ahead of the holder delays it.
+// the request it is `held_for` or to one whose lease ends by then, so that
+// nothing admitted ahead of it delays it.
 struct Reservation {
   absl::Time start;
-  std::string holder;  // allocation id
+  std::string held_for;  // the pending allocation's id
   // Held for a preemptor, on its victims' nodes (Kubernetes' nominated
   // node): kept from pass to pass until it is admitted, against requests of
   // its priority or lower only.
@@ -52,8 +53,8 @@ struct Reservation {
   // requests of its priority or lower only, as a nominated hold.
   bool ahead = false;
 
-  // Whether a request of `requester_priority` (not the holder) may take what
-  // this holds regardless: a nominated or planned-ahead hold yields to a
+  // Whether a request of `requester_priority` (not the one it is held for)
+  // may take what this holds regardless: a nominated or planned-ahead hold yields to a
   // higher priority.
   bool YieldsTo(int requester_priority) const {
     return (nominated || ahead) && requester_priority > priority;
@@ -66,23 +67,22 @@ using Reservations =
 // What a pass leaves for the next one and for requests that are not queued.
 struct ReservationState {
   Reservations reservations;
-  // The backfill walk's memory (the backfill plugin): holders whose
+  // The backfill walk's memory (the backfill plugin): requests whose
   // reservation was not found within the walk limit look again at the next
   // refresh;
   absl::flat_hash_set<std::string> unplaced;
-  // what those holders asked for (the walk key): another request that asks
+  // what they asked for (the walk key): another request that asks
   // the same waits for the refresh too, instead of walking the same leases
   // to the same limit;
   absl::flat_hash_set<std::string> unplaced_walks;
-  // walk key -> the holder of the reservation that the walk found for it
-  // (not nominated holds): a request of the same key takes it over next
-  // pass.
-  absl::flat_hash_map<std::string, std::string> walk_holders;
-  // Holder -> what HoldAhead added to its reason, for the holds of a MIG
+  // walk key -> the request the walk found a hold for (not nominated holds):
+  // a request of the same key takes it over next pass.
+  absl::flat_hash_map<std::string, std::string> walk_holds;
+  // Request -> what HoldAhead added to its reason, for the holds of a MIG
   // re-layout planned ahead: kept, with their reason, until the next
-  // refresh while the holder waits.
+  // refresh while it waits.
   absl::flat_hash_map<std::string, std::string> ahead;
-  // Holder -> when it is expected to start (Allocation::estimated_start): the
+  // Request held for -> when it is expected to start (Allocation::estimated_start): the
   // latest start of its holds, no earlier than its victims' grace ends; the
   // pass's time for one whose MIG re-layout is under way. A waiting request
   // not in it holds nothing, and nothing bounds its start.
@@ -90,7 +90,7 @@ struct ReservationState {
 
   bool empty() const {
     return reservations.empty() && unplaced.empty() &&
-           unplaced_walks.empty() && walk_holders.empty();
+           unplaced_walks.empty() && walk_holds.empty();
   }
 };
 
@@ -122,7 +122,9 @@ class Holds {
   const ReservationState* previous() const { return previous_; }
   bool refresh() const { return refresh_; }
   // Preemptors whose nominated holds were kept from the last pass.
-  const std::set<std::string>& kept_holders() const { return kept_holders_; }
+  const std::set<std::string>& kept_preemptors() const {
+    return kept_preemptors_;
+  }
 
   // Drops every hold `id` has (admitted, or held afresh); what it held last
   // pass passes to no other request this pass (WasReleased).
@@ -145,8 +147,8 @@ class Holds {
   bool TakeTurn(const PoolKey& pool) { return turns_.insert(pool).second; }
   bool TurnTaken(const PoolKey& pool) const { return turns_.contains(pool); }
 
-  // Holds `pool` on `node` for `id` as `reservation` says (its holder is
-  // `id`), replacing any hold there: the primitive the plugins' holds use.
+  // Holds `pool` on `node` as `reservation` says, replacing any hold there:
+  // the primitive the plugins' holds use.
   void Hold(const PoolKey& pool, const std::string& node,
             Reservation reservation);
 
@@ -174,10 +176,10 @@ class Holds {
   std::string KeptAhead(const std::string& id) const;
 
   // The backfill walk's memory, for the backfill plugin to read and write
-  // (ReservationState's unplaced, unplaced_walks, walk_holders).
+  // (ReservationState's unplaced, unplaced_walks, walk_holds).
   ReservationState& memory() { return state_; }
 
-  // What the pass leaves for the next one, with each holder's start
+  // What the pass leaves for the next one, with each held request's start
   // (ReservationState::starts). The holds are spent after.
   ReservationState Take();
 
@@ -190,7 +192,7 @@ class Holds {
   const Reservations* reservations_;
   bool read_only_ = false;
   std::set<PoolKey> turns_;
-  std::set<std::string> kept_holders_;
+  std::set<std::string> kept_preemptors_;
   absl::flat_hash_set<std::string> released_;
 };
 

@@ -33,7 +33,7 @@ struct Unit {
       group;      // packing group in a node: the GPU of a MIG slice, else ""
   int order = 0;  // deterministic order within a node (device index, MIG start)
   bool healthy = true;
-  std::string allocation;  // the live allocation holding it; "" when none
+  std::string holder;  // the live allocation holding it whole; "" when none
   // A whole GPU's: whether it takes shares, and its memory (what shares of it
   // divide).
   GpuSharing sharing = GpuSharing::kNone;
@@ -48,12 +48,12 @@ struct Unit {
   std::string share_group;
 
   // Held by a live allocation, whole or in shares.
-  bool held() const { return !allocation.empty() || shared_milli > 0; }
+  bool held() const { return !holder.empty() || shared_milli > 0; }
   bool free() const { return healthy && !held(); }
   // Whether a new share may go on it: it takes shares, is healthy and no
   // whole request holds it.
   bool shareable() const {
-    return sharing != GpuSharing::kNone && healthy && allocation.empty();
+    return sharing != GpuSharing::kNone && healthy && holder.empty();
   }
   int64_t free_milli() const { return kGpuMilli - shared_milli; }
   int64_t free_share_memory() const {

@@ -605,7 +605,7 @@ absl::StatusOr<int> Scheduler::Sweep() {
       tickets.push_back(std::move(t));
     }
     Write write;
-    for (std::string& id : book_.Forget(now - options_.retention)) {
+    for (std::string& id : book_.ForgetEnded(now - options_.retention)) {
       // Built in place: gcc 12 warns of a moved-from variant otherwise.
       write.mutations.emplace_back(std::in_place_type<DeleteAllocationMutation>,
                                    DeleteAllocationMutation{std::move(id)});

@@ -79,7 +79,7 @@ std::optional<std::string> Walk::Reuse(const std::string& id,
         // Holds for a re-layout planned ahead are kept (or let go) as a
         // whole, never taken over here.
         if (r.ahead) continue;
-        previous_by_holder_[r.holder].push_back({&pool, &node, &r});
+        previous_by_holder_[r.held_for].push_back({&pool, &node, &r});
       }
     }
   }
@@ -88,10 +88,10 @@ std::optional<std::string> Walk::Reuse(const std::string& id,
   if (it == previous_by_holder_.end()) {
     // Another request that asked the same held it last pass (it was
     // admitted, or is no longer first): the same nodes serve this one.
-    auto last = previous->walk_holders.find(walk_key);
+    auto last = previous->walk_holds.find(walk_key);
     // Not from one that had its turn this pass: admitted (perhaps onto
     // those very nodes), or no longer holding.
-    if (last == previous->walk_holders.end() ||
+    if (last == previous->walk_holds.end() ||
         holds_.WasReleased(last->second)) {
       return std::nullopt;
     }
@@ -107,15 +107,15 @@ std::optional<std::string> Walk::Reuse(const std::string& id,
   }
   for (const Held& h : it->second) {
     Reservation r = *h.reservation;
-    r.holder = id;
+    r.held_for = id;
     holds_.Hold(*h.pool, *h.node, std::move(r));
     nodes.push_back(*h.node);
     start = std::max(start, h.reservation->start);
   }
-  if (auto last = previous->walk_holders.find(walk_key);
+  if (auto last = previous->walk_holds.find(walk_key);
       taken_over ||
-      (last != previous->walk_holders.end() && last->second == id)) {
-    holds_.memory().walk_holders[walk_key] = id;
+      (last != previous->walk_holds.end() && last->second == id)) {
+    holds_.memory().walk_holds[walk_key] = id;
   }
   for (const Held& h : it->second) holds_.TakeTurn(*h.pool);
   std::sort(nodes.begin(), nodes.end());
@@ -255,7 +255,7 @@ std::string Walk::Reserve(const CycleState& cycle, const std::string& id,
   for (const std::string& node : best.nodes) {
     holds_.Hold(best.pool, node, Reservation{best.start, id});
   }
-  memory.walk_holders[std::move(walk_key)] = id;
+  memory.walk_holds[std::move(walk_key)] = id;
   return HoldsText(best.nodes, best.start);
 }
 

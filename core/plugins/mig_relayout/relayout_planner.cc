@@ -41,11 +41,11 @@ bool BetterNode(const RelayoutChoice& a, const RelayoutChoice& b) {
 // grace, which frees it for its preemptor); InfinitePast otherwise.
 absl::Time FreesBy(const Snapshot& snap, const Unit& unit,
                    absl::Time frees_by) {
-  if (frees_by <= snap.now || !unit.healthy || unit.allocation.empty() ||
+  if (frees_by <= snap.now || !unit.healthy || unit.holder.empty() ||
       snap.book == nullptr) {
     return absl::InfinitePast();
   }
-  const AllocationBook::Record* r = snap.book->Find({unit.allocation, ""});
+  const AllocationBook::Record* r = snap.book->Find({unit.holder, ""});
   if (r == nullptr || r->allocation.state != AllocationState::kActive ||
       r->allocation.expires_at > frees_by) {
     return absl::InfinitePast();

@@ -36,7 +36,7 @@ std::vector<std::string> VictimSearch::ChooseReclaimVictims(
     for (const std::string& unit : h.units) {
       const Unit* u = index_.Find(unit);
       if (u == nullptr) continue;
-      if (!u->allocation.empty()) consider(u->allocation);
+      if (!u->holder.empty()) consider(u->holder);
       // Quota is what a reclaim takes back: a share gives back its
       // fraction, wherever it is.
       if (u->shared_milli > 0) {
@@ -141,8 +141,8 @@ std::optional<VictimChoice> VictimSearch::ChooseVictims(
       for (const std::string& unit : h.units) {
         const Unit* u = index_.Find(unit);
         if (u == nullptr || !u->healthy) continue;
-        if (!u->allocation.empty()) {
-          ++held[u->allocation];
+        if (!u->holder.empty()) {
+          ++held[u->holder];
         } else if (u->shared_milli > 0 && !borrowed_only) {
           // (A reclaim does not free a GPU held in shares: see below.)
           shared.push_back(u);

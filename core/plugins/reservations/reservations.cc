@@ -16,7 +16,7 @@ const char* ReservationsPlugin::Filter(const CycleState& cycle,
   auto pool = held.find(*node.pool);
   if (pool == held.end()) return nullptr;
   auto r = pool->second.find(node.name);
-  if (r == pool->second.end() || r->second.holder == cycle.requester()) {
+  if (r == pool->second.end() || r->second.held_for == cycle.requester()) {
     return nullptr;
   }
   if (r->second.YieldsTo(cycle.priority())) return nullptr;

@@ -398,8 +398,8 @@ TEST_F(ReservationPlannerTest, NothingPassesOnFromAHolderAdmittedThisPass) {
     // The walk key as Reserve records it: taken from a real reservation.
     ReservationPlanner planner(ctx_, NoneWaiting);
     planner.Reserve("h", T4s(2), 0);
-    previous.walk_holders = planner.Take().walk_holders;
-    ASSERT_EQ(previous.walk_holders.size(), 1u);
+    previous.walk_holds = planner.Take().walk_holds;
+    ASSERT_EQ(previous.walk_holds.size(), 1u);
   }
   ctx_.previous = &previous;
   ctx_.refresh_reservations = false;
@@ -499,7 +499,7 @@ TEST_F(ReservationPlannerTest, NominatedHoldsOfWaitingHoldersAreKept) {
   ctx_.previous = &previous;
   ReservationPlanner planner(ctx_,
                              [](absl::string_view id) { return id != "p-2"; });
-  EXPECT_THAT(planner.kept_holders(), ElementsAre("p-1"));
+  EXPECT_THAT(planner.kept_preemptors(), ElementsAre("p-1"));
   EXPECT_EQ(Held(*planner.reservations()), (HeldMap{{"n1", {"p-1", T0()}}}));
 }
 
@@ -538,7 +538,7 @@ TEST_F(ReservationPlannerTest, HoldsPlannedAheadAreKeptBetweenRefreshesOnly) {
   EXPECT_EQ(
       kept.KeptAhead("a-1"),
       absl::StrCat(HoldsFrom("n1", T0() + absl::Hours(1)), " for a re-layout"));
-  EXPECT_TRUE(kept.kept_holders().empty());  // not a preemptor
+  EXPECT_TRUE(kept.kept_preemptors().empty());  // not a preemptor
   EXPECT_TRUE(kept.ReservedForOther(GpuPool(kT4), "n1", "p-9", 3));
   EXPECT_FALSE(kept.ReservedForOther(GpuPool(kT4), "n1", "p-9", 4));
   // Its pool's first waiting request still reserves, and takes nothing of

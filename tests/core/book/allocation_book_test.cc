@@ -57,12 +57,12 @@ class AllocationBookTest : public testing::Test {
 
 TEST_F(AllocationBookTest, HoldingAndEndingMoveOwnerAndIndexTogether) {
   book_.Add(Live("a-1", "r1", {"g0", "g1"}, kT0 + absl::Hours(1)));
-  EXPECT_EQ(book_.OwnerOf("g0"), "a-1");
-  EXPECT_EQ(index_.Find("g1")->allocation, "a-1");
+  EXPECT_EQ(book_.HolderOf("g0"), "a-1");
+  EXPECT_EQ(index_.Find("g1")->holder, "a-1");
   EXPECT_EQ(Allocated(), 2);
   AllocationBook::Record& r = *book_.FindMutable("a-1");
   book_.End(r, AllocationState::kReleased, kReasonReleased, kT0);
-  EXPECT_EQ(book_.OwnerOf("g0"), "");
+  EXPECT_EQ(book_.HolderOf("g0"), "");
   EXPECT_EQ(Allocated(), 0);
   EXPECT_EQ(r.allocation.state, AllocationState::kReleased);
   EXPECT_EQ(r.allocation.end_reason, "released");
@@ -83,7 +83,7 @@ TEST_F(AllocationBookTest, ARequestIdFindsItsNewestAllocation) {
   EXPECT_EQ(book_.Find({"", "r9"}), nullptr);
   EXPECT_EQ(book_.Find({"a-9", ""}), nullptr);
   // Forgetting the older one keeps the request id's newest.
-  EXPECT_THAT(book_.Forget(kT0 + absl::Seconds(1)), ElementsAre("a-1"));
+  EXPECT_THAT(book_.ForgetEnded(kT0 + absl::Seconds(1)), ElementsAre("a-1"));
   EXPECT_EQ(book_.Find({"", "r1"})->allocation.id, "a-2");
   EXPECT_EQ(book_.Find({"a-1", ""}), nullptr);
 }
@@ -106,9 +106,9 @@ TEST_F(AllocationBookTest, LoadTakesOwnersWithoutMarkingTheIndex) {
   StoredAllocation ended{Live("a-2", "r2", {"g1"}, kT0).allocation, {"g1"}};
   ended.allocation.state = AllocationState::kReleased;
   book_.Load({live, ended});
-  EXPECT_EQ(book_.OwnerOf("g0"), "a-1");
-  EXPECT_EQ(book_.OwnerOf("g1"), "");
-  EXPECT_EQ(Allocated(), 0);  // the catalog, loaded next, asks OwnerOf
+  EXPECT_EQ(book_.HolderOf("g0"), "a-1");
+  EXPECT_EQ(book_.HolderOf("g1"), "");
+  EXPECT_EQ(Allocated(), 0);  // the catalog, loaded next, asks HolderOf
   EXPECT_EQ(book_.ActiveByTenant(), (std::map<std::string, int64_t>{{"", 1}}));
 }
 

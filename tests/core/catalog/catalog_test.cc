@@ -19,9 +19,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-class MapOwners : public UnitOwners {
+class MapOwners : public UnitHolders {
  public:
-  absl::string_view OwnerOf(absl::string_view key) const override {
+  absl::string_view HolderOf(absl::string_view key) const override {
     auto it = owners.find(key);
     return it == owners.end() ? absl::string_view() : it->second;
   }
@@ -42,15 +42,15 @@ class CatalogTest : public testing::Test {
   }
   // Marks `key` held by `allocation` as the allocation book does.
   void Hold(const std::string& key, const std::string& allocation) {
-    owners_.owners[key] = allocation;
-    catalog_.mutable_index().SetAllocation(key, allocation);
+    holders_.owners[key] = allocation;
+    catalog_.mutable_index().SetHolder(key, allocation);
   }
 
   std::shared_ptr<const AcceleratorTypeSet> registry_ =
       BuiltinAcceleratorTypes();
   absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
-  MapOwners owners_;
-  Catalog catalog_{&owners_};
+  MapOwners holders_;
+  Catalog catalog_{&holders_};
 };
 
 TEST_F(CatalogTest, UnitsDeriveFromDevicesMigSlicesAndTpuSlices) {
@@ -96,11 +96,11 @@ TEST_F(CatalogTest, AHeldDeviceIsKeptUntilItsOwnerLetsGo) {
   EXPECT_TRUE(n->devices[1].removed);
   EXPECT_FALSE(n->devices[1].healthy);
   // Still held, so still a unit, and still the holder's.
-  EXPECT_EQ(catalog_.index().Find("GPU-b")->allocation, "a-1");
+  EXPECT_EQ(catalog_.index().Find("GPU-b")->holder, "a-1");
   EXPECT_THAT(catalog_.HoldersOn("n1"), ElementsAre("a-1"));
   EXPECT_EQ(catalog_.DropReleasedRemovedDevices("n1"), std::nullopt);
   Hold("GPU-b", "");
-  owners_.owners.clear();
+  holders_.owners.clear();
   std::optional<Node> dropped = catalog_.DropReleasedRemovedDevices("n1");
   ASSERT_TRUE(dropped.has_value());
   EXPECT_EQ(dropped->devices.size(), 1u);
@@ -155,7 +155,7 @@ TEST_F(CatalogTest, CordonSurvivesReRegistrationAndRemovalFreesIds) {
 }
 
 TEST_F(CatalogTest, LoadTakesOwnersAndRefusesAnUnknownModel) {
-  owners_.owners["GPU-b"] = "a-9";
+  holders_.owners["GPU-b"] = "a-9";
   Node stored = MakeNode("n1", {Gpu("GPU-a", "T4", 0), Gpu("GPU-b", "T4", 1)});
   ASSERT_OK(catalog_.Load({stored}, *registry_));
   EXPECT_EQ(Pool("nvidia-tesla-t4")->allocated, 1);

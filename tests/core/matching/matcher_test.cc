@@ -78,7 +78,7 @@ TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
   Unit sick = T4("c", "n2", 0);
   sick.healthy = false;
   index.Put(sick);
-  index.SetAllocation("a", "alloc-1");
+  index.SetHolder("a", "alloc-1");
   EXPECT_THAT(index.Capacity(),
               ElementsAre(CapacityEntry{DeviceClass::kNvidiaGpu,
                                         "nvidia-tesla-t4", "", 3, 1, 1, 1}));
@@ -87,7 +87,7 @@ TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
   EXPECT_THAT(Entries(pool->by_free),
               ElementsAre(CapacityIndex::FreeEntry{1, kUnaccountedCpu, "n1"}));
   EXPECT_EQ(*pool->home_sizes.rbegin(), 2);
-  index.SetAllocation("a", "");
+  index.SetHolder("a", "");
   EXPECT_THAT(Entries(pool->by_free),
               ElementsAre(CapacityIndex::FreeEntry{2, kUnaccountedCpu, "n1"}));
   index.Remove("a");
@@ -153,9 +153,9 @@ TEST(CapacityIndexTest, SharingGpusAreFiledByTheirSharesGroup) {
   EXPECT_EQ(index.Find("g")->share_group, "");
   EXPECT_TRUE(pool()->by_share.empty());
   EXPECT_EQ(filed(pool()->unshared), (Filed{{1000, "g"}}));
-  index.SetAllocation("g", "whole");
+  index.SetHolder("g", "whole");
   EXPECT_TRUE(filed(pool()->unshared).empty());
-  index.SetAllocation("g", "");
+  index.SetHolder("g", "");
   index.Remove("g");
   EXPECT_EQ(index.FindPool(kT4), nullptr);
 }
@@ -200,7 +200,7 @@ TEST(CapacityIndexTest, MemoryAloneRekeysTheFreeEntry) {
   nodes["n1"] = Healthy("n1");
   index.SetAllocatable("n1", NodeResources{8000, 64, 0});
   index.AddHeld("n1", NodeResources{0, 60, 0}, +1);
-  index.SetAllocation("a", "x");  // re-inserted with 4 bytes of memory
+  index.SetHolder("a", "x");  // re-inserted with 4 bytes of memory
   index.AddHeld("n1", NodeResources{0, 60, 0}, -1);
   const CapacityIndex::Pool* pool = index.FindPool(kT4);
   ASSERT_NE(pool, nullptr);
@@ -283,11 +283,11 @@ TEST(CapacityIndexTest, KnowsHowManyHomesHaveEachFreeCount) {
   EXPECT_EQ(t4->HomesWithFree(1), 1);
   EXPECT_EQ(t4->HomesWithFree(3), 1);
   EXPECT_EQ(t4->HomesWithFree(4), 0);
-  index.SetAllocation("a0", "x");
+  index.SetHolder("a0", "x");
   EXPECT_EQ(t4->HomesWithFree(1), 1);
   EXPECT_EQ(t4->HomesWithFree(2), 1);
   EXPECT_EQ(t4->HomesWithFree(3), 0);
-  index.SetAllocation("b0", "x");
+  index.SetHolder("b0", "x");
   EXPECT_EQ(t4->HomesWithFree(1), 0);
   EXPECT_EQ(t4->free(), 2);
   // Whole NVIDIA pools in model order; the MIG pool is not one.
@@ -317,7 +317,7 @@ TEST(MatcherTest, AcrossModelsTheBestEligiblePairWins) {
   ASSERT_TRUE(chosen.has_value());
   EXPECT_EQ((*chosen)[0]->home, "u");
   // Once u is down to one, it is the best fit.
-  index.SetAllocation("u0", "x");
+  index.SetHolder("u0", "x");
   chosen = Match(index, nodes, any, rules);
   ASSERT_TRUE(chosen.has_value());
   EXPECT_EQ((*chosen)[0]->key, "u1");
@@ -329,7 +329,7 @@ TEST(MatcherTest, AcrossModelsTheBestEligiblePairWins) {
   ASSERT_TRUE(chosen.has_value());
   EXPECT_EQ((*chosen)[0]->home, "l");
   any.count = 2;
-  index.SetAllocation("l0", "x");
+  index.SetHolder("l0", "x");
   EXPECT_FALSE(Match(index, nodes, any, rules).has_value());
   EXPECT_OK(CheckSatisfiable(index, any));
   any.count = 3;
@@ -349,7 +349,7 @@ struct PackedCluster {
       for (int g = 0; g < 8; ++g) {
         const std::string key = absl::StrCat(name, "-", g);
         index.Put(T4(key, name, g));
-        if (g >= n) index.SetAllocation(key, "held-" + name);
+        if (g >= n) index.SetHolder(key, "held-" + name);
       }
     }
   }
@@ -491,7 +491,7 @@ TEST(MatchPackingTest, ANodeShortOfCpuForTheMixIsWeighed) {
     for (int g = 0; g < size; ++g) {
       const std::string key = absl::StrCat(name, "-", g);
       index.Put(T4(key, name, g));
-      if (g >= free) index.SetAllocation(key, "held");
+      if (g >= free) index.SetHolder(key, "held");
     }
   }
   index.SetAllocatable("b", NodeResources{1000, int64_t{1} << 40, 0});
@@ -558,8 +558,8 @@ TEST(CapacityIndexTest, HoldersFollowAllocationsPutAndRemove) {
   CapacityIndex index;
   index.Put(T4("a", "n1", 0));
   index.Put(T4("b", "n1", 1));
-  index.SetAllocation("a", "x");
-  index.SetAllocation("b", "x");
+  index.SetHolder("a", "x");
+  index.SetHolder("b", "x");
   const CapacityIndex::Pool* pool = index.FindPool(kT4);
   ASSERT_NE(pool, nullptr);
   const CapacityIndex::Home& home = pool->homes.at("n1");
@@ -567,11 +567,11 @@ TEST(CapacityIndexTest, HoldersFollowAllocationsPutAndRemove) {
   // Put again while held (a re-registration): the new unit is free.
   index.Put(T4("a", "n1", 0));
   EXPECT_EQ(home.holders.at("x"), 1);
-  index.SetAllocation("a", "y");
+  index.SetHolder("a", "y");
   EXPECT_EQ(home.holders.at("y"), 1);
   index.Remove("b");
   EXPECT_FALSE(home.holders.contains("x"));
-  index.SetAllocation("a", "");
+  index.SetHolder("a", "");
   EXPECT_TRUE(home.holders.empty());
 }
 
