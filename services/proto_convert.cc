@@ -353,6 +353,14 @@ void ExplainToProto(const ExplainResult& r, const PlacementOptions& placement,
     p->set_score(s.score.total);
     p->set_detail(absl::StrCat(s.pool.model, ": ", DescribeScore(s.score)));
   }
+  for (const CycleStep& step : r.steps) {
+    v1::CycleStep* p = proto->add_steps();
+    p->set_plugin(step.plugin);
+    p->set_extension_point(step.extension_point);
+    p->set_nodes_in(step.nodes_in);
+    p->set_nodes_out(step.nodes_out);
+    p->set_detail(step.detail);
+  }
 }
 
 void TenantStandingToProto(const TenantStanding& t, v1::TenantUsage* proto) {

@@ -529,8 +529,11 @@ absl::StatusOr<ExplainResult> Scheduler::Explain(
   absl::ReaderMutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
   // The request as Allocate would see it, as the pending allocation of its
-  // request_id when it has one (its own holds, victims and re-layout).
+  // request_id when it has one (its own holds, victims and re-layout); a new
+  // one gets an id no allocation has ("a-..." are the book's), so that the
+  // pass's actions can be tried for it.
   Allocation asking = Requested(request, spec);
+  asking.id = absl::StrCat("explain:", request.request_id);
   if (const Record* r = book_.Find({"", request.request_id});
       r != nullptr && r->allocation.pending()) {
     const Allocation a = WithQueueFields(r->allocation);

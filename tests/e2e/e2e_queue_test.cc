@@ -202,6 +202,86 @@ TEST_F(E2eQueueTest, APendingRequestIsAdmittedOnReleaseAndAnnounced) {
   watch_ctx.TryCancel();
 }
 
+// The steps of the cycle a request's Explain ran, as "plugin@point" strings.
+std::vector<std::string> StepNames(const v1::ExplainResponse& explain) {
+  std::vector<std::string> names;
+  for (const v1::CycleStep& step : explain.steps()) {
+    names.push_back(absl::StrCat(step.plugin(), "@", step.extension_point()));
+  }
+  return names;
+}
+
+// The step of `plugin` at `point`; fails the test when there is none.
+v1::CycleStep StepOf(const v1::ExplainResponse& explain,
+                     const std::string& plugin, const std::string& point) {
+  for (const v1::CycleStep& step : explain.steps()) {
+    if (step.plugin() == plugin && step.extension_point() == point) {
+      return step;
+    }
+  }
+  ADD_FAILURE() << "no step " << plugin << "@" << point << " in "
+                << testing::PrintToString(StepNames(explain));
+  return v1::CycleStep();
+}
+
+// ExplainResponse.steps is the record of the scheduling cycle, served over
+// gRPC: each plugin, its extension point, the nodes it let through and what
+// it decided; and what Explain says the cycle would do is what Allocate and
+// the admission pass then do, as they run the same cycle.
+TEST_F(E2eQueueTest, ExplainServesTheCycleStepsThatAllocateThenFollows) {
+  ASSERT_TRUE(StartServer());
+  ASSERT_TRUE(Register(T4Node("n1", 2)).ok());
+  ASSERT_TRUE(Register(T4Node("n2", 1)).ok());
+  // A node_selector that only n2 matches: label_selector lets one node
+  // through, and the packing policy chooses it.
+  v1::AllocateRequest only_n2 = AllocateReq("n2-only", "nvidia-tesla-t4", 1);
+  (*only_n2.mutable_node_selector())["host"] = "n2";
+  v1::ExplainResponse explain;
+  ASSERT_TRUE(Call(&Stub::Explain, only_n2, &explain).ok());
+  EXPECT_TRUE(explain.feasible());
+  const std::vector<std::string> names = StepNames(explain);
+  EXPECT_THAT(names, testing::IsSupersetOf(
+                         {"accelerator_fit@PreFilter", "quota@PreFilter",
+                          "label_selector@Filter", "schedulable@Filter",
+                          "fragmentation@Score", "fair_share@Reserve"}));
+  // In the order the cycle ran them: PreFilter, Filter, Score, Reserve.
+  auto at = [&](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) - names.begin();
+  };
+  EXPECT_LT(at("quota@PreFilter"), at("label_selector@Filter"));
+  EXPECT_LT(at("label_selector@Filter"), at("fragmentation@Score"));
+  EXPECT_LT(at("fragmentation@Score"), at("fair_share@Reserve"));
+  const v1::CycleStep selector = StepOf(explain, "label_selector", "Filter");
+  EXPECT_EQ(selector.nodes_in(), 2);
+  EXPECT_EQ(selector.nodes_out(), 1);
+  const v1::CycleStep chose = StepOf(explain, "fragmentation", "Score");
+  EXPECT_EQ(chose.nodes_out(), 1);
+  EXPECT_THAT(chose.detail(), HasSubstr("chose n2"));
+  // No PostFilter ran: it fits.
+  for (const v1::CycleStep& step : explain.steps()) {
+    EXPECT_NE(step.extension_point(), "PostFilter") << step.plugin();
+  }
+  v1::Allocation placed = Must(only_n2);
+  EXPECT_EQ(placed.node(), "n2");
+
+  // A low-priority request takes n1's two GPUs; a high-priority queued one
+  // of two would preempt it: Explain says so, and the admission pass does.
+  ASSERT_EQ(Must(Queued("low", 2, "", 0)).node(), "n1");
+  const v1::AllocateRequest high = Queued("high", 2, "", 10);
+  ASSERT_TRUE(Call(&Stub::Explain, high, &explain).ok());
+  EXPECT_FALSE(explain.feasible());
+  const v1::CycleStep preemption =
+      StepOf(explain, "preemption", "PostFilter");
+  EXPECT_EQ(preemption.detail(), "would preempt 1 allocation");
+  // Nothing changed: low is still ACTIVE, high does not exist yet.
+  EXPECT_EQ(Get("low").state(), v1::ACTIVE);
+  const v1::Allocation pending = Must(high);
+  EXPECT_EQ(pending.state(), v1::PENDING);
+  EXPECT_THAT(pending.pending_reason(),
+              HasSubstr("preempted 1 allocation, waiting for their grace"));
+  EXPECT_EQ(Get("low").state(), v1::PREEMPTED);
+}
+
 TEST_F(E2eQueueTest, EqualTenantsShareWithinFivePercentOver1000Admissions) {
   ASSERT_TRUE(StartServer());
   ASSERT_TRUE(Register(T4Node("n1", 8)).ok());

@@ -216,7 +216,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{41, 0}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{42, 0}
 }
 
 // Wire-compatible with flyteidl2.core.GPUAccelerator (and v1 flyteidl.core.GPUAccelerator):
@@ -2939,6 +2939,89 @@ func (x *NodeScore) GetDetail() string {
 	return ""
 }
 
+// One plugin's run in a scheduling cycle, as Explain records it.
+type CycleStep struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Plugin string                 `protobuf:"bytes,1,opt,name=plugin,proto3" json:"plugin,omitempty"` // "node_resources", "preemption", ...
+	// "PreFilter", "Filter", "Score", "Reserve" or "PostFilter".
+	ExtensionPoint string `protobuf:"bytes,2,opt,name=extension_point,json=extensionPoint,proto3" json:"extension_point,omitempty"`
+	// How many candidate nodes (those holding units of the request's pools)
+	// reached the plugin, and how many it let through (for a Score plugin:
+	// those it weighed, and those it chose).
+	NodesIn  int32 `protobuf:"varint,3,opt,name=nodes_in,json=nodesIn,proto3" json:"nodes_in,omitempty"`
+	NodesOut int32 `protobuf:"varint,4,opt,name=nodes_out,json=nodesOut,proto3" json:"nodes_out,omitempty"`
+	// What it decided: "preempted 2 allocations", "planned a MIG re-layout of
+	// GPU-2c3d on n7", "chose n3"; "" for nothing worth a word.
+	Detail        string `protobuf:"bytes,5,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CycleStep) Reset() {
+	*x = CycleStep{}
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CycleStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CycleStep) ProtoMessage() {}
+
+func (x *CycleStep) ProtoReflect() protoreflect.Message {
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CycleStep.ProtoReflect.Descriptor instead.
+func (*CycleStep) Descriptor() ([]byte, []int) {
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *CycleStep) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
+func (x *CycleStep) GetExtensionPoint() string {
+	if x != nil {
+		return x.ExtensionPoint
+	}
+	return ""
+}
+
+func (x *CycleStep) GetNodesIn() int32 {
+	if x != nil {
+		return x.NodesIn
+	}
+	return 0
+}
+
+func (x *CycleStep) GetNodesOut() int32 {
+	if x != nil {
+		return x.NodesOut
+	}
+	return 0
+}
+
+func (x *CycleStep) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 type ExplainResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Feasible      bool                   `protobuf:"varint,1,opt,name=feasible,proto3" json:"feasible,omitempty"`
@@ -2954,13 +3037,17 @@ type ExplainResponse struct {
 	Scores []*NodeScore `protobuf:"bytes,7,rep,name=scores,proto3" json:"scores,omitempty"`
 	// When the request's request_id is PENDING: Allocation.estimated_start.
 	EstimatedStart *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=estimated_start,json=estimatedStart,proto3" json:"estimated_start,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Every plugin the scheduling cycle ran for the request, in the order it
+	// ran: the same cycle Allocate and the admission pass run, in a dry run
+	// that changes nothing (README, "The scheduling framework").
+	Steps         []*CycleStep `protobuf:"bytes,9,rep,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2972,7 +3059,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[35]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2985,7 +3072,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{35}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExplainResponse) GetFeasible() bool {
@@ -3044,6 +3131,13 @@ func (x *ExplainResponse) GetEstimatedStart() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ExplainResponse) GetSteps() []*CycleStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
 type GetQueueRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"` // empty: every tenant
@@ -3055,7 +3149,7 @@ type GetQueueRequest struct {
 
 func (x *GetQueueRequest) Reset() {
 	*x = GetQueueRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3067,7 +3161,7 @@ func (x *GetQueueRequest) String() string {
 func (*GetQueueRequest) ProtoMessage() {}
 
 func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[36]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3080,7 +3174,7 @@ func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{36}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetQueueRequest) GetTenant() string {
@@ -3126,7 +3220,7 @@ type PoolUsage struct {
 
 func (x *PoolUsage) Reset() {
 	*x = PoolUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3138,7 +3232,7 @@ func (x *PoolUsage) String() string {
 func (*PoolUsage) ProtoMessage() {}
 
 func (x *PoolUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[37]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3151,7 +3245,7 @@ func (x *PoolUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolUsage.ProtoReflect.Descriptor instead.
 func (*PoolUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{37}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PoolUsage) GetDeviceClass() DeviceClass {
@@ -3232,7 +3326,7 @@ type TenantUsage struct {
 
 func (x *TenantUsage) Reset() {
 	*x = TenantUsage{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3244,7 +3338,7 @@ func (x *TenantUsage) String() string {
 func (*TenantUsage) ProtoMessage() {}
 
 func (x *TenantUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[38]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3257,7 +3351,7 @@ func (x *TenantUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsage.ProtoReflect.Descriptor instead.
 func (*TenantUsage) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{38}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TenantUsage) GetTenant() string {
@@ -3313,7 +3407,7 @@ type GetQueueResponse struct {
 
 func (x *GetQueueResponse) Reset() {
 	*x = GetQueueResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3325,7 +3419,7 @@ func (x *GetQueueResponse) String() string {
 func (*GetQueueResponse) ProtoMessage() {}
 
 func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[39]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3338,7 +3432,7 @@ func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{39}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetQueueResponse) GetPending() []*Allocation {
@@ -3378,7 +3472,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3390,7 +3484,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[40]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3403,7 +3497,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{40}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -3441,7 +3535,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3453,7 +3547,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[41]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3466,7 +3560,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{41}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Event) GetType() Event_Type {
@@ -3520,7 +3614,7 @@ type ListAcceleratorTypesRequest struct {
 
 func (x *ListAcceleratorTypesRequest) Reset() {
 	*x = ListAcceleratorTypesRequest{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3626,7 @@ func (x *ListAcceleratorTypesRequest) String() string {
 func (*ListAcceleratorTypesRequest) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[42]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3639,7 @@ func (x *ListAcceleratorTypesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesRequest.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesRequest) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{42}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListAcceleratorTypesRequest) GetName() string {
@@ -3564,7 +3658,7 @@ type ListAcceleratorTypesResponse struct {
 
 func (x *ListAcceleratorTypesResponse) Reset() {
 	*x = ListAcceleratorTypesResponse{}
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[43]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3576,7 +3670,7 @@ func (x *ListAcceleratorTypesResponse) String() string {
 func (*ListAcceleratorTypesResponse) ProtoMessage() {}
 
 func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_accelsched_v1_accelsched_proto_msgTypes[43]
+	mi := &file_accelsched_v1_accelsched_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3589,7 +3683,7 @@ func (x *ListAcceleratorTypesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAcceleratorTypesResponse.ProtoReflect.Descriptor instead.
 func (*ListAcceleratorTypesResponse) Descriptor() ([]byte, []int) {
-	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{43}
+	return file_accelsched_v1_accelsched_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListAcceleratorTypesResponse) GetTypes() []*AcceleratorType {
@@ -3838,7 +3932,13 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\tNodeScore\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05score\x18\x02 \x01(\x01R\x05score\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x80\x03\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x9c\x01\n" +
+	"\tCycleStep\x12\x16\n" +
+	"\x06plugin\x18\x01 \x01(\tR\x06plugin\x12'\n" +
+	"\x0fextension_point\x18\x02 \x01(\tR\x0eextensionPoint\x12\x19\n" +
+	"\bnodes_in\x18\x03 \x01(\x05R\anodesIn\x12\x1b\n" +
+	"\tnodes_out\x18\x04 \x01(\x05R\bnodesOut\x12\x16\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail\"\xb0\x03\n" +
 	"\x0fExplainResponse\x12\x1a\n" +
 	"\bfeasible\x18\x01 \x01(\bR\bfeasible\x12@\n" +
 	"\x0ewould_allocate\x18\x02 \x01(\v2\x19.accelsched.v1.AllocationR\rwouldAllocate\x120\n" +
@@ -3847,7 +3947,8 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x0equeue_position\x18\x05 \x01(\x05R\rqueuePosition\x12%\n" +
 	"\x0epending_reason\x18\x06 \x01(\tR\rpendingReason\x120\n" +
 	"\x06scores\x18\a \x03(\v2\x18.accelsched.v1.NodeScoreR\x06scores\x12C\n" +
-	"\x0festimated_start\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0eestimatedStart\"e\n" +
+	"\x0festimated_start\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0eestimatedStart\x12.\n" +
+	"\x05steps\x18\t \x03(\v2\x18.accelsched.v1.CycleStepR\x05steps\"e\n" +
 	"\x0fGetQueueRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -3954,7 +4055,7 @@ func file_accelsched_v1_accelsched_proto_rawDescGZIP() []byte {
 }
 
 var file_accelsched_v1_accelsched_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_accelsched_v1_accelsched_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_accelsched_v1_accelsched_proto_goTypes = []any{
 	(GpuSharing)(0),                      // 0: accelsched.v1.GpuSharing
 	(AllocationState)(0),                 // 1: accelsched.v1.AllocationState
@@ -3994,125 +4095,127 @@ var file_accelsched_v1_accelsched_proto_goTypes = []any{
 	(*ListAllocationsResponse)(nil),      // 35: accelsched.v1.ListAllocationsResponse
 	(*NodeVerdict)(nil),                  // 36: accelsched.v1.NodeVerdict
 	(*NodeScore)(nil),                    // 37: accelsched.v1.NodeScore
-	(*ExplainResponse)(nil),              // 38: accelsched.v1.ExplainResponse
-	(*GetQueueRequest)(nil),              // 39: accelsched.v1.GetQueueRequest
-	(*PoolUsage)(nil),                    // 40: accelsched.v1.PoolUsage
-	(*TenantUsage)(nil),                  // 41: accelsched.v1.TenantUsage
-	(*GetQueueResponse)(nil),             // 42: accelsched.v1.GetQueueResponse
-	(*WatchEventsRequest)(nil),           // 43: accelsched.v1.WatchEventsRequest
-	(*Event)(nil),                        // 44: accelsched.v1.Event
-	(*ListAcceleratorTypesRequest)(nil),  // 45: accelsched.v1.ListAcceleratorTypesRequest
-	(*ListAcceleratorTypesResponse)(nil), // 46: accelsched.v1.ListAcceleratorTypesResponse
-	nil,                                  // 47: accelsched.v1.Node.LabelsEntry
-	nil,                                  // 48: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	nil,                                  // 49: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
-	nil,                                  // 50: accelsched.v1.HeartbeatResponse.MigPlansEntry
-	nil,                                  // 51: accelsched.v1.AllocateRequest.NodeSelectorEntry
-	nil,                                  // 52: accelsched.v1.Placement.NodeSelectorEntry
-	nil,                                  // 53: accelsched.v1.Placement.EnvEntry
-	(DeviceClass)(0),                     // 54: accelsched.v1.DeviceClass
-	(*timestamppb.Timestamp)(nil),        // 55: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 56: google.protobuf.Duration
-	(*AcceleratorType)(nil),              // 57: accelsched.v1.AcceleratorType
+	(*CycleStep)(nil),                    // 38: accelsched.v1.CycleStep
+	(*ExplainResponse)(nil),              // 39: accelsched.v1.ExplainResponse
+	(*GetQueueRequest)(nil),              // 40: accelsched.v1.GetQueueRequest
+	(*PoolUsage)(nil),                    // 41: accelsched.v1.PoolUsage
+	(*TenantUsage)(nil),                  // 42: accelsched.v1.TenantUsage
+	(*GetQueueResponse)(nil),             // 43: accelsched.v1.GetQueueResponse
+	(*WatchEventsRequest)(nil),           // 44: accelsched.v1.WatchEventsRequest
+	(*Event)(nil),                        // 45: accelsched.v1.Event
+	(*ListAcceleratorTypesRequest)(nil),  // 46: accelsched.v1.ListAcceleratorTypesRequest
+	(*ListAcceleratorTypesResponse)(nil), // 47: accelsched.v1.ListAcceleratorTypesResponse
+	nil,                                  // 48: accelsched.v1.Node.LabelsEntry
+	nil,                                  // 49: accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	nil,                                  // 50: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
+	nil,                                  // 51: accelsched.v1.HeartbeatResponse.MigPlansEntry
+	nil,                                  // 52: accelsched.v1.AllocateRequest.NodeSelectorEntry
+	nil,                                  // 53: accelsched.v1.Placement.NodeSelectorEntry
+	nil,                                  // 54: accelsched.v1.Placement.EnvEntry
+	(DeviceClass)(0),                     // 55: accelsched.v1.DeviceClass
+	(*timestamppb.Timestamp)(nil),        // 56: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 57: google.protobuf.Duration
+	(*AcceleratorType)(nil),              // 58: accelsched.v1.AcceleratorType
 }
 var file_accelsched_v1_accelsched_proto_depIdxs = []int32{
-	54, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
-	47, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
+	55, // 0: accelsched.v1.Accelerator.device_class:type_name -> accelsched.v1.DeviceClass
+	48, // 1: accelsched.v1.Node.labels:type_name -> accelsched.v1.Node.LabelsEntry
 	7,  // 2: accelsched.v1.Node.devices:type_name -> accelsched.v1.Device
-	55, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	56, // 3: accelsched.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	5,  // 4: accelsched.v1.Node.allocatable:type_name -> accelsched.v1.NodeResources
 	5,  // 5: accelsched.v1.Node.available:type_name -> accelsched.v1.NodeResources
-	54, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
+	55, // 6: accelsched.v1.Device.device_class:type_name -> accelsched.v1.DeviceClass
 	11, // 7: accelsched.v1.Device.mig_slices:type_name -> accelsched.v1.MigSlice
 	10, // 8: accelsched.v1.Device.stats:type_name -> accelsched.v1.DeviceStats
 	0,  // 9: accelsched.v1.Device.sharing:type_name -> accelsched.v1.GpuSharing
 	9,  // 10: accelsched.v1.Device.mig_plan:type_name -> accelsched.v1.MigLayout
 	8,  // 11: accelsched.v1.Device.links:type_name -> accelsched.v1.DeviceLink
 	11, // 12: accelsched.v1.MigLayout.slices:type_name -> accelsched.v1.MigSlice
-	55, // 13: accelsched.v1.MigLayout.deadline:type_name -> google.protobuf.Timestamp
-	55, // 14: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
+	56, // 13: accelsched.v1.MigLayout.deadline:type_name -> google.protobuf.Timestamp
+	56, // 14: accelsched.v1.DeviceStats.time:type_name -> google.protobuf.Timestamp
 	10, // 15: accelsched.v1.MigSlice.stats:type_name -> accelsched.v1.DeviceStats
 	4,  // 16: accelsched.v1.RegisterNodeRequest.node:type_name -> accelsched.v1.Node
 	4,  // 17: accelsched.v1.ListNodesResponse.nodes:type_name -> accelsched.v1.Node
-	48, // 18: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
-	49, // 19: accelsched.v1.HeartbeatRequest.mig_relayout_failures:type_name -> accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
-	50, // 20: accelsched.v1.HeartbeatResponse.mig_plans:type_name -> accelsched.v1.HeartbeatResponse.MigPlansEntry
-	54, // 21: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
+	49, // 18: accelsched.v1.HeartbeatRequest.device_stats:type_name -> accelsched.v1.HeartbeatRequest.DeviceStatsEntry
+	50, // 19: accelsched.v1.HeartbeatRequest.mig_relayout_failures:type_name -> accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry
+	51, // 20: accelsched.v1.HeartbeatResponse.mig_plans:type_name -> accelsched.v1.HeartbeatResponse.MigPlansEntry
+	55, // 21: accelsched.v1.CapacityEntry.device_class:type_name -> accelsched.v1.DeviceClass
 	23, // 22: accelsched.v1.GetCapacityResponse.entries:type_name -> accelsched.v1.CapacityEntry
 	3,  // 23: accelsched.v1.AllocateRequest.accelerator:type_name -> accelsched.v1.Accelerator
-	51, // 24: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
-	56, // 25: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
+	52, // 24: accelsched.v1.AllocateRequest.node_selector:type_name -> accelsched.v1.AllocateRequest.NodeSelectorEntry
+	57, // 25: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
 	5,  // 26: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
 	6,  // 27: accelsched.v1.AllocateRequest.share:type_name -> accelsched.v1.GpuShare
 	1,  // 28: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
 	27, // 29: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
 	30, // 30: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
-	55, // 31: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
-	55, // 32: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
+	56, // 31: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
+	56, // 32: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
 	30, // 33: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
-	55, // 34: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
+	56, // 34: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
 	5,  // 35: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
-	55, // 36: accelsched.v1.Allocation.estimated_start:type_name -> google.protobuf.Timestamp
+	56, // 36: accelsched.v1.Allocation.estimated_start:type_name -> google.protobuf.Timestamp
 	6,  // 37: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
-	52, // 38: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
-	53, // 39: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
+	53, // 38: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
+	54, // 39: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
 	28, // 40: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
 	29, // 41: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
-	56, // 42: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
+	57, // 42: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
 	1,  // 43: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
 	26, // 44: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
 	26, // 45: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
 	36, // 46: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
 	37, // 47: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
-	55, // 48: accelsched.v1.ExplainResponse.estimated_start:type_name -> google.protobuf.Timestamp
-	54, // 49: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
-	40, // 50: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
-	26, // 51: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
-	41, // 52: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
-	2,  // 53: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
-	55, // 54: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
-	26, // 55: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
-	57, // 56: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
-	10, // 57: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
-	20, // 58: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry.value:type_name -> accelsched.v1.MigRelayoutFailure
-	9,  // 59: accelsched.v1.HeartbeatResponse.MigPlansEntry.value:type_name -> accelsched.v1.MigLayout
-	12, // 60: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
-	13, // 61: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
-	14, // 62: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
-	16, // 63: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
-	18, // 64: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
-	19, // 65: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
-	22, // 66: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
-	25, // 67: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
-	31, // 68: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
-	32, // 69: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
-	33, // 70: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
-	34, // 71: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
-	25, // 72: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
-	43, // 73: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
-	39, // 74: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
-	45, // 75: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
-	4,  // 76: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
-	4,  // 77: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
-	15, // 78: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
-	17, // 79: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
-	4,  // 80: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
-	21, // 81: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
-	24, // 82: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
-	26, // 83: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
-	26, // 84: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
-	26, // 85: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
-	26, // 86: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
-	35, // 87: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
-	38, // 88: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
-	44, // 89: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
-	42, // 90: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
-	46, // 91: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
-	76, // [76:92] is the sub-list for method output_type
-	60, // [60:76] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	56, // 48: accelsched.v1.ExplainResponse.estimated_start:type_name -> google.protobuf.Timestamp
+	38, // 49: accelsched.v1.ExplainResponse.steps:type_name -> accelsched.v1.CycleStep
+	55, // 50: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
+	41, // 51: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
+	26, // 52: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
+	42, // 53: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
+	2,  // 54: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
+	56, // 55: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
+	26, // 56: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
+	58, // 57: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
+	10, // 58: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
+	20, // 59: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry.value:type_name -> accelsched.v1.MigRelayoutFailure
+	9,  // 60: accelsched.v1.HeartbeatResponse.MigPlansEntry.value:type_name -> accelsched.v1.MigLayout
+	12, // 61: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
+	13, // 62: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
+	14, // 63: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
+	16, // 64: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
+	18, // 65: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
+	19, // 66: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
+	22, // 67: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
+	25, // 68: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
+	31, // 69: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
+	32, // 70: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
+	33, // 71: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
+	34, // 72: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
+	25, // 73: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
+	44, // 74: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
+	40, // 75: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
+	46, // 76: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
+	4,  // 77: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
+	4,  // 78: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
+	15, // 79: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
+	17, // 80: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
+	4,  // 81: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
+	21, // 82: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
+	24, // 83: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
+	26, // 84: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
+	26, // 85: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
+	26, // 86: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
+	26, // 87: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
+	35, // 88: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
+	39, // 89: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
+	45, // 90: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
+	43, // 91: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
+	47, // 92: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
+	77, // [77:93] is the sub-list for method output_type
+	61, // [61:77] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_accelsched_v1_accelsched_proto_init() }
@@ -4140,7 +4243,7 @@ func file_accelsched_v1_accelsched_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_accelsched_v1_accelsched_proto_rawDesc), len(file_accelsched_v1_accelsched_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   51,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -535,8 +535,22 @@ class NodeScore(_message.Message):
     detail: str
     def __init__(self, node: _Optional[str] = ..., score: _Optional[float] = ..., detail: _Optional[str] = ...) -> None: ...
 
+class CycleStep(_message.Message):
+    __slots__ = ("plugin", "extension_point", "nodes_in", "nodes_out", "detail")
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    EXTENSION_POINT_FIELD_NUMBER: _ClassVar[int]
+    NODES_IN_FIELD_NUMBER: _ClassVar[int]
+    NODES_OUT_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    plugin: str
+    extension_point: str
+    nodes_in: int
+    nodes_out: int
+    detail: str
+    def __init__(self, plugin: _Optional[str] = ..., extension_point: _Optional[str] = ..., nodes_in: _Optional[int] = ..., nodes_out: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+
 class ExplainResponse(_message.Message):
-    __slots__ = ("feasible", "would_allocate", "nodes", "summary", "queue_position", "pending_reason", "scores", "estimated_start")
+    __slots__ = ("feasible", "would_allocate", "nodes", "summary", "queue_position", "pending_reason", "scores", "estimated_start", "steps")
     FEASIBLE_FIELD_NUMBER: _ClassVar[int]
     WOULD_ALLOCATE_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
@@ -545,6 +559,7 @@ class ExplainResponse(_message.Message):
     PENDING_REASON_FIELD_NUMBER: _ClassVar[int]
     SCORES_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
     feasible: bool
     would_allocate: Allocation
     nodes: _containers.RepeatedCompositeFieldContainer[NodeVerdict]
@@ -553,7 +568,8 @@ class ExplainResponse(_message.Message):
     pending_reason: str
     scores: _containers.RepeatedCompositeFieldContainer[NodeScore]
     estimated_start: _timestamp_pb2.Timestamp
-    def __init__(self, feasible: _Optional[bool] = ..., would_allocate: _Optional[_Union[Allocation, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[NodeVerdict, _Mapping]]] = ..., summary: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ..., estimated_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    steps: _containers.RepeatedCompositeFieldContainer[CycleStep]
+    def __init__(self, feasible: _Optional[bool] = ..., would_allocate: _Optional[_Union[Allocation, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[NodeVerdict, _Mapping]]] = ..., summary: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ..., estimated_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[CycleStep, _Mapping]]] = ...) -> None: ...
 
 class GetQueueRequest(_message.Message):
     __slots__ = ("tenant", "page_size", "page_token")
