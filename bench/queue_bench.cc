@@ -56,7 +56,7 @@ Percentiles Summarize(std::vector<absl::Duration> samples) {
 // would leave the next timed call a cold cache.
 int TotalPending(const Scheduler& s) {
   int n = 0;
-  for (const TenantStanding& t : s.TenantStandings("")) n += t.pending;
+  for (const TenantStanding& t : s.queue().TenantStandings("")) n += t.pending;
   return n;
 }
 

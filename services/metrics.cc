@@ -303,7 +303,7 @@ class DeviceStatsCollector final : public prometheus::Collectable {
       // One GetNode (the scheduler's reader lock, a copy of the node) per
       // reporting node per scrape: cheap next to the scrape interval, and it
       // keeps the scheduler's interface as it is.
-      absl::StatusOr<Node> node = scheduler_->GetNode(name);
+      absl::StatusOr<Node> node = scheduler_->nodes().GetNode(name);
       if (!node.ok()) continue;  // removed since its last heartbeat
       std::map<std::string, Sum> by_model;
       auto per_device = [&](const DeviceStats& s, const std::string& model,

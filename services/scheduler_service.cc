@@ -145,7 +145,7 @@ grpc::ServerUnaryReactor* SchedulerService::RegisterNode(
   return Begin(ctx, "RegisterNode", [&](Done& done) -> absl::Status {
     if (!req->has_node()) return absl::InvalidArgumentError("node is required");
     ASSIGN_OR_RETURN(Node node, NodeFromProto(req->node()));
-    scheduler_->RegisterNode(
+    scheduler_->nodes().RegisterNode(
         std::move(node), [this, resp, done = std::move(done)](
                              absl::StatusOr<Node> stored) mutable {
           if (stored.ok()) {
@@ -163,7 +163,7 @@ grpc::ServerUnaryReactor* SchedulerService::GetNode(
     v1::Node* resp) {
   return Answer(ctx, "GetNode", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    ASSIGN_OR_RETURN(Node node, scheduler_->GetNode(req->name()));
+    ASSIGN_OR_RETURN(Node node, scheduler_->nodes().GetNode(req->name()));
     NodeToProto(node, resp);
     AttachDeviceStats(stats_->Get(node.name), resp);
     return absl::OkStatus();
@@ -179,7 +179,7 @@ grpc::ServerUnaryReactor* SchedulerService::ListNodes(
         LabelSelector::Parse(req->label_selector(), "label_selector"));
     ASSIGN_OR_RETURN(
         NodePage page,
-        scheduler_->ListNodes(selector, req->page_size(), req->page_token()));
+        scheduler_->nodes().ListNodes(selector, req->page_size(), req->page_token()));
     for (const Node& node : page.nodes) {
       v1::Node* proto = resp->add_nodes();
       NodeToProto(node, proto);
@@ -197,7 +197,7 @@ grpc::ServerUnaryReactor* SchedulerService::RemoveNode(
     v1::RemoveNodeResponse*) {
   return Begin(ctx, "RemoveNode", [&](Done& done) -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    scheduler_->RemoveNode(
+    scheduler_->nodes().RemoveNode(
         req->name(), req->force(),
         [this, req, done = std::move(done)](absl::Status removed) mutable {
           if (removed.ok()) stats_->Erase(req->name());
@@ -212,7 +212,7 @@ grpc::ServerUnaryReactor* SchedulerService::SetNodeSchedulable(
     v1::Node* resp) {
   return Begin(ctx, "SetNodeSchedulable", [&](Done& done) -> absl::Status {
     RETURN_IF_ERROR(ValidateNodeName(req->name(), "name"));
-    scheduler_->SetNodeSchedulable(
+    scheduler_->nodes().SetNodeSchedulable(
         req->name(), req->schedulable(),
         [resp, done = std::move(done)](absl::StatusOr<Node> node) mutable {
           if (node.ok()) NodeToProto(*node, resp);
@@ -258,7 +258,7 @@ grpc::ServerUnaryReactor* SchedulerService::Heartbeat(
     // The stats are stored under the scheduler's lock once the heartbeat is
     // accepted, so that a concurrent RemoveNode (which erases them after its
     // own removal) cannot be overtaken by a late report.
-    scheduler_->Heartbeat(
+    scheduler_->nodes().Heartbeat(
         req->name(), report,
         [&] { stats_->Put(req->name(), std::move(stats), now); },
         [resp, done = std::move(done)](
@@ -278,7 +278,7 @@ grpc::ServerUnaryReactor* SchedulerService::GetCapacity(
     grpc::CallbackServerContext* ctx, const v1::GetCapacityRequest*,
     v1::GetCapacityResponse* resp) {
   return Answer(ctx, "GetCapacity", [&]() -> absl::Status {
-    for (const CapacityEntry& e : scheduler_->GetCapacity()) {
+    for (const CapacityEntry& e : scheduler_->nodes().GetCapacity()) {
       CapacityToProto(e, resp->add_entries());
     }
     return absl::OkStatus();
@@ -291,7 +291,7 @@ grpc::ServerUnaryReactor* SchedulerService::ListAcceleratorTypes(
     v1::ListAcceleratorTypesResponse* resp) {
   return Answer(ctx, "ListAcceleratorTypes", [&]() -> absl::Status {
     const std::shared_ptr<const AcceleratorTypeSet> registry =
-        scheduler_->accelerator_types();
+        scheduler_->nodes().accelerator_types();
     if (req->name().empty()) {
       for (const AcceleratorType& t : registry->types()) {
         ToProto(t, resp->add_types());
@@ -319,7 +319,7 @@ grpc::ServerUnaryReactor* SchedulerService::Allocate(
   return Begin(ctx, "Allocate", [&](Done& done) -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
-    scheduler_->Allocate(request, Reply(resp, std::move(done)));
+    scheduler_->allocations().Allocate(request, Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
 }
@@ -329,7 +329,7 @@ grpc::ServerUnaryReactor* SchedulerService::Release(
     v1::Allocation* resp) {
   return Begin(ctx, "Release", [&](Done& done) -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
-    scheduler_->Release(key, Reply(resp, std::move(done)));
+    scheduler_->allocations().Release(key, Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
 }
@@ -341,7 +341,7 @@ grpc::ServerUnaryReactor* SchedulerService::RenewLease(
     RETURN_IF_ERROR(ValidateId(req->allocation_id(), "allocation_id"));
     const absl::Duration lease = absl::Seconds(req->lease().seconds()) +
                                  absl::Nanoseconds(req->lease().nanos());
-    scheduler_->RenewLease(req->allocation_id(), lease,
+    scheduler_->allocations().RenewLease(req->allocation_id(), lease,
                            Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
@@ -352,7 +352,7 @@ grpc::ServerUnaryReactor* SchedulerService::GetAllocation(
     v1::Allocation* resp) {
   return Begin(ctx, "GetAllocation", [&](Done& done) -> absl::Status {
     ASSIGN_OR_RETURN(AllocationKey key, AllocationKeyFromProto(*req));
-    scheduler_->GetAllocation(key, Reply(resp, std::move(done)));
+    scheduler_->allocations().GetAllocation(key, Reply(resp, std::move(done)));
     return absl::OkStatus();
   });
 }
@@ -370,7 +370,7 @@ grpc::ServerUnaryReactor* SchedulerService::ListAllocations(
     AllocationFilter filter{static_cast<AllocationState>(req->state()),
                             req->node(), req->tenant()};
     ASSIGN_OR_RETURN(AllocationPage page,
-                     scheduler_->ListAllocations(filter, req->page_size(),
+                     scheduler_->allocations().ListAllocations(filter, req->page_size(),
                                                  req->page_token()));
     for (const Allocation& a : page.allocations) {
       AllocationToProto(a, placement_, resp->add_allocations());
@@ -386,7 +386,7 @@ grpc::ServerUnaryReactor* SchedulerService::Explain(
   return Answer(ctx, "Explain", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(AllocationRequest request,
                      AllocationRequestFromProto(*req));
-    ASSIGN_OR_RETURN(ExplainResult result, scheduler_->Explain(request));
+    ASSIGN_OR_RETURN(ExplainResult result, scheduler_->allocations().Explain(request));
     ExplainToProto(result, placement_, resp);
     return absl::OkStatus();
   });
@@ -398,13 +398,13 @@ grpc::ServerUnaryReactor* SchedulerService::GetQueue(
   return Answer(ctx, "GetQueue", [&]() -> absl::Status {
     RETURN_IF_ERROR(ValidateTenant(req->tenant(), "tenant"));
     ASSIGN_OR_RETURN(QueuePage page,
-                     scheduler_->GetQueue(req->tenant(), req->page_size(),
+                     scheduler_->queue().GetQueue(req->tenant(), req->page_size(),
                                           req->page_token()));
     for (const Allocation& a : page.pending) {
       AllocationToProto(a, placement_, resp->add_pending());
     }
     resp->set_next_page_token(page.next_page_token);
-    for (const TenantStanding& t : scheduler_->TenantStandings(req->tenant())) {
+    for (const TenantStanding& t : scheduler_->queue().TenantStandings(req->tenant())) {
       TenantStandingToProto(t, resp->add_tenants());
     }
     return absl::OkStatus();

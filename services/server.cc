@@ -206,7 +206,7 @@ absl::Status Server::OpenScheduler(const Options& options) {
       store_.get(), clock_.get(), *std::move(registry), scheduler_options);
   // A replica loads once elected (Leadership's promote).
   if (pg_store_ == nullptr) RETURN_IF_ERROR(scheduler_->Load());
-  return scheduler_->SetTenantPolicies(
+  return scheduler_->queue().SetTenantPolicies(
       std::make_shared<const TenantPolicies>(*std::move(tenants)));
 }
 
@@ -288,9 +288,9 @@ absl::StatusOr<std::string> Server::ReloadTenants() {
   }
   ASSIGN_OR_RETURN(
       TenantPolicies next,
-      LoadTenantPolicies(tenants_, *scheduler_->accelerator_types()));
+      LoadTenantPolicies(tenants_, *scheduler_->nodes().accelerator_types()));
   const size_t count = next.tenants().size();
-  RETURN_IF_ERROR(scheduler_->SetTenantPolicies(
+  RETURN_IF_ERROR(scheduler_->queue().SetTenantPolicies(
       std::make_shared<const TenantPolicies>(std::move(next))));
   return absl::StrCat("tenants re-read from ", tenants_, ": ", count,
                       " tenants");
@@ -304,7 +304,7 @@ absl::StatusOr<std::string> Server::ReloadAcceleratorTypes() {
   ASSIGN_OR_RETURN(std::shared_ptr<const AcceleratorTypeSet> next,
                    LoadAcceleratorTypes(accelerator_types_));
   const size_t types = next->types().size();
-  RETURN_IF_ERROR(scheduler_->ReplaceAcceleratorTypes(std::move(next)));
+  RETURN_IF_ERROR(scheduler_->nodes().ReplaceAcceleratorTypes(std::move(next)));
   return absl::StrCat("accelerator types re-read from ", accelerator_types_,
                       ": ", types, " types in use");
 }

@@ -71,12 +71,6 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
   node_of_.clear();
   tpu_slices_.clear();
   planned_.clear();
-  // lapsed_ is kept: a reload after a failed commit does not stop an agent
-  // that may be destroying those slices. Holds ended since are put back:
-  // the write that ended them (a registration, the agent's report) may be
-  // the one that failed.
-  for (auto& [key, lapsed] : ended_lapsed_) lapsed_.emplace(key, lapsed);
-  ended_lapsed_.clear();
   relayout_gpus_.clear();
   index_ = CapacityIndex();
   for (Node& node : nodes) {
@@ -356,9 +350,11 @@ void Catalog::RefreshUnits(const std::string& node_name,
         std::vector<MigSlice> away;
         if (d.mig_plan.has_value()) {
           away = PlannedAway(*d.mig_plan, d.mig_slices);
-        } else if (auto lapsed = lapsed_.find({node_name, d.id});
-                   lapsed != lapsed_.end()) {
-          away = PlannedAway(lapsed->second.plan, d.mig_slices);
+        } else if (const MigPlan* lapsed = lapsed_ == nullptr
+                                               ? nullptr
+                                               : lapsed_->LapsedPlan(
+                                                     node_name, d.id)) {
+          away = PlannedAway(*lapsed, d.mig_slices);
         }
         for (const MigSlice& s : d.mig_slices) {
           // A slice planned away is not handed out while the plan stands,
@@ -501,7 +497,7 @@ absl::StatusOr<Node> Catalog::SetMigPlan(absl::string_view node_name,
 
 std::optional<std::pair<Node, MigPlan>> Catalog::DropMigPlan(
     absl::string_view node_name, absl::string_view device_id,
-    uint64_t generation, absl::Time hold_until) {
+    uint64_t generation) {
   auto it = nodes_.find(node_name);
   if (it == nodes_.end()) return std::nullopt;
   Device* d = FindDevice(it->second, device_id);
@@ -512,47 +508,12 @@ std::optional<std::pair<Node, MigPlan>> Catalog::DropMigPlan(
   MigPlan plan = *std::move(d->mig_plan);
   d->mig_plan.reset();
   planned_.erase({it->first, d->id});
-  if (hold_until > absl::InfinitePast()) {
-    lapsed_[{it->first, d->id}] = Lapsed{plan, hold_until};
-  }
   RefreshUnits(it->first, {});
   return std::make_pair(it->second, std::move(plan));
 }
 
-void Catalog::ReleaseLapsed(absl::Time now) {
-  std::set<std::string> nodes;
-  for (auto it = lapsed_.begin(); it != lapsed_.end();) {
-    if (it->second.until <= now) {
-      nodes.insert(it->first.first);
-      it = lapsed_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  std::erase_if(ended_lapsed_,
-                [&](const auto& entry) { return entry.second.until <= now; });
-  for (const std::string& node : nodes) RefreshUnits(node, {});
-}
-
-bool Catalog::EndLapsed(absl::string_view node, absl::string_view device_id,
-                        uint64_t generation) {
-  auto it = lapsed_.find({std::string(node), std::string(device_id)});
-  if (it == lapsed_.end() || it->second.plan.generation != generation) {
-    return false;
-  }
-  ended_lapsed_.insert_or_assign(it->first, std::move(it->second));
-  lapsed_.erase(it);
-  RefreshUnits(std::string(node), {});
-  return true;
-}
-
-void Catalog::ForgetLapsed(absl::string_view node) {
-  auto first = lapsed_.lower_bound({std::string(node), ""});
-  auto last = first;
-  for (; last != lapsed_.end() && last->first.first == node; ++last) {
-    ended_lapsed_.insert_or_assign(last->first, last->second);
-  }
-  lapsed_.erase(first, last);
+void Catalog::RefreshNode(absl::string_view node) {
+  if (nodes_.contains(node)) RefreshUnits(std::string(node), {});
 }
 
 absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,
@@ -580,7 +541,7 @@ absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,
     nodes_.emplace(node.name, node);
   }
   // What the node registers is what it has: no agent is under way.
-  ForgetLapsed(node.name);
+  if (lapsed_ != nullptr) lapsed_->NodeReported(node.name);
   IndexNode(node);
   // Lowered under what live allocations hold: they are kept (as a dropped
   // device in use is), and takes no request with pod_resources until they
@@ -610,7 +571,7 @@ absl::Status Catalog::Remove(absl::string_view name) {
   const std::string node_name(name);
   const std::set<std::string> old_slices = TpuSlicesOf(it->second);
   UnindexNode(it->second);
-  ForgetLapsed(node_name);
+  if (lapsed_ != nullptr) lapsed_->NodeReported(node_name);
   nodes_.erase(it);
   index_.SetAllocatable(node_name, std::nullopt);
   RefreshUnits(node_name, old_slices);

@@ -45,6 +45,24 @@ class UnitHolders {
   }
 };
 
+// Which MIG plans that ended unapplied still keep their slices out of
+// service: a plan dropped at its deadline may still be under way on its node
+// (its agent may be destroying those slices). The MIG re-layout lifecycle
+// (core/relayout/mig_relayouts.h) answers; the catalog asks whenever it
+// re-derives a node's units, and tells it when a node registers again or
+// leaves (what it registers is what it has: no agent is under way).
+class LapsedPlans {
+ public:
+  virtual ~LapsedPlans() = default;
+  // The plan of GPU `device_id` on `node` whose slices it planned away stay
+  // out of service, or nullptr.
+  virtual const MigPlan* LapsedPlan(absl::string_view node,
+                                    absl::string_view device_id) const = 0;
+  // `node` registered again or was removed: none of its plans keeps slices
+  // out of service any more.
+  virtual void NodeReported(absl::string_view node) = 0;
+};
+
 struct NodePage {
   std::vector<Node> nodes;
   std::string next_page_token;  // empty on the last page
@@ -75,16 +93,17 @@ struct HealthChange {
 
 class Catalog {
  public:
-  // `holders` is not owned and must outlive the catalog.
-  explicit Catalog(const UnitHolders* holders) : holders_(holders) {}
+  // `holders` and `lapsed` (null: no plan keeps slices out of service) are
+  // not owned and must outlive the catalog.
+  Catalog(const UnitHolders* holders, LapsedPlans* lapsed)
+      : holders_(holders), lapsed_(lapsed) {}
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;
 
   // Replaces the whole catalog with `nodes` as the store returned them,
-  // typing each device through `types`, but for the slices held after a
-  // plan's deadline (DropMigPlan), which are not stored and stay held.
-  // DATA_LOSS for a device whose model the set of types does not know or
-  // that does not fit its type; the catalog then has no node.
+  // typing each device through `types`. DATA_LOSS for a device whose model
+  // the set of types does not know or that does not fit its type; the
+  // catalog then has no node.
   absl::Status Load(std::vector<Node> nodes, const AcceleratorTypeSet& types);
 
   const NodeMap& nodes() const { return nodes_; }
@@ -107,8 +126,9 @@ class Catalog {
   // ends (appended to `plan_ends`, when not null) once the GPU reports its
   // layout, or when it reports one the plan does not explain
   // (ProgressOf, core/model/mig_plan.h), leaves MIG mode or is dropped (a
-  // dropped GPU kept while held, too). Slices held out of service after a
-  // plan's deadline (DropMigPlan) are in service again.
+  // dropped GPU kept while held, too). The catalog's LapsedPlans is told
+  // (NodeReported): no plan keeps the node's slices out of service any
+  // more.
   absl::StatusOr<Node> Put(const AcceleratorTypeSet& types, Node node,
                            absl::Time now,
                            std::vector<MigPlanEnd>* plan_ends = nullptr);
@@ -121,30 +141,16 @@ class Catalog {
   absl::StatusOr<Node> SetMigPlan(absl::string_view node,
                                   absl::string_view device_id, MigPlan plan);
   // Ends the plan of GPU `device_id` on `node` if it is of `generation`
-  // (0: whichever it is). Its slices planned away that still exist are
-  // allocatable again at once, or, when `hold_until` is later than the
-  // InfinitePast default, held out of service until the first of: the node
-  // registers again (Put) or is removed, ReleaseLapsed is called at or after
-  // `hold_until`, or EndLapsed names the plan (a plan whose deadline passed
-  // may still be under way on the node: its agent may be destroying those
-  // slices). Such a hold is kept across Load and a change of the node's
-  // devices otherwise; one ended by Put, Remove or EndLapsed comes back with
-  // Load until `hold_until` (the write that ended it may have failed).
-  // Returns the node to write and the plan ended; nullopt when there was no
-  // such plan (nothing changes).
+  // (0: whichever it is): its slices planned away that still exist are
+  // allocatable again, unless the catalog's LapsedPlans keeps them out of
+  // service. Returns the node to write and the plan ended; nullopt when
+  // there was no such plan (nothing changes).
   std::optional<std::pair<Node, MigPlan>> DropMigPlan(
-      absl::string_view node, absl::string_view device_id, uint64_t generation,
-      absl::Time hold_until = absl::InfinitePast());
-  // Makes allocatable again the slices that DropMigPlan held until `now` or
-  // before. Not durable: after a restart such slices are allocatable
-  // (README, "Dynamic MIG re-layout").
-  void ReleaseLapsed(absl::Time now);
-  // Makes allocatable again the slices held for the plan of `generation`
-  // (not 0) of GPU `device_id` on `node` that DropMigPlan dropped at its
-  // deadline (the node's agent has said it failed). False, and nothing
-  // changes, when no such plan is held.
-  bool EndLapsed(absl::string_view node, absl::string_view device_id,
-                 uint64_t generation);
+      absl::string_view node, absl::string_view device_id,
+      uint64_t generation);
+  // Re-derives the units of `node` (a no-op for an unknown one): what
+  // LapsedPlans answers for it changed.
+  void RefreshNode(absl::string_view node);
   // (node, device id) of the MIG GPUs of canonical `model` on nodes whose
   // agent applies re-layouts (kMigRelayoutLabel), in that order.
   const std::set<std::pair<std::string, std::string>>& RelayoutGpus(
@@ -201,8 +207,6 @@ class Catalog {
                             std::vector<MigPlanEnd>* plan_ends);
   void IndexNode(const Node& node);
   void UnindexNode(const Node& node);
-  // Ends every DropMigPlan hold on `node` (it registered or left).
-  void ForgetLapsed(absl::string_view node);
   // Re-derives the units of `node` (and of TPU slices it holds or held).
   void RefreshUnits(const std::string& node,
                     const std::set<std::string>& old_slices);
@@ -211,25 +215,13 @@ class Catalog {
   void PutUnit(Unit unit);
 
   const UnitHolders* const holders_;
+  LapsedPlans* const lapsed_;
   NodeMap nodes_;
   // Device and MIG slice id -> owning node.
   absl::flat_hash_map<std::string, std::string> node_of_;
   absl::flat_hash_map<std::string, TpuSliceState> tpu_slices_;
   // (node, device id) of every GPU with a MIG plan.
   std::set<std::pair<std::string, std::string>> planned_;
-  // A plan dropped at its deadline, whose slices it planned away stay out of
-  // service until `until` or the node's next registration.
-  struct Lapsed {
-    MigPlan plan;
-    absl::Time until;
-  };
-  // (node, device id) -> its plan dropped at the deadline. Not derived from
-  // nodes_ (which no longer shows the plan): IndexNode and UnindexNode leave
-  // it alone.
-  std::map<std::pair<std::string, std::string>, Lapsed> lapsed_;
-  // Those of lapsed_ ended by Put, Remove or EndLapsed before their time was
-  // up, kept until then for Load to put back.
-  std::map<std::pair<std::string, std::string>, Lapsed> ended_lapsed_;
   // Canonical model -> (node, device id) of its MIG GPUs on nodes that
   // re-layout.
   std::map<std::string, std::set<std::pair<std::string, std::string>>,

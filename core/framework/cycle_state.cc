@@ -5,7 +5,11 @@ namespace accelsched {
 void FilterChain::Add(const FilterPlugin* filter) {
   switch (filter->kind()) {
     case FilterPlugin::Kind::kGate:
-      gates_.push_back(filter);
+      if (filter->home_only()) {
+        home_gates_.push_back(filter);
+      } else {
+        gates_.push_back(filter);
+      }
       break;
     case FilterPlugin::Kind::kRoom:
       room_.push_back(filter);
@@ -19,19 +23,34 @@ void FilterChain::Add(const FilterPlugin* filter) {
 
 void FilterChain::Clear() {
   gates_.clear();
+  home_gates_.clear();
   room_.clear();
   held_.clear();
   all_.clear();
 }
 
 bool FilterChain::Gates(const CycleState& cycle, absl::string_view name) const {
-  if (gates_.empty()) return true;
+  if (gates_.empty() && home_gates_.empty()) return true;
   return Gates(cycle, name, cycle.snapshot().FindNode(name));
 }
 
 bool FilterChain::Gates(const CycleState& cycle, absl::string_view name,
                         const Node* node) const {
   const NodeView view{name, node, nullptr, NodeResources{}};
+  for (const FilterPlugin* f : gates_) {
+    if (f->Filter(cycle, view) != nullptr) return false;
+  }
+  for (const FilterPlugin* f : home_gates_) {
+    if (f->Filter(cycle, view) != nullptr) return false;
+  }
+  return true;
+}
+
+bool FilterChain::HostGates(const CycleState& cycle,
+                            absl::string_view host) const {
+  if (gates_.empty()) return true;
+  const NodeView view{host, cycle.snapshot().FindNode(host), nullptr,
+                      NodeResources{}};
   for (const FilterPlugin* f : gates_) {
     if (f->Filter(cycle, view) != nullptr) return false;
   }

@@ -46,11 +46,15 @@ class FilterChain {
   void Add(const FilterPlugin* filter);
   void Clear();
 
-  // Whether node `name` passes every kGate filter; `node` is the node of
-  // that name (nullptr: none registered), when the caller has it.
+  // Whether node `name` passes every kGate filter, as a unit's home; `node`
+  // is the node of that name (nullptr: none registered), when the caller has
+  // it.
   bool Gates(const CycleState& cycle, absl::string_view name) const;
   bool Gates(const CycleState& cycle, absl::string_view name,
              const Node* node) const;
+  // Whether node `host` passes the kGate filters that weigh every host of a
+  // unit (all but the home_only ones).
+  bool HostGates(const CycleState& cycle, absl::string_view host) const;
   // Whether node `name` passes every kRoom filter, with `freed` coming free
   // there.
   bool Room(const CycleState& cycle, absl::string_view name,
@@ -59,9 +63,13 @@ class FilterChain {
   // kHeld filter).
   bool Held(const CycleState& cycle, const PoolKey& pool,
             absl::string_view home) const;
-  // Gates and Room: what every node a unit spans must pass.
+  // Gates and Room: what a unit's home must pass, whatever its pool.
   bool NodePasses(const CycleState& cycle, absl::string_view name) const {
     return Gates(cycle, name) && Room(cycle, name);
+  }
+  // HostGates and Room: what every other node a unit spans must pass.
+  bool HostPasses(const CycleState& cycle, absl::string_view host) const {
+    return HostGates(cycle, host) && Room(cycle, host);
   }
   // NodePasses and Held: what a unit's home must pass.
   bool HomePasses(const CycleState& cycle, const PoolKey& pool,
@@ -79,6 +87,7 @@ class FilterChain {
 
  private:
   absl::InlinedVector<const FilterPlugin*, 4> gates_;
+  absl::InlinedVector<const FilterPlugin*, 1> home_gates_;
   absl::InlinedVector<const FilterPlugin*, 2> room_;
   absl::InlinedVector<const FilterPlugin*, 2> held_;
   absl::InlinedVector<const FilterPlugin*, 8> all_;

@@ -62,10 +62,17 @@ Explanation AccountNodes(const Framework& framework, const CycleState& cycle) {
       add({absl::StrCat("no ", SpecUnitName(spec)), ""});
     }
     const NodeView view{name, &node, nullptr, NodeResources{}};
-    for (const FilterPlugin* f : cycle.filters().all()) {
-      if (!f->in_account()) continue;
-      if (std::optional<NodeReason> r = f->Describe(cycle, view)) {
-        add(*std::move(r));
+    // The node's own gates first, and only the first that fails (a cordoned
+    // node's free CPU is beside the point), then what its room lacks.
+    for (const FilterPlugin::Kind kind :
+         {FilterPlugin::Kind::kGate, FilterPlugin::Kind::kRoom,
+          FilterPlugin::Kind::kHeld}) {
+      for (const FilterPlugin* f : cycle.filters().all()) {
+        if (f->kind() != kind || !f->in_account()) continue;
+        if (std::optional<NodeReason> r = f->Describe(cycle, view)) {
+          add(*std::move(r));
+          if (kind == FilterPlugin::Kind::kGate) break;
+        }
       }
     }
     if (units != on_node.end() && placer != nullptr) {

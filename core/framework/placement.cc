@@ -70,7 +70,7 @@ std::vector<const Unit*> FreeUnitsBestFit(const CapacityIndex& index,
 
 bool HostsEligible(const CycleState& cycle, const Unit& unit) {
   for (const std::string& host : unit.hosts) {
-    if (!cycle.filters().NodePasses(cycle, host)) return false;
+    if (!cycle.filters().HostPasses(cycle, host)) return false;
   }
   return true;
 }

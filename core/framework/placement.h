@@ -43,7 +43,8 @@ int MostFree(const std::vector<PoolCandidate>& candidates);
 std::vector<const Unit*> FreeUnitsBestFit(const CapacityIndex& index,
                                           const CapacityIndex::Home& home);
 
-// Whether every node `unit` spans passes the cycle's node filters.
+// Whether every node `unit` spans passes the cycle's filters of every host
+// (FilterChain::HostPasses); its home's own filters are the caller's.
 bool HostsEligible(const CycleState& cycle, const Unit& unit);
 
 // `spec.count` free units of `candidate`'s pool on `home` for the cycle's

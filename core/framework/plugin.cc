@@ -48,7 +48,7 @@ std::optional<NodeReason> PlacementPlugin::DescribePool(
     if (!u->free()) continue;
     bool others_ok = true;
     for (const std::string& host : u->hosts) {
-      if (host != node && !cycle.filters().NodePasses(cycle, host)) {
+      if (host != node && !cycle.filters().HostPasses(cycle, host)) {
         others_ok = false;
         break;
       }

@@ -128,7 +128,7 @@ struct NodeView {
   // For a filter of kGate kind: the node, nullptr when it is not registered
   // (yet). The other kinds are not given it.
   const Node* node = nullptr;
-  // For a filter of kHome scope: the pool whose units of the node are
+  // For a filter of kHeld kind: the pool whose units of the node are
   // weighed.
   const PoolKey* pool = nullptr;
   // What a PostFilter action would free there (victims, leases that end),
@@ -175,6 +175,10 @@ class FilterPlugin : public virtual Plugin {
   // For a filter the account leaves out: what a refusal adds when the
   // request would fit but for this filter; "" for nothing.
   virtual absl::string_view ExcludedNote() const { return ""; }
+  // For a filter of kGate kind: whether it weighs a unit's home alone (the
+  // node a multi-host slice is listed on), not the slice's other hosts. A
+  // topology domain is the home's: the other hosts need not carry its label.
+  virtual bool home_only() const { return false; }
 };
 
 // One candidate a placement weighs, as a Score plugin sees it.

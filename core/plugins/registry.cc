@@ -14,6 +14,7 @@
 #include "core/plugins/label_selector/label_selector.h"
 #include "core/plugins/lease_term/lease_term.h"
 #include "core/plugins/mig_relayout/mig_relayout.h"
+#include "core/plugins/node_drain/node_drain.h"
 #include "core/plugins/node_resources/node_resources.h"
 #include "core/plugins/plan_ahead/plan_ahead.h"
 #include "core/plugins/preemption/preemption.h"
@@ -59,6 +60,7 @@ const Entry kPlugins[] = {
     // Filter: the gates (selector first), room, holds for others.
     {LabelSelectorPlugin::kName, &LabelSelectorPlugin::New},
     {SchedulablePlugin::kName, &SchedulablePlugin::New},
+    {NodeDrainPlugin::kName, &NodeDrainPlugin::New},
     {TopologyPlugin::kName, &TopologyPlugin::New},
     {ReservationsPlugin::kName, &ReservationsPlugin::New},
     // Score: the placements (shares, gangs, then one --packing policy for

@@ -47,18 +47,18 @@ class BlockingScheduler {
   // --- Writes: the callback form, waited for ---
   absl::StatusOr<Node> RegisterNode(Node node) {
     return Wait<Node>([&](Scheduler::Callback<Node> done) {
-      scheduler_->RegisterNode(std::move(node), std::move(done));
+      scheduler_->nodes().RegisterNode(std::move(node), std::move(done));
     });
   }
   absl::Status RemoveNode(absl::string_view name, bool force) {
     return WaitStatus([&](Scheduler::StatusCallback done) {
-      scheduler_->RemoveNode(name, force, std::move(done));
+      scheduler_->nodes().RemoveNode(name, force, std::move(done));
     });
   }
   absl::StatusOr<Node> SetNodeSchedulable(absl::string_view name,
                                           bool schedulable) {
     return Wait<Node>([&](Scheduler::Callback<Node> done) {
-      scheduler_->SetNodeSchedulable(name, schedulable, std::move(done));
+      scheduler_->nodes().SetNodeSchedulable(name, schedulable, std::move(done));
     });
   }
   absl::Status Heartbeat(
@@ -77,28 +77,28 @@ class BlockingScheduler {
       absl::FunctionRef<void()> accepted = [] {}) {
     return Wait<Scheduler::MigPlans>(
         [&](Scheduler::Callback<Scheduler::MigPlans> done) {
-          scheduler_->Heartbeat(name, report, accepted, std::move(done));
+          scheduler_->nodes().Heartbeat(name, report, accepted, std::move(done));
         });
   }
   absl::StatusOr<Allocation> Allocate(const AllocationRequest& request) {
     return Wait<Allocation>([&](Scheduler::Callback<Allocation> done) {
-      scheduler_->Allocate(request, std::move(done));
+      scheduler_->allocations().Allocate(request, std::move(done));
     });
   }
   absl::StatusOr<Allocation> Release(const AllocationKey& key) {
     return Wait<Allocation>([&](Scheduler::Callback<Allocation> done) {
-      scheduler_->Release(key, std::move(done));
+      scheduler_->allocations().Release(key, std::move(done));
     });
   }
   absl::StatusOr<Allocation> RenewLease(absl::string_view allocation_id,
                                         absl::Duration lease) {
     return Wait<Allocation>([&](Scheduler::Callback<Allocation> done) {
-      scheduler_->RenewLease(allocation_id, lease, std::move(done));
+      scheduler_->allocations().RenewLease(allocation_id, lease, std::move(done));
     });
   }
   absl::StatusOr<Allocation> GetAllocation(const AllocationKey& key) const {
     return Wait<Allocation>([&](Scheduler::Callback<Allocation> done) {
-      scheduler_->GetAllocation(key, std::move(done));
+      scheduler_->allocations().GetAllocation(key, std::move(done));
     });
   }
 
@@ -106,42 +106,42 @@ class BlockingScheduler {
   absl::Status Load() { return scheduler_->Load(); }
   absl::Status Ready() const { return scheduler_->Ready(); }
   absl::StatusOr<Node> GetNode(absl::string_view name) const {
-    return scheduler_->GetNode(name);
+    return scheduler_->nodes().GetNode(name);
   }
   absl::StatusOr<NodePage> ListNodes(const LabelSelector& selector,
                                      int page_size,
                                      absl::string_view page_token) const {
-    return scheduler_->ListNodes(selector, page_size, page_token);
+    return scheduler_->nodes().ListNodes(selector, page_size, page_token);
   }
   std::vector<CapacityEntry> GetCapacity() const {
-    return scheduler_->GetCapacity();
+    return scheduler_->nodes().GetCapacity();
   }
   std::shared_ptr<const AcceleratorTypeSet> accelerator_types() const {
-    return scheduler_->accelerator_types();
+    return scheduler_->nodes().accelerator_types();
   }
   absl::Status ReplaceAcceleratorTypes(
       std::shared_ptr<const AcceleratorTypeSet> next) {
-    return scheduler_->ReplaceAcceleratorTypes(std::move(next));
+    return scheduler_->nodes().ReplaceAcceleratorTypes(std::move(next));
   }
   absl::StatusOr<AllocationPage> ListAllocations(
       const AllocationFilter& filter, int page_size,
       absl::string_view page_token) const {
-    return scheduler_->ListAllocations(filter, page_size, page_token);
+    return scheduler_->allocations().ListAllocations(filter, page_size, page_token);
   }
   absl::StatusOr<ExplainResult> Explain(
       const AllocationRequest& request) const {
-    return scheduler_->Explain(request);
+    return scheduler_->allocations().Explain(request);
   }
   absl::StatusOr<int> Sweep() { return scheduler_->Sweep(); }
   absl::StatusOr<QueuePage> GetQueue(absl::string_view tenant, int page_size,
                                      absl::string_view page_token) const {
-    return scheduler_->GetQueue(tenant, page_size, page_token);
+    return scheduler_->queue().GetQueue(tenant, page_size, page_token);
   }
   std::vector<TenantStanding> TenantStandings(absl::string_view tenant) const {
-    return scheduler_->TenantStandings(tenant);
+    return scheduler_->queue().TenantStandings(tenant);
   }
   absl::Status SetTenantPolicies(std::shared_ptr<const TenantPolicies> next) {
-    return scheduler_->SetTenantPolicies(std::move(next));
+    return scheduler_->queue().SetTenantPolicies(std::move(next));
   }
   SchedulerStats Stats() const { return scheduler_->Stats(); }
   EventHub& events() { return scheduler_->events(); }

@@ -132,7 +132,7 @@ class FrameworkFixture : public testing::Test {
     for (const std::string& key : catalog_.index().UnitsOnNode(l.node)) {
       if (static_cast<int>(r.units.size()) == l.units) break;
       const Unit* u = catalog_.index().Find(key);
-      if (u->pool != GpuPool(l.model) || !u->allocation.empty()) continue;
+      if (u->pool != GpuPool(l.model) || !u->holder.empty()) continue;
       r.units.push_back(key);
       a.devices.insert(a.devices.end(), u->devices.begin(), u->devices.end());
     }
@@ -210,7 +210,7 @@ class FrameworkFixture : public testing::Test {
   }
 
   std::shared_ptr<const AcceleratorTypeSet> types_ = BuiltinAcceleratorTypes();
-  Catalog catalog_{&book_};
+  Catalog catalog_{&book_, nullptr};
   AllocationBook book_{&catalog_.mutable_index()};
   TenantPolicies tenants_;
   Snapshot snapshot_;

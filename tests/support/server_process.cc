@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -30,6 +31,12 @@ pid_t Spawn(const std::string& binary, const std::vector<std::string>& flags,
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     execv(argv[0], argv.data());
+    // Only async-signal-safe calls here: say why, as a number, and exit.
+    char why[] = "execv failed: errno     \n";
+    for (int e = errno, i = 23; e > 0 && i >= 20; e /= 10, --i) {
+      why[i] = static_cast<char>('0' + e % 10);
+    }
+    (void)!write(STDERR_FILENO, why, sizeof why - 1);
     _exit(127);
   }
   close(fds[1]);
@@ -85,9 +92,20 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartProgram(
     return absl::InternalError(absl::StrCat("cannot spawn ", binary));
   std::unique_ptr<ServerProcess> p(new ServerProcess(pid, fd));
   if (!p->WaitForOutput(ready_marker, absl::Seconds(30))) {
+    // Whether it exited by itself (and how) or was still running at the
+    // deadline tells a crash from a hang.
+    int wstatus = 0;
+    std::string how = "was still running after 30 s";
+    if (waitpid(pid, &wstatus, WNOHANG) == pid) {
+      p->pid_ = -1;
+      p->exit_code_ = ExitCode(wstatus);
+      how = absl::StrCat("exited with status ", p->exit_code_);
+      p->reader_.join();  // the rest of what it printed
+    }
     p->Stop(SIGKILL);
-    return absl::UnavailableError(absl::StrCat(
-        binary, " did not become ready; it printed:\n", p->output()));
+    return absl::UnavailableError(absl::StrCat(binary, " did not become ready (",
+                                               how, "); it printed:\n",
+                                               p->output()));
   }
   return p;
 }
@@ -133,6 +151,8 @@ void ServerProcess::ReadOutput() {
   char buf[4096];
   for (;;) {
     ssize_t n = read(fd_, buf, sizeof buf);
+    // A signal delivered to this thread is not the end of the server's output.
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     // Pass the server's log through, so that a failing test shows it.
     fwrite(buf, 1, static_cast<size_t>(n), stderr);

@@ -1,8 +1,9 @@
 // The topology plugin: required and preferred topology (Kueue's TAS), and the
 // placement of gangs.
-// - Filter (gate): with a topology_key (a request's, or its
-//   required_topology), only nodes that carry that label take part. Explain's
-//   per-node account leaves it out, as it always has.
+// - Filter (gate, home only): with a topology_key (a request's, or its
+//   required_topology), only nodes that carry that label take part; the other
+//   hosts of a multi-host slice need not. Explain's per-node account leaves
+//   it out, as it always has.
 // - Score, the placement of a gang (replicas > 1): replicas groups of count
 //   units, each group on a distinct node, all of one pool; with a
 //   topology_key all on nodes that share one value of that label. Within a
@@ -58,6 +59,7 @@ class TopologyPlugin final : public FilterPlugin,
   const char* Filter(const CycleState& cycle,
                      const NodeView& node) const override;
   bool in_account() const override { return false; }
+  bool home_only() const override { return true; }
 
   bool Places(const CycleState& cycle) const override;
   std::optional<Groups> Place(const Session& session,

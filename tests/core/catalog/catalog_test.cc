@@ -50,7 +50,7 @@ class CatalogTest : public testing::Test {
       BuiltinAcceleratorTypes();
   absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
   MapOwners holders_;
-  Catalog catalog_{&holders_};
+  Catalog catalog_{&holders_, nullptr};
 };
 
 TEST_F(CatalogTest, UnitsDeriveFromDevicesMigSlicesAndTpuSlices) {

@@ -98,7 +98,7 @@ TEST(SchedulerCallbackThreadTest, LeaderModeRunsTheCallbackOnTheCaller) {
   ASSERT_OK(s.Load());
   int runs = 0;
   std::thread::id ran_on;
-  s.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)}),
+  s.nodes().RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)}),
                  [&](absl::StatusOr<Node> node) {
                    EXPECT_OK(node);
                    // Durable before it is told.
@@ -124,7 +124,7 @@ TEST(SchedulerCallbackThreadTest, ThreadModeRunsTheCallbackOnTheCommitter) {
   absl::Notification done;
   int runs = 0;
   std::thread::id ran_on;
-  s.RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)}),
+  s.nodes().RegisterNode(MakeNode("n1", {Gpu("GPU-a", "T4", 0)}),
                  [&](absl::StatusOr<Node> node) {
                    EXPECT_OK(node);
                    EXPECT_EQ(store.nodes().count("n1"), 1u);

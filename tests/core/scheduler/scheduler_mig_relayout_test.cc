@@ -931,7 +931,7 @@ TEST(SchedulerMigRelayoutRaceTest, AReplyCarriesOnlyPlansWrittenBeforeIt) {
   absl::Notification replied;
   absl::StatusOr<Scheduler::MigPlans> reply;
   std::map<std::string, Node> durable_then;
-  s.scheduler().Heartbeat(
+  s.scheduler().nodes().Heartbeat(
       "n7", Scheduler::HeartbeatReport{}, [] {},
       [&](absl::StatusOr<Scheduler::MigPlans> plans) {
         reply = std::move(plans);

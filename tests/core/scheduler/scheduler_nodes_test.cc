@@ -126,11 +126,11 @@ TEST(SchedulerForcedRemovalTest, EndedAllocationsAreShownOnlyOnceDurable) {
   absl::Notification removed, read;
   absl::Status removal;
   absl::StatusOr<Allocation> seen;
-  s.scheduler().RemoveNode("n1", true, [&](absl::Status st) {
+  s.scheduler().nodes().RemoveNode("n1", true, [&](absl::Status st) {
     removal = st;
     removed.Notify();
   });
-  s.scheduler().GetAllocation({a.id, ""}, [&](absl::StatusOr<Allocation> got) {
+  s.scheduler().allocations().GetAllocation({a.id, ""}, [&](absl::StatusOr<Allocation> got) {
     seen = std::move(got);
     read.Notify();
   });

@@ -1,17 +1,19 @@
 // Victim choice on its own: live allocations in a real allocation book, the
-// planner asked directly; nothing is preempted (the pass does that).
-#include "core/admission/preemption_planner.h"
+// search asked directly in a pass's session; nothing is preempted (the
+// preemption and reclaim plugins do that).
+#include "core/plugins/preemption/victim_search.h"
 
+#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/admission/reservation_planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/admission_fixture.h"
+#include "tests/support/framework_fixture.h"
 
 namespace accelsched {
 namespace {
@@ -20,19 +22,26 @@ using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
 
-class PreemptionPlannerTest : public AdmissionFixture {
+class VictimSearchTest : public FrameworkFixture {
  protected:
-  // Nothing held from a last pass.
-  ReservationPlanner NoHolds() {
-    return ReservationPlanner(ctx_, [](absl::string_view) { return false; });
+  // A prepared cycle of pending `p` for `spec` (kept for the cycle, which
+  // points to it) in `s`.
+  std::unique_ptr<CycleState> CycleOf(PassSession& s, const Allocation& p,
+                                      const MatchSpec& spec) {
+    return Cycle(s, p, specs_.emplace_back(spec));
   }
+  std::unique_ptr<CycleState> CycleOf(PassSession& s, const Allocation& p) {
+    return CycleOf(s, p, MatchSpec::Of(p));
+  }
+
+  std::deque<MatchSpec> specs_;
 };
 
 struct VictimCase {
   const char* name;
   std::vector<std::pair<std::string, int>> nodes;  // name, T4 GPUs
   std::map<std::string, TenantPolicy> tenants;
-  std::vector<AdmissionFixture::Live> live;
+  std::vector<FrameworkFixture::Live> live;
   int count;                         // the request's units
   int priority;                      // the request's
   std::vector<std::string> victims;  // empty: no choice
@@ -41,7 +50,7 @@ struct VictimCase {
   friend void PrintTo(const VictimCase& c, std::ostream* os) { *os << c.name; }
 };
 
-class VictimChoiceTest : public PreemptionPlannerTest,
+class VictimChoiceTest : public VictimSearchTest,
                          public testing::WithParamInterface<VictimCase> {};
 
 TEST_P(VictimChoiceTest, ChoosesTheseVictims) {
@@ -50,12 +59,13 @@ TEST_P(VictimChoiceTest, ChoosesTheseVictims) {
   SetTenants(c.tenants);
   for (const Live& l : c.live) AddLive(l);
   const Allocation& p = AddPending("p-1", "t", c.count, c.priority);
-  ReservationPlanner reservations = NoHolds();
-  PreemptionPlanner planner(ctx_, reservations);
+  std::unique_ptr<PassSession> s = NewSession();
+  std::unique_ptr<CycleState> cycle = CycleOf(*s, p);
+  VictimSearch search(s->session);
   std::optional<VictimChoice> choice =
-      planner.ChooseVictims("p-1", p, SpecOf(p));
+      search.ChooseVictims(*cycle, "p-1", p, cycle->spec());
   if (c.victims.empty()) {
-    EXPECT_EQ(choice, std::nullopt);
+    EXPECT_FALSE(choice.has_value());
     return;
   }
   ASSERT_TRUE(choice.has_value());
@@ -63,7 +73,7 @@ TEST_P(VictimChoiceTest, ChoosesTheseVictims) {
   EXPECT_EQ(choice->node, c.node);
 }
 
-using L = AdmissionFixture::Live;
+using L = FrameworkFixture::Live;
 
 TenantPolicy Unpreemptible() {
   TenantPolicy p;
@@ -185,38 +195,49 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
-TEST_F(PreemptionPlannerTest, WhatThisPassAdmittedIsNoVictim) {
+TEST_F(VictimSearchTest, WhatThisSessionPlacedIsNoVictim) {
   AddNode("n1", 2);
   AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
   const Allocation& p = AddPending("p-1", "t", 2, 5);
-  ReservationPlanner reservations = NoHolds();
-  PreemptionPlanner planner(ctx_, reservations);
-  // Not yet admitted by this pass: x-1 is the victim.
-  std::optional<VictimChoice> before =
-      planner.ChooseVictims("p-1", p, SpecOf(p));
-  ASSERT_TRUE(before.has_value());
-  EXPECT_THAT(before->victims, testing::ElementsAre("x-1"));
-  PreemptionPlanner fresh(ctx_, reservations);
-  fresh.NoteAdmitted("x-1");
-  EXPECT_EQ(fresh.ChooseVictims("p-1", p, SpecOf(p)), std::nullopt);
+  {
+    // Not yet placed in this session: x-1 is the victim.
+    std::unique_ptr<PassSession> s = NewSession();
+    std::unique_ptr<CycleState> cycle = CycleOf(*s, p);
+    VictimSearch search(s->session);
+    std::optional<VictimChoice> before =
+        search.ChooseVictims(*cycle, "p-1", p, cycle->spec());
+    ASSERT_TRUE(before.has_value());
+    EXPECT_THAT(before->victims, ElementsAre("x-1"));
+  }
+  std::unique_ptr<PassSession> s = NewSession();
+  s->session.NotePlaced("x-1");
+  std::unique_ptr<CycleState> cycle = CycleOf(*s, p);
+  VictimSearch search(s->session);
+  EXPECT_FALSE(
+      search.ChooseVictims(*cycle, "p-1", p, cycle->spec()).has_value());
 }
 
-TEST_F(PreemptionPlannerTest, GangsWait) {
+TEST_F(VictimSearchTest, GangsWait) {
   AddNode("n1", 2);
   AddNode("n2", 2);
   AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
   AddLive({.id = "x-2", .tenant = "x", .node = "n2", .units = 2});
   const Allocation& p = AddPending("p-1", "t", 2, 5);
-  MatchSpec gang = SpecOf(p);
+  MatchSpec gang = MatchSpec::Of(p);
   gang.replicas = 2;
-  ReservationPlanner reservations = NoHolds();
-  PreemptionPlanner planner(ctx_, reservations);
-  EXPECT_EQ(planner.ChooseVictims("p-1", p, gang), std::nullopt);
+  std::unique_ptr<PassSession> s = NewSession();
+  std::unique_ptr<CycleState> gang_cycle = CycleOf(*s, p, gang);
+  std::unique_ptr<CycleState> cycle = CycleOf(*s, p);
+  VictimSearch search(s->session);
+  EXPECT_FALSE(
+      search.ChooseVictims(*gang_cycle, "p-1", p, gang_cycle->spec())
+          .has_value());
   // One replica would preempt.
-  EXPECT_TRUE(planner.ChooseVictims("p-1", p, SpecOf(p)).has_value());
+  EXPECT_TRUE(
+      search.ChooseVictims(*cycle, "p-1", p, cycle->spec()).has_value());
 }
 
-TEST_F(PreemptionPlannerTest, ANodeHeldForAHigherPreemptorIsPassedBy) {
+TEST_F(VictimSearchTest, ANodeHeldForAHigherPreemptorIsPassedBy) {
   AddNode("n1", 3);
   AddNode("n2", 2);
   AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
@@ -226,19 +247,21 @@ TEST_F(PreemptionPlannerTest, ANodeHeldForAHigherPreemptorIsPassedBy) {
   Preempted("x-2", "q-1");
   const Allocation& p = AddPending("p-1", "t", 2, 5);
   {
-    ReservationPlanner reservations = NoHolds();
-    PreemptionPlanner planner(ctx_, reservations);
+    std::unique_ptr<PassSession> s = NewSession();
+    std::unique_ptr<CycleState> cycle = CycleOf(*s, p);
+    VictimSearch search(s->session);
     std::optional<VictimChoice> choice =
-        planner.ChooseVictims("p-1", p, SpecOf(p));
+        search.ChooseVictims(*cycle, "p-1", p, cycle->spec());
     ASSERT_TRUE(choice.has_value());
     EXPECT_THAT(choice->victims, ElementsAre("x-1"));
     EXPECT_EQ(choice->node, "n1");
   }
-  ReservationPlanner reservations = NoHolds();
-  reservations.HoldVictimNodes("q-1", 9, book_.VictimsOf("q-1"));
-  PreemptionPlanner planner(ctx_, reservations);
+  std::unique_ptr<PassSession> s = NewSession();
+  s->holds.HoldVictimNodes(catalog_.index(), "q-1", 9, book_.VictimsOf("q-1"));
+  std::unique_ptr<CycleState> cycle = CycleOf(*s, p);
+  VictimSearch search(s->session);
   std::optional<VictimChoice> choice =
-      planner.ChooseVictims("p-1", p, SpecOf(p));
+      search.ChooseVictims(*cycle, "p-1", p, cycle->spec());
   ASSERT_TRUE(choice.has_value());
   EXPECT_THAT(choice->victims, ElementsAre("x-3"));
   EXPECT_EQ(choice->node, "n2");
@@ -246,7 +269,7 @@ TEST_F(PreemptionPlannerTest, ANodeHeldForAHigherPreemptorIsPassedBy) {
 
 // a borrows one T4 of cohort c (3 of its nominal 2); x, outside the cohort,
 // holds one at a lower priority than b's request.
-class ReclaimTest : public PreemptionPlannerTest {
+class ReclaimVictimsTest : public VictimSearchTest {
  protected:
   void SetUp() override {
     AddNode("n1", 4);
@@ -267,54 +290,60 @@ class ReclaimTest : public PreemptionPlannerTest {
   }
 };
 
-TEST_F(ReclaimTest, BorrowersGoFirst) {
+TEST_F(ReclaimVictimsTest, BorrowersGoFirst) {
   const Allocation& b = AddPending("b-1", "b", 1, 0);
-  ReservationPlanner reservations = NoHolds();
-  PreemptionPlanner planner(ctx_, reservations);
+  std::unique_ptr<PassSession> s = NewSession();
+  std::unique_ptr<CycleState> cycle = CycleOf(*s, b);
+  VictimSearch search(s->session);
   std::optional<VictimChoice> choice =
-      planner.ChooseVictims("b-1", b, SpecOf(b));
+      search.ChooseVictims(*cycle, "b-1", b, cycle->spec());
   ASSERT_TRUE(choice.has_value());
   EXPECT_THAT(choice->victims, ElementsAre("a-2"));
 }
 
-TEST_F(ReclaimTest, NoMoreOfABorrowerIsTakenThanItBorrows) {
+TEST_F(ReclaimVictimsTest, NoMoreOfABorrowerIsTakenThanItBorrows) {
   const Allocation& b = AddPending("b-1", "b", 1, 0);
-  ReservationPlanner reservations = NoHolds();
-  PreemptionPlanner planner(ctx_, reservations);
-  std::optional<VictimChoice> choice = planner.ChooseVictims(
-      "b-1", b, SpecOf(b), /*borrowed_only=*/true, /*quota_milli=*/1000);
+  std::unique_ptr<PassSession> s = NewSession();
+  std::unique_ptr<CycleState> cycle = CycleOf(*s, b);
+  VictimSearch search(s->session);
+  std::optional<VictimChoice> choice =
+      search.ChooseVictims(*cycle, "b-1", b, cycle->spec(),
+                           /*borrowed_only=*/true, /*quota_milli=*/1000);
   ASSERT_TRUE(choice.has_value());
   EXPECT_THAT(choice->victims, ElementsAre("a-2"));
   // Two units back would take a-1 too, beyond what a borrows; x-1 is no
   // borrower.
-  EXPECT_EQ(planner.ChooseVictims("b-1", b, SpecOf(b), /*borrowed_only=*/true,
-                                  /*quota_milli=*/2000),
-            std::nullopt);
+  EXPECT_FALSE(search
+                   .ChooseVictims(*cycle, "b-1", b, cycle->spec(),
+                                  /*borrowed_only=*/true,
+                                  /*quota_milli=*/2000)
+                   .has_value());
 }
 
-TEST_F(ReclaimTest, ReclaimVictimsComeFromBorrowersOnly) {
+TEST_F(ReclaimVictimsTest, ReclaimVictimsComeFromBorrowersOnly) {
   const Allocation& b = AddPending("b-1", "b", 1, 0);
-  ReservationPlanner reservations = NoHolds();
-  PreemptionPlanner planner(ctx_, reservations);
-  EXPECT_THAT(planner.ChooseReclaimVictims(b, Reclaim{GpuPool(kT4), 1000}),
+  std::unique_ptr<PassSession> s = NewSession();
+  VictimSearch search(s->session);
+  EXPECT_THAT(search.ChooseReclaimVictims(b, Reclaim{GpuPool(kT4), 1000}),
               ElementsAre("a-2"));
   // a borrows one: a-1 is not taken as well, and one is not enough.
-  EXPECT_THAT(planner.ChooseReclaimVictims(b, Reclaim{GpuPool(kT4), 2000}),
+  EXPECT_THAT(search.ChooseReclaimVictims(b, Reclaim{GpuPool(kT4), 2000}),
               IsEmpty());
-  EXPECT_THAT(planner.ChooseReclaimVictims(b, Reclaim{GpuPool(kL4), 1000}),
+  EXPECT_THAT(search.ChooseReclaimVictims(b, Reclaim{GpuPool(kL4), 1000}),
               IsEmpty());
 }
 
-TEST_F(ReclaimTest, ABorrowerOfTheSameTenantIsNotReclaimedFrom) {
+TEST_F(ReclaimVictimsTest, ABorrowerOfTheSameTenantIsNotReclaimedFrom) {
   const Allocation& a = AddPending("a-3", "a", 1, 0);
-  ReservationPlanner reservations = NoHolds();
-  PreemptionPlanner planner(ctx_, reservations);
+  std::unique_ptr<PassSession> s = NewSession();
+  std::unique_ptr<CycleState> cycle = CycleOf(*s, a);
+  VictimSearch search(s->session);
   // Only x-1, of lower priority, may go.
   std::optional<VictimChoice> choice =
-      planner.ChooseVictims("a-3", a, SpecOf(a));
+      search.ChooseVictims(*cycle, "a-3", a, cycle->spec());
   ASSERT_TRUE(choice.has_value());
   EXPECT_THAT(choice->victims, ElementsAre("x-1"));
-  EXPECT_THAT(planner.ChooseReclaimVictims(a, Reclaim{GpuPool(kT4), 1000}),
+  EXPECT_THAT(search.ChooseReclaimVictims(a, Reclaim{GpuPool(kT4), 1000}),
               IsEmpty());
 }
 

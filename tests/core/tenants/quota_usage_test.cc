@@ -1,21 +1,18 @@
-// The quota verdicts on their own: usage from a real allocation book,
-// quotas and cohorts from TenantPolicies; no scheduler.
-#include "core/admission/quota_planner.h"
+// Quota usage on its own (core/tenants/quota_usage.h): usage from a real
+// allocation book, quotas and cohorts from TenantPolicies; no framework.
+#include "core/tenants/quota_usage.h"
 
 #include <map>
 #include <optional>
 #include <string>
-#include <vector>
+#include <utility>
 
-#include "gmock/gmock.h"
+#include "core/model/gpu_share.h"
 #include "gtest/gtest.h"
-#include "tests/support/admission_fixture.h"
+#include "tests/support/framework_fixture.h"
 
 namespace accelsched {
 namespace {
-
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 
 TenantPolicy QuotedMilli(int64_t nominal_milli, std::string cohort = "") {
   TenantPolicy p;
@@ -50,7 +47,7 @@ struct BlockCase {
   friend void PrintTo(const BlockCase& c, std::ostream* os) { *os << c.name; }
 };
 
-class QuotaBlockTest : public AdmissionFixture,
+class QuotaBlockTest : public FrameworkFixture,
                        public testing::WithParamInterface<BlockCase> {};
 
 TEST_P(QuotaBlockTest, ReasonAndExcess) {
@@ -64,10 +61,14 @@ TEST_P(QuotaBlockTest, ReasonAndExcess) {
              .units = units});
   }
   int64_t excess = 0;
-  EXPECT_EQ(QuotaBlock(ctx_, c.tenant, tenants_.Find(c.tenant), GpuPool(kT4),
-                       c.demand_milli, &excess),
+  EXPECT_EQ(QuotaBlock(book_, tenants_, c.tenant, tenants_.Find(c.tenant),
+                       GpuPool(kT4), c.demand_milli, &excess),
             c.reason);
   EXPECT_EQ(excess, c.excess_milli);
+  // Without a place for the excess the reason is the same.
+  EXPECT_EQ(QuotaBlock(book_, tenants_, c.tenant, tenants_.Find(c.tenant),
+                       GpuPool(kT4), c.demand_milli),
+            c.reason);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -170,92 +171,113 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
-class QuotaPlannerTest : public AdmissionFixture {};
+class QuotaUsageTest : public FrameworkFixture {};
 
-TEST_F(QuotaPlannerTest, BorrowedLeavesOutPreemptedUnits) {
+TEST_F(QuotaUsageTest, BorrowedLeavesOutPreemptedUnits) {
   AddNode("n1", 8);
   SetTenants({{"a", Quoted(2, "c")}, {"b", Quoted(2, "c")}});
   AddLive({.id = "a-1", .tenant = "a", .node = "n1", .units = 2});
   AddLive({.id = "a-2", .tenant = "a", .node = "n1", .units = 2});
-  EXPECT_EQ(BorrowedMilli(ctx_, "a", GpuPool(kT4)), 2000);
-  EXPECT_EQ(BorrowedMilli(ctx_, "b", GpuPool(kT4)), 0);
-  EXPECT_EQ(BorrowedMilli(ctx_, "nobody", GpuPool(kT4)), 0);
+  EXPECT_EQ(BorrowedMilli(book_, tenants_, "a", GpuPool(kT4)), 2000);
+  EXPECT_EQ(BorrowedMilli(book_, tenants_, "b", GpuPool(kT4)), 0);
+  EXPECT_EQ(BorrowedMilli(book_, tenants_, "nobody", GpuPool(kT4)), 0);
   Preempted("a-2", "b-1");
   // Still used (in its grace), but being given back.
   EXPECT_EQ(book_.UsageMilli("a", GpuPool(kT4)), 4000);
-  EXPECT_EQ(BorrowedMilli(ctx_, "a", GpuPool(kT4)), 0);
+  EXPECT_EQ(BorrowedMilli(book_, tenants_, "a", GpuPool(kT4)), 0);
 }
 
-TEST_F(QuotaPlannerTest, WithinNominalNeedsAQuota) {
+TEST_F(QuotaUsageTest, WithinNominalNeedsAQuota) {
   AddNode("n1", 8);
   SetTenants({{"a", Quoted(2)}});
   AddLive({.id = "a-1", .tenant = "a", .node = "n1", .units = 1});
-  EXPECT_TRUE(WithinNominal(ctx_, "a", GpuPool(kT4), 1000));
-  EXPECT_FALSE(WithinNominal(ctx_, "a", GpuPool(kT4), 1001));
-  EXPECT_FALSE(WithinNominal(ctx_, "a", GpuPool(kL4), 0));
-  EXPECT_FALSE(WithinNominal(ctx_, "nobody", GpuPool(kT4), 0));
+  EXPECT_TRUE(WithinNominal(book_, tenants_, "a", GpuPool(kT4), 1000));
+  EXPECT_FALSE(WithinNominal(book_, tenants_, "a", GpuPool(kT4), 1001));
+  EXPECT_FALSE(WithinNominal(book_, tenants_, "a", GpuPool(kL4), 0));
+  EXPECT_FALSE(WithinNominal(book_, tenants_, "nobody", GpuPool(kT4), 0));
 }
 
-TEST_F(QuotaPlannerTest, WithinQuotaNarrowsToThePoolsLeft) {
-  AddNode("n1", 4, kT4);
-  AddNode("n2", 4, kL4);
-  SetTenants({{"a", Quoted(2)}});
-  AddLive({.id = "a-1", .tenant = "a", .node = "n1", .units = 2});
-  const Allocation& any = AddPending("a-2", "a", 1, 0, {});
-  std::string reason;
-  std::optional<MatchSpec> spec = WithinQuota(ctx_, "a", SpecOf(any), &reason);
-  ASSERT_TRUE(spec.has_value());
-  EXPECT_THAT(spec->requested_models, ElementsAre(kL4));
-  EXPECT_EQ(reason,
-            "quota: tenant a at 2/2 nvidia-tesla-t4 devices, asks 1 more");
-
-  const Allocation& t4 = AddPending("a-3", "a", 1, 0, {kT4});
-  reason.clear();
-  EXPECT_EQ(WithinQuota(ctx_, "a", SpecOf(t4), &reason), std::nullopt);
-  EXPECT_EQ(reason,
-            "quota: tenant a at 2/2 nvidia-tesla-t4 devices, asks 1 more");
-}
-
-TEST_F(QuotaPlannerTest, WithinQuotaLeavesASpecNothingStopsAsItIs) {
-  AddNode("n1", 4, kT4);
-  AddNode("n2", 4, kL4);
-  SetTenants({{"a", Quoted(2)}});
-  const Allocation& any = AddPending("a-1", "a", 2, 0, {});
-  std::string reason;
-  std::optional<MatchSpec> spec = WithinQuota(ctx_, "a", SpecOf(any), &reason);
-  ASSERT_TRUE(spec.has_value());
-  EXPECT_THAT(spec->requested_models, IsEmpty());
-  EXPECT_EQ(reason, "");
-}
-
-TEST_F(QuotaPlannerTest, AMemberWithinNominalMayReclaimFromABorrower) {
+// The reclaim half of the old AMemberWithinNominalMayReclaimFromABorrower
+// (the quota half is in tests/core/plugins/quota/quota_test.cc): b, within
+// its nominal quota, may take back what a borrows; a, the borrower, may not.
+TEST_F(QuotaUsageTest, AMemberWithinNominalMayReclaimFromABorrower) {
   AddNode("n1", 4);
   SetTenants({{"a", Quoted(2, "c")}, {"b", Quoted(2, "c")}});
   AddLive({.id = "a-1", .tenant = "a", .node = "n1", .units = 3});
-  const Allocation& b = AddPending("b-1", "b", 1);
-  std::string reason;
-  Reclaim reclaim;
-  // The cohort has room (3 + 1 <= 4): nothing to reclaim.
-  EXPECT_TRUE(WithinQuota(ctx_, "b", SpecOf(b), &reason, &reclaim).has_value());
-  EXPECT_EQ(reason, "");
-  EXPECT_EQ(reclaim.milli, 0);
-
   AddLive({.id = "b-0", .tenant = "b", .node = "n1", .units = 1});
-  reason.clear();
-  EXPECT_EQ(WithinQuota(ctx_, "b", SpecOf(b), &reason, &reclaim), std::nullopt);
-  EXPECT_EQ(reason,
-            "quota: cohort c at 4/4 nvidia-tesla-t4 devices, tenant b asks 1 "
-            "more");
-  EXPECT_EQ(reclaim.pool, GpuPool(kT4));
-  EXPECT_EQ(reclaim.milli, 1000);
-  EXPECT_TRUE(ReclaimPossible(ctx_, b, GpuPool(kT4)));
-  EXPECT_TRUE(MayReclaim(ctx_, b, SpecOf(b)));
+  const Allocation& b = AddPending("b-1", "b", 1);
+  EXPECT_TRUE(ReclaimPossible(book_, tenants_, b, GpuPool(kT4)));
   // a borrows: it may not reclaim from anyone.
   const Allocation& a = AddPending("a-2", "a", 1);
-  EXPECT_FALSE(ReclaimPossible(ctx_, a, GpuPool(kT4)));
-  ctx_.preemption = false;
-  EXPECT_FALSE(MayReclaim(ctx_, b, SpecOf(b)));
+  EXPECT_FALSE(ReclaimPossible(book_, tenants_, a, GpuPool(kT4)));
 }
+
+struct ReclaimCase {
+  const char* name;
+  std::map<std::string, TenantPolicy> tenants;
+  std::map<std::string, int> used;  // tenant -> T4 units it holds
+  int count;                        // what b asks for
+  bool possible;
+
+  friend void PrintTo(const ReclaimCase& c, std::ostream* os) {
+    *os << c.name;
+  }
+};
+
+class ReclaimPossibleTest : public FrameworkFixture,
+                            public testing::WithParamInterface<ReclaimCase> {
+};
+
+// Each condition of ReclaimPossible on its own: b asks, a may borrow.
+TEST_P(ReclaimPossibleTest, ForTenantB) {
+  const ReclaimCase& c = GetParam();
+  AddNode("n1", 8);
+  SetTenants(c.tenants);
+  for (const auto& [tenant, units] : c.used) {
+    AddLive({.id = "live-" + tenant,
+             .tenant = tenant,
+             .node = "n1",
+             .units = units});
+  }
+  const Allocation& b = AddPending("b-1", "b", c.count);
+  EXPECT_EQ(ReclaimPossible(book_, tenants_, b, GpuPool(kT4)), c.possible);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Conditions, ReclaimPossibleTest,
+    testing::Values(
+        ReclaimCase{"AnotherMemberBorrows",
+                    {{"a", Quoted(2, "c")}, {"b", Quoted(2, "c")}},
+                    {{"a", 3}},
+                    1,
+                    true},
+        ReclaimCase{"NoCohort",
+                    {{"a", Quoted(2)}, {"b", Quoted(2)}},
+                    {{"a", 3}},
+                    1,
+                    false},
+        // Within nominal "even after the request": 2 more would be 3/2.
+        ReclaimCase{"OverNominalAfterTheRequest",
+                    {{"a", Quoted(2, "c")}, {"b", Quoted(2, "c")}},
+                    {{"a", 3}, {"b", 1}},
+                    2,
+                    false},
+        ReclaimCase{"NobodyBorrows",
+                    {{"a", Quoted(2, "c")}, {"b", Quoted(2, "c")}},
+                    {{"a", 2}},
+                    1,
+                    false},
+        // Another cohort's borrower is not b's to take from.
+        ReclaimCase{"ABorrowerOfAnotherCohort",
+                    {{"a", Quoted(2, "d")},
+                     {"d2", Quoted(4, "d")},
+                     {"b", Quoted(2, "c")}},
+                    {{"a", 3}},
+                    1,
+                    false}),
+    [](const testing::TestParamInfo<ReclaimCase>& info) {
+      return std::string(info.param.name);
+    });
 
 }  // namespace
 }  // namespace accelsched

@@ -1,7 +1,10 @@
-// Backfill reservations on their own: leases in a real allocation book, the
-// planner asked directly for the reservation a waiting head gets.
-#include "core/admission/reservation_planner.h"
+// The backfill plugin on its own: leases in a real allocation book, its
+// PostFilter asked directly, in a pass's session, for the hold a waiting
+// request gets (the lease walk, the walk limit and its memory between
+// refreshes, the takeover of the last pass's holds).
+#include "core/plugins/backfill/backfill.h"
 
+#include <deque>
 #include <map>
 #include <string>
 #include <utility>
@@ -10,12 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/admission_fixture.h"
+#include "tests/support/framework_fixture.h"
 
 namespace accelsched {
 namespace {
 
-using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
@@ -23,11 +25,11 @@ std::string HoldsFrom(const std::string& nodes, absl::Time start) {
   return absl::StrCat("; holds ", nodes, " from ", absl::FormatTime(start));
 }
 
-class ReservationPlannerTest : public AdmissionFixture {
- protected:
-  static bool NoneWaiting(absl::string_view) { return false; }
+bool AllWaiting(absl::string_view) { return true; }
 
-  MatchSpec T4s(int count, int replicas = 1) {
+class BackfillTest : public FrameworkFixture {
+ protected:
+  static MatchSpec T4s(int count, int replicas = 1) {
     MatchSpec spec;
     spec.device_class = DeviceClass::kNvidiaGpu;
     spec.requested_models = {kT4};
@@ -35,23 +37,64 @@ class ReservationPlannerTest : public AdmissionFixture {
     spec.replicas = replicas;
     return spec;
   }
-  // node -> (holder, start) of the T4 pool's reservations.
+
+  const PostFilterPlugin& Backfill() {
+    if (framework_ == nullptr) framework_ = MakeFramework();
+    return dynamic_cast<const PostFilterPlugin&>(
+        *framework_->Find(BackfillPlugin::kName));
+  }
+
+  // What the plugin says of pending `id` (of `priority`, asking `spec`) in
+  // `s`, for `failure`.
+  PostFilterResult PostFilter(PassSession& s, const std::string& id,
+                              const MatchSpec& spec, int priority,
+                              CycleFailure::Kind failure) {
+    // The cycle points to its request and spec: both kept for the test.
+    const MatchSpec& kept = specs_.emplace_back(spec);
+    Allocation& request = requests_.emplace_back();
+    static_cast<RequestSpec&>(request) = spec;
+    request.id = id;
+    request.request_id = absl::StrCat("r-", id);
+    request.state = AllocationState::kPending;
+    request.tenant = "t";
+    request.priority = priority;
+    const PostFilterPlugin& backfill = Backfill();
+    std::unique_ptr<CycleState> cycle = Cycle(s, request, kept);
+    return backfill.PostFilter(s.session, *cycle,
+                               CycleFailure{failure, nullptr, "no fit"});
+  }
+
+  // The reason the plugin adds for `id` that no placement serves (as the
+  // old ReservationPlanner::Reserve returned it): it is the last action, so
+  // it always settles the request as waiting.
+  std::string Reserve(PassSession& s, const std::string& id,
+                      const MatchSpec& spec, int priority) {
+    PostFilterResult r =
+        PostFilter(s, id, spec, priority, CycleFailure::Kind::kNoFit);
+    EXPECT_EQ(r.code, PostFilterResult::Code::kWaiting) << id;
+    return r.reason;
+  }
+
+  // node -> (held for, start) of the T4 pool's holds.
   using HeldMap = std::map<std::string, std::pair<std::string, absl::Time>>;
   static HeldMap Held(const Reservations& r) {
     HeldMap out;
     auto pool = r.find(GpuPool(kT4));
     if (pool == r.end()) return out;
     for (const auto& [node, res] : pool->second) {
-      out[node] = {res.holder, res.start};
+      out[node] = {res.held_for, res.start};
     }
     return out;
   }
+
+  std::deque<MatchSpec> specs_;
+  std::deque<Allocation> requests_;
 };
 
 struct ReserveCase {
   const char* name;
   std::vector<std::pair<std::string, int>> nodes;  // name, T4 GPUs
-  std::vector<AdmissionFixture::Live> live;
+  std::vector<FrameworkFixture::Live> live;
   int count;
   int replicas;
   std::string holds;     // the nodes in the reason, "" for none
@@ -61,24 +104,23 @@ struct ReserveCase {
   friend void PrintTo(const ReserveCase& c, std::ostream* os) { *os << c.name; }
 };
 
-class ReserveTest : public ReservationPlannerTest,
+class ReserveTest : public BackfillTest,
                     public testing::WithParamInterface<ReserveCase> {};
 
 TEST_P(ReserveTest, TheHeadHoldsTheNodesThatFreeFirst) {
   const ReserveCase& c = GetParam();
   for (const auto& [name, gpus] : c.nodes) AddNode(name, gpus);
   for (const Live& l : c.live) AddLive(l);
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  const std::string reason =
-      planner.Reserve("p-1", T4s(c.count, c.replicas), 0);
+  std::unique_ptr<PassSession> s = NewSession();
+  const std::string reason = Reserve(*s, "p-1", T4s(c.count, c.replicas), 0);
   if (c.holds.empty()) {
     EXPECT_EQ(reason, "");
-    EXPECT_THAT(Held(*planner.reservations()), IsEmpty());
+    EXPECT_THAT(Held(s->holds.reservations()), IsEmpty());
     return;
   }
   EXPECT_EQ(reason, HoldsFrom(c.holds, T0() + c.start));
   std::vector<std::string> reserved;
-  for (const auto& [node, held] : Held(*planner.reservations())) {
+  for (const auto& [node, held] : Held(s->holds.reservations())) {
     EXPECT_EQ(held.first, "p-1");
     EXPECT_EQ(held.second, T0() + c.start);
     reserved.push_back(node);
@@ -86,7 +128,7 @@ TEST_P(ReserveTest, TheHeadHoldsTheNodesThatFreeFirst) {
   EXPECT_EQ(reserved, c.reserved);
 }
 
-using L = AdmissionFixture::Live;
+using L = FrameworkFixture::Live;
 
 INSTANTIATE_TEST_SUITE_P(
     Leases, ReserveTest,
@@ -190,9 +232,50 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
+// The last action: whatever it found, the request waits, and Explain's step
+// says what it holds.
+TEST_F(BackfillTest, TheDetailSaysWhatIsHeld) {
+  AddNode("n1", 2);
+  AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
+  std::unique_ptr<PassSession> s = NewSession();
+  PostFilterResult first =
+      PostFilter(*s, "p-1", T4s(2), 0, CycleFailure::Kind::kNoFit);
+  EXPECT_EQ(first.code, PostFilterResult::Code::kWaiting);
+  EXPECT_EQ(first.detail,
+            absl::StrCat("holds n1 from ",
+                         absl::FormatTime(T0() + absl::Hours(1))));
+  PostFilterResult second =
+      PostFilter(*s, "p-2", T4s(2), 0, CycleFailure::Kind::kNoFit);
+  EXPECT_EQ(second.code, PostFilterResult::Code::kWaiting);
+  EXPECT_EQ(second.reason, "");
+  EXPECT_EQ(second.detail, "holds nothing");
+}
+
+// A request a PreFilter refused (its quota) has no room to wait for; a share
+// holds no reservation yet, and leaves its pool's turn to a whole request.
+TEST_F(BackfillTest, ARefusedRequestOrAShareHoldsNothing) {
+  AddNode("n1", 2);
+  AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
+  std::unique_ptr<PassSession> s = NewSession();
+  PostFilterResult refused =
+      PostFilter(*s, "p-1", T4s(2), 0, CycleFailure::Kind::kRefused);
+  EXPECT_EQ(refused.code, PostFilterResult::Code::kContinue);
+  EXPECT_EQ(refused.reason, "");
+  MatchSpec share = T4s(1);
+  share.share = GpuShare{500, 0};
+  PostFilterResult shared =
+      PostFilter(*s, "p-2", share, 0, CycleFailure::Kind::kNoFit);
+  EXPECT_EQ(shared.code, PostFilterResult::Code::kContinue);
+  EXPECT_EQ(shared.reason, "");
+  EXPECT_THAT(Held(s->holds.reservations()), IsEmpty());
+  EXPECT_FALSE(s->holds.TurnTaken(GpuPool(kT4)));
+  EXPECT_EQ(Reserve(*s, "p-3", T4s(2), 0),
+            HoldsFrom("n1", T0() + absl::Hours(1)));
+}
+
 // Each pool the request may take has its own candidate: the earliest start
 // wins, and on a tie the pool it names first.
-TEST_F(ReservationPlannerTest, ThePoolThatFreesFirstWinsThenTheFirstNamed) {
+TEST_F(BackfillTest, ThePoolThatFreesFirstWinsThenTheFirstNamed) {
   AddNode("n1", 2, kT4);
   AddNode("n2", 2, kL4);
   AddLive({.id = "x-1",
@@ -209,27 +292,28 @@ TEST_F(ReservationPlannerTest, ThePoolThatFreesFirstWinsThenTheFirstNamed) {
   MatchSpec either = T4s(2);
   either.requested_models = {kT4, kL4};
   {
-    ReservationPlanner planner(ctx_, NoneWaiting);
-    EXPECT_EQ(planner.Reserve("p-1", either, 0),
+    std::unique_ptr<PassSession> s = NewSession();
+    EXPECT_EQ(Reserve(*s, "p-1", either, 0),
               HoldsFrom("n2", T0() + absl::Hours(1)));
-    EXPECT_THAT(Held(*planner.reservations()), IsEmpty());  // no T4 held
-    EXPECT_EQ(planner.reservations()->at(GpuPool(kL4)).at("n2").holder, "p-1");
+    EXPECT_THAT(Held(s->holds.reservations()), IsEmpty());  // no T4 held
+    EXPECT_EQ(s->holds.reservations().at(GpuPool(kL4)).at("n2").held_for,
+              "p-1");
   }
   // Both free now: a tie.
   for (const char* id : {"x-1", "x-2"}) {
     book_.End(*book_.FindMutable(id), AllocationState::kReleased,
               kReasonReleased, T0());
   }
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  EXPECT_EQ(planner.Reserve("p-1", either, 0), HoldsFrom("n1", T0()));
-  EXPECT_EQ(Held(*planner.reservations()), (HeldMap{{"n1", {"p-1", T0()}}}));
-  EXPECT_FALSE(planner.reservations()->contains(GpuPool(kL4)));
+  std::unique_ptr<PassSession> s = NewSession();
+  EXPECT_EQ(Reserve(*s, "p-1", either, 0), HoldsFrom("n1", T0()));
+  EXPECT_EQ(Held(s->holds.reservations()), (HeldMap{{"n1", {"p-1", T0()}}}));
+  EXPECT_FALSE(s->holds.reservations().contains(GpuPool(kL4)));
 }
 
 // With the node's CPU accounted, a free T4 is not enough: the head needs
 // 4000 cpu_milli, and n1's are held by x-1 until its lease ends. The walk
 // counts the CPU each ended lease frees.
-TEST_F(ReservationPlannerTest, TheHeadWaitsForTheCpuItsPodNeeds) {
+TEST_F(BackfillTest, TheHeadWaitsForTheCpuItsPodNeeds) {
   const NodeResources cores8{8000, int64_t{64} << 30, 0};
   for (const char* node : {"n1", "n2"}) {
     AddNode(node, 2, kT4, {}, cores8);
@@ -250,133 +334,122 @@ TEST_F(ReservationPlannerTest, TheHeadWaitsForTheCpuItsPodNeeds) {
   {
     // n1 has a free T4 now but 2000 cpu_milli: it is n1 when x-1 ends, not
     // from now, and not n2 (3 h).
-    ReservationPlanner planner(ctx_, NoneWaiting);
-    EXPECT_EQ(planner.Reserve("p-1", spec, 0),
+    std::unique_ptr<PassSession> s = NewSession();
+    EXPECT_EQ(Reserve(*s, "p-1", spec, 0),
               HoldsFrom("n1", T0() + absl::Hours(2)));
   }
   // Without pod resources the free T4 serves from now.
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  EXPECT_EQ(planner.Reserve("p-1", T4s(1), 0), HoldsFrom("n1", T0()));
+  std::unique_ptr<PassSession> s = NewSession();
+  EXPECT_EQ(Reserve(*s, "p-1", T4s(1), 0), HoldsFrom("n1", T0()));
 }
 
-TEST_F(ReservationPlannerTest, OnlyThePoolsFirstWaitingRequestHolds) {
+TEST_F(BackfillTest, OnlyThePoolsFirstWaitingRequestHolds) {
   AddNode("n1", 2);
   AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0),
+  std::unique_ptr<PassSession> s = NewSession();
+  EXPECT_EQ(Reserve(*s, "p-1", T4s(2), 0),
             HoldsFrom("n1", T0() + absl::Hours(1)));
-  EXPECT_EQ(planner.Reserve("p-2", T4s(1), 0), "");
-  EXPECT_EQ(Held(*planner.reservations()),
+  EXPECT_EQ(Reserve(*s, "p-2", T4s(1), 0), "");
+  EXPECT_EQ(Held(s->holds.reservations()),
             (HeldMap{{"n1", {"p-1", T0() + absl::Hours(1)}}}));
-  planner.Forget("p-1");
-  EXPECT_THAT(Held(*planner.reservations()), IsEmpty());
+  s->holds.Release("p-1");
+  EXPECT_THAT(Held(s->holds.reservations()), IsEmpty());
 }
 
-TEST_F(ReservationPlannerTest, PastTheWalkLimitTheHolderWaitsForARefresh) {
+TEST_F(BackfillTest, PastTheWalkLimitTheHolderWaitsForARefresh) {
   AddNode("n1", 2);
   AddLive(
       {.id = "x-1", .tenant = "x", .node = "n1", .lease_left = absl::Hours(1)});
   AddLive(
       {.id = "x-2", .tenant = "x", .node = "n1", .lease_left = absl::Hours(2)});
   const ReservationState previous{};
-  ctx_.previous = &previous;
-  ctx_.reservation_walk_limit = 1;
-  ctx_.refresh_reservations = false;
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0), "");
-  ReservationState state = planner.Take();
+  snapshot_.reservation_walk_limit = 1;
+  std::unique_ptr<PassSession> s = NewSession(&previous, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*s, "p-1", T4s(2), 0), "");
+  ReservationState state = s->holds.Take();
   EXPECT_THAT(state.reservations, IsEmpty());
   EXPECT_THAT(state.unplaced, UnorderedElementsAre("p-1"));
 
   // Until the refresh it stays unplaced, and still the pool's holder.
-  ctx_.previous = &state;
-  ReservationPlanner next(ctx_, NoneWaiting);
-  EXPECT_EQ(next.Reserve("p-1", T4s(2), 0), "");
-  EXPECT_EQ(next.Reserve("p-2", T4s(1), 0), "");
-  EXPECT_THAT(next.Take().unplaced, UnorderedElementsAre("p-1"));
+  std::unique_ptr<PassSession> next = NewSession(&state, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*next, "p-1", T4s(2), 0), "");
+  EXPECT_EQ(Reserve(*next, "p-2", T4s(1), 0), "");
+  EXPECT_THAT(next->holds.Take().unplaced, UnorderedElementsAre("p-1"));
 
   // A refresh walks every lease.
-  ctx_.refresh_reservations = true;
-  ReservationPlanner refreshed(ctx_, NoneWaiting);
-  EXPECT_EQ(refreshed.Reserve("p-1", T4s(2), 0),
+  std::unique_ptr<PassSession> refreshed =
+      NewSession(&state, /*refresh=*/true);
+  EXPECT_EQ(Reserve(*refreshed, "p-1", T4s(2), 0),
             HoldsFrom("n1", T0() + absl::Hours(2)));
-  EXPECT_THAT(refreshed.Take().unplaced, IsEmpty());
+  EXPECT_THAT(refreshed->holds.Take().unplaced, IsEmpty());
 }
 
-TEST_F(ReservationPlannerTest, ARequestAskingWhatWasNotFoundWaitsToo) {
+TEST_F(BackfillTest, ARequestAskingWhatWasNotFoundWaitsToo) {
   AddNode("n1", 2);
   AddLive(
       {.id = "x-1", .tenant = "x", .node = "n1", .lease_left = absl::Hours(1)});
   AddLive(
       {.id = "x-2", .tenant = "x", .node = "n1", .lease_left = absl::Hours(2)});
   const ReservationState none{};
-  ctx_.previous = &none;
-  ctx_.reservation_walk_limit = 1;
-  ctx_.refresh_reservations = false;
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0), "");
-  const ReservationState cut = planner.Take();
+  snapshot_.reservation_walk_limit = 1;
+  std::unique_ptr<PassSession> s = NewSession(&none, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*s, "p-1", T4s(2), 0), "");
+  const ReservationState cut = s->holds.Take();
 
   // Two passes on, with a walk limit that would find n1 (p-1 was admitted
   // elsewhere; a pass in between saw no request of that walk): p-2 asks the
   // same and is not walked for before the refresh.
-  ctx_.reservation_walk_limit = 10;
-  ctx_.previous = &cut;
-  ReservationPlanner between(ctx_, NoneWaiting);
-  EXPECT_EQ(between.Reserve("p-9", T4s(1), 0),
+  snapshot_.reservation_walk_limit = 10;
+  std::unique_ptr<PassSession> between = NewSession(&cut, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*between, "p-9", T4s(1), 0),
             HoldsFrom("n1", T0() + absl::Hours(1)));
-  const ReservationState passed = between.Take();
-  ctx_.previous = &passed;
-  ReservationPlanner planner2(ctx_, NoneWaiting);
-  EXPECT_EQ(planner2.Reserve("p-2", T4s(2), 0), "");
+  const ReservationState passed = between->holds.Take();
+  std::unique_ptr<PassSession> s2 = NewSession(&passed, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*s2, "p-2", T4s(2), 0), "");
   // Another priority is another walk: found.
-  ReservationPlanner other(ctx_, NoneWaiting);
-  EXPECT_EQ(other.Reserve("p-3", T4s(2), 5),
+  std::unique_ptr<PassSession> other = NewSession(&passed, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*other, "p-3", T4s(2), 5),
             HoldsFrom("n1", T0() + absl::Hours(2)));
-  EXPECT_THAT(planner2.Take().unplaced, UnorderedElementsAre("p-2"));
+  EXPECT_THAT(s2->holds.Take().unplaced, UnorderedElementsAre("p-2"));
 
-  ctx_.refresh_reservations = true;
-  ReservationPlanner refreshed(ctx_, NoneWaiting);
-  EXPECT_EQ(refreshed.Reserve("p-2", T4s(2), 0),
+  std::unique_ptr<PassSession> refreshed =
+      NewSession(&passed, /*refresh=*/true);
+  EXPECT_EQ(Reserve(*refreshed, "p-2", T4s(2), 0),
             HoldsFrom("n1", T0() + absl::Hours(2)));
-  EXPECT_THAT(refreshed.Take().unplaced_walks, IsEmpty());
+  EXPECT_THAT(refreshed->holds.Take().unplaced_walks, IsEmpty());
 }
 
-TEST_F(ReservationPlannerTest,
-       AReservationPassesToTheNextRequestAskingTheSame) {
+TEST_F(BackfillTest, AReservationPassesToTheNextRequestAskingTheSame) {
   AddNode("n1", 2);
   AddLive(
       {.id = "x-1", .tenant = "x", .node = "n1", .lease_left = absl::Hours(1)});
   AddLive(
       {.id = "x-2", .tenant = "x", .node = "n1", .lease_left = absl::Hours(2)});
-  ReservationPlanner planner(ctx_, NoneWaiting);  // a refresh
-  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0),
+  std::unique_ptr<PassSession> s = NewSession();  // a refresh
+  EXPECT_EQ(Reserve(*s, "p-1", T4s(2), 0),
             HoldsFrom("n1", T0() + absl::Hours(2)));
-  const ReservationState found = planner.Take();
+  const ReservationState found = s->holds.Take();
 
   // p-1 is gone; p-2 asks the same and is first now. A walk would be cut.
-  ctx_.previous = &found;
-  ctx_.reservation_walk_limit = 1;
-  ctx_.refresh_reservations = false;
-  ReservationPlanner next(ctx_, NoneWaiting);
-  EXPECT_EQ(next.Reserve("p-2", T4s(2), 0),
+  snapshot_.reservation_walk_limit = 1;
+  std::unique_ptr<PassSession> next = NewSession(&found, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*next, "p-2", T4s(2), 0),
             HoldsFrom("n1", T0() + absl::Hours(2)));
-  EXPECT_EQ(Held(*next.reservations()),
+  EXPECT_EQ(Held(next->holds.reservations()),
             (HeldMap{{"n1", {"p-2", T0() + absl::Hours(2)}}}));
-  const ReservationState passed = next.Take();
+  const ReservationState passed = next->holds.Take();
   EXPECT_THAT(passed.unplaced, IsEmpty());
 
   // And on to p-3 the pass after; a request asking otherwise walks (cut).
-  ctx_.previous = &passed;
-  ReservationPlanner third(ctx_, NoneWaiting);
-  EXPECT_EQ(third.Reserve("p-3", T4s(2), 0),
+  std::unique_ptr<PassSession> third = NewSession(&passed, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*third, "p-3", T4s(2), 0),
             HoldsFrom("n1", T0() + absl::Hours(2)));
-  ReservationPlanner other(ctx_, NoneWaiting);
-  EXPECT_EQ(other.Reserve("p-4", T4s(2), 1), "");
-  EXPECT_THAT(other.Take().unplaced, UnorderedElementsAre("p-4"));
+  std::unique_ptr<PassSession> other = NewSession(&passed, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*other, "p-4", T4s(2), 1), "");
+  EXPECT_THAT(other->holds.Take().unplaced, UnorderedElementsAre("p-4"));
 }
 
-TEST_F(ReservationPlannerTest, NothingPassesOnFromAHolderAdmittedThisPass) {
+TEST_F(BackfillTest, NothingPassesOnFromAHolderAdmittedThisPass) {
   AddNode("n1", 2);
   AddNode("n2", 2);
   // h held n1 from +1 h last pass; x-1 ended early and h was admitted onto
@@ -395,21 +468,19 @@ TEST_F(ReservationPlannerTest, NothingPassesOnFromAHolderAdmittedThisPass) {
   previous.reservations[GpuPool(kT4)]["n1"] =
       Reservation{T0() + absl::Hours(1), "h"};
   {
-    // The walk key as Reserve records it: taken from a real reservation.
-    ReservationPlanner planner(ctx_, NoneWaiting);
-    planner.Reserve("h", T4s(2), 0);
-    previous.walk_holds = planner.Take().walk_holds;
+    // The walk key as the walk records it: taken from a real hold.
+    std::unique_ptr<PassSession> s = NewSession();
+    Reserve(*s, "h", T4s(2), 0);
+    previous.walk_holds = s->holds.Take().walk_holds;
     ASSERT_EQ(previous.walk_holds.size(), 1u);
   }
-  ctx_.previous = &previous;
-  ctx_.refresh_reservations = false;
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  planner.Forget("h");  // as the pass does when it admits h
-  EXPECT_EQ(planner.Reserve("p", T4s(2), 0),
+  std::unique_ptr<PassSession> s = NewSession(&previous, /*refresh=*/false);
+  s->holds.Release("h");  // as the cycle does when it places h
+  EXPECT_EQ(Reserve(*s, "p", T4s(2), 0),
             HoldsFrom("n2", T0() + absl::Hours(2)));
 }
 
-TEST_F(ReservationPlannerTest, AWalkThatMissedAPoolIsNotRememberedForOthers) {
+TEST_F(BackfillTest, AWalkThatMissedAPoolIsNotRememberedForOthers) {
   AddNode("n1", 2, kL4);
   AddNode("n2", 2);
   AddLive({.id = "x-1",
@@ -430,35 +501,31 @@ TEST_F(ReservationPlannerTest, AWalkThatMissedAPoolIsNotRememberedForOthers) {
   MatchSpec either = T4s(2);
   either.requested_models = {kL4, kT4};
   const ReservationState none{};
-  ctx_.previous = &none;
-  ctx_.reservation_walk_limit = 1;
-  ctx_.refresh_reservations = false;
-  ReservationPlanner planner(ctx_, NoneWaiting);
+  snapshot_.reservation_walk_limit = 1;
+  std::unique_ptr<PassSession> s = NewSession(&none, /*refresh=*/false);
   // y holds the T4s; a walks the L4s alone and is cut (n1 frees with its
   // second lease, past the limit of one).
-  EXPECT_EQ(planner.Reserve("y", T4s(1), 0),
+  EXPECT_EQ(Reserve(*s, "y", T4s(1), 0),
             HoldsFrom("n2", T0() + absl::Hours(1)));
-  EXPECT_EQ(planner.Reserve("a", either, 0), "");
-  const ReservationState cut = planner.Take();
+  EXPECT_EQ(Reserve(*s, "a", either, 0), "");
+  const ReservationState cut = s->holds.Take();
   EXPECT_THAT(cut.unplaced, UnorderedElementsAre("a"));
   EXPECT_THAT(cut.unplaced_walks, IsEmpty());
   // Next pass a, still unplaced by its id, holds nothing again, and its
   // key is not remembered for others either.
-  ctx_.previous = &cut;
-  ReservationPlanner again(ctx_, NoneWaiting);
-  EXPECT_EQ(again.Reserve("a", either, 0), "");
-  const ReservationState still = again.Take();
+  std::unique_ptr<PassSession> again = NewSession(&cut, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*again, "a", either, 0), "");
+  const ReservationState still = again->holds.Take();
   EXPECT_THAT(still.unplaced, UnorderedElementsAre("a"));
   EXPECT_THAT(still.unplaced_walks, IsEmpty());
   // The pass after, first of both pools, c walks both: the L4s are cut
   // again, the T4s free at +1 h (x-3, one lease).
-  ctx_.previous = &still;
-  ReservationPlanner next(ctx_, NoneWaiting);
-  EXPECT_EQ(next.Reserve("c", either, 0),
+  std::unique_ptr<PassSession> next = NewSession(&still, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*next, "c", either, 0),
             HoldsFrom("n2", T0() + absl::Hours(1)));
 }
 
-TEST_F(ReservationPlannerTest, BetweenRefreshesAHolderTakesItsOldOneOver) {
+TEST_F(BackfillTest, BetweenRefreshesAHolderTakesItsOldOneOver) {
   AddNode("n1", 2);
   AddNode("n2", 2);
   AddLive({.id = "x-1",
@@ -475,132 +542,74 @@ TEST_F(ReservationPlannerTest, BetweenRefreshesAHolderTakesItsOldOneOver) {
   ReservationState previous;
   previous.reservations[GpuPool(kT4)]["n2"] =
       Reservation{T0() + absl::Hours(5), "p-1"};
-  ctx_.previous = &previous;
-  ctx_.refresh_reservations = false;
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  EXPECT_EQ(planner.Reserve("p-1", T4s(2), 0),
+  std::unique_ptr<PassSession> s = NewSession(&previous, /*refresh=*/false);
+  EXPECT_EQ(Reserve(*s, "p-1", T4s(2), 0),
             HoldsFrom("n2", T0() + absl::Hours(5)));
-  EXPECT_EQ(Held(*planner.reservations()),
+  EXPECT_EQ(Held(s->holds.reservations()),
             (HeldMap{{"n2", {"p-1", T0() + absl::Hours(5)}}}));
 
-  ctx_.refresh_reservations = true;
-  ReservationPlanner refreshed(ctx_, NoneWaiting);
-  EXPECT_EQ(refreshed.Reserve("p-1", T4s(2), 0),
+  std::unique_ptr<PassSession> refreshed =
+      NewSession(&previous, /*refresh=*/true);
+  EXPECT_EQ(Reserve(*refreshed, "p-1", T4s(2), 0),
             HoldsFrom("n1", T0() + absl::Hours(1)));
 }
 
-TEST_F(ReservationPlannerTest, NominatedHoldsOfWaitingHoldersAreKept) {
-  AddNode("n1", 2);
-  ReservationState previous;
-  auto& pool = previous.reservations[GpuPool(kT4)];
-  pool["n1"] = Reservation{T0(), "p-1", /*nominated=*/true, 5};
-  pool["n2"] = Reservation{T0(), "p-2", /*nominated=*/true, 5};
-  pool["n3"] = Reservation{T0(), "p-3", /*nominated=*/false, 5};
-  ctx_.previous = &previous;
-  ReservationPlanner planner(ctx_,
-                             [](absl::string_view id) { return id != "p-2"; });
-  EXPECT_THAT(planner.kept_preemptors(), ElementsAre("p-1"));
-  EXPECT_EQ(Held(*planner.reservations()), (HeldMap{{"n1", {"p-1", T0()}}}));
-}
-
-TEST_F(ReservationPlannerTest, ANominatedHoldYieldsToAHigherPriorityOnly) {
+// A node held nominated for a preemptor of higher priority is passed by: the
+// walk holds the other node, from now.
+TEST_F(BackfillTest, ANodeNominatedForAHigherPriorityIsPassedBy) {
   AddNode("n1", 2);
   AddNode("n2", 2);
   ReservationState previous;
   previous.reservations[GpuPool(kT4)]["n1"] =
       Reservation{T0(), "p-1", /*nominated=*/true, 5};
-  ctx_.previous = &previous;
-  ReservationPlanner planner(ctx_, [](absl::string_view id) { return true; });
-  planner.Reserve("p-2", T4s(2), 0);  // takes n2, from now
-  EXPECT_TRUE(planner.ReservedForOther(GpuPool(kT4), "n1", "p-9", 5));
-  EXPECT_FALSE(planner.ReservedForOther(GpuPool(kT4), "n1", "p-9", 6));
-  EXPECT_FALSE(planner.ReservedForOther(GpuPool(kT4), "n1", "p-1", 0));
-  EXPECT_TRUE(planner.ReservedForOther(GpuPool(kT4), "n2", "p-9", 100));
-  EXPECT_FALSE(planner.ReservedForOther(GpuPool(kL4), "n1", "p-9", 0));
+  std::unique_ptr<PassSession> s =
+      NewSession(&previous, /*refresh=*/true, AllWaiting);
+  EXPECT_EQ(Reserve(*s, "p-2", T4s(2), 0), HoldsFrom("n2", T0()));
+  EXPECT_EQ(Held(s->holds.reservations()),
+            (HeldMap{{"n1", {"p-1", T0()}}, {"n2", {"p-2", T0()}}}));
 }
 
-// Holds for a MIG re-layout planned ahead are kept as made between
-// refreshes while their holder waits (with their reason), not at a refresh;
-// they yield to a higher priority, and are never taken over by Reserve.
-TEST_F(ReservationPlannerTest, HoldsPlannedAheadAreKeptBetweenRefreshesOnly) {
+// Holds for a MIG re-layout planned ahead, kept between refreshes, are never
+// taken over by the walk: the pool's first waiting request still walks, and
+// finds nothing else here.
+TEST_F(BackfillTest, HoldsPlannedAheadAreNotTakenOver) {
   AddNode("n1", 2);
-  ReservationPlanner first(ctx_, NoneWaiting);
-  EXPECT_EQ(
-      first.HoldPools("a-1", 3, "n1", {GpuPool(kT4)}, T0() + absl::Hours(1),
-                      " for a re-layout"),
-      absl::StrCat(HoldsFrom("n1", T0() + absl::Hours(1)), " for a re-layout"));
-  const ReservationState previous = first.Take();
-  ctx_.previous = &previous;
-  ctx_.refresh_reservations = false;
-  ReservationPlanner kept(ctx_, [](absl::string_view) { return true; });
-  EXPECT_EQ(Held(*kept.reservations()),
+  ReservationState previous;
+  {
+    Holds first(&book_, nullptr, /*refresh=*/true,
+                [](absl::string_view) { return false; });
+    first.HoldAhead("a-1", 3, "n1", {GpuPool(kT4)}, T0() + absl::Hours(1),
+                    " for a re-layout");
+    previous = first.Take();
+  }
+  std::unique_ptr<PassSession> kept =
+      NewSession(&previous, /*refresh=*/false, AllWaiting);
+  EXPECT_EQ(Reserve(*kept, "p-2", T4s(2), 0), "");
+  EXPECT_EQ(Held(kept->holds.reservations()),
             (HeldMap{{"n1", {"a-1", T0() + absl::Hours(1)}}}));
-  EXPECT_EQ(
-      kept.KeptAhead("a-1"),
-      absl::StrCat(HoldsFrom("n1", T0() + absl::Hours(1)), " for a re-layout"));
-  EXPECT_TRUE(kept.kept_preemptors().empty());  // not a preemptor
-  EXPECT_TRUE(kept.ReservedForOther(GpuPool(kT4), "n1", "p-9", 3));
-  EXPECT_FALSE(kept.ReservedForOther(GpuPool(kT4), "n1", "p-9", 4));
-  // Its pool's first waiting request still reserves, and takes nothing of
-  // it over.
-  EXPECT_EQ(kept.Reserve("p-2", T4s(2), 0), "");
-  EXPECT_EQ(Held(*kept.reservations()),
-            (HeldMap{{"n1", {"a-1", T0() + absl::Hours(1)}}}));
-  // A holder no longer waiting, or a refresh: not kept.
-  ReservationPlanner gone(ctx_, NoneWaiting);
-  EXPECT_TRUE(Held(*gone.reservations()).empty());
-  EXPECT_EQ(gone.KeptAhead("a-1"), "");
-  ctx_.refresh_reservations = true;
-  ReservationPlanner refreshed(ctx_, [](absl::string_view) { return true; });
-  EXPECT_TRUE(Held(*refreshed.reservations()).empty());
+  EXPECT_TRUE(kept->holds.TurnTaken(GpuPool(kT4)));
 }
 
-// A preemptor of higher priority that takes over a node held for another
-// (a hold planned ahead, or a nominated one) holds it from its victim's
-// grace end, as its own: not from the other's start.
-TEST_F(ReservationPlannerTest, APreemptorTakesOverALowerHoldWhole) {
-  AddNode("n1", 2);
-  AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
-  Preempted("x-1", "p-1", absl::Seconds(30));
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  planner.HoldPools("a-1", 0, "n1", {GpuPool(kT4)}, T0() + absl::Hours(5), "");
-  planner.HoldVictimNodes("p-1", 7, book_.VictimsOf("p-1"));
-  EXPECT_EQ(Held(*planner.reservations()),
-            (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}}}));
-  const Reservation& r = planner.reservations()->at(GpuPool(kT4)).at("n1");
-  EXPECT_TRUE(r.nominated);
-  EXPECT_FALSE(r.ahead);
-  EXPECT_EQ(r.priority, 7);
-}
-
-TEST_F(ReservationPlannerTest, APreemptorHoldsItsVictimsNodesUntilGraceEnds) {
+// A preemptor's victims' nodes take its pool's turn: a later waiting
+// request holds nothing.
+TEST_F(BackfillTest, AfterAPreemptorsHoldTheNextRequestHoldsNothing) {
   AddNode("n1", 2);
   AddNode("n2", 2);
   AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
-  AddLive({.id = "x-2", .tenant = "x", .node = "n2", .units = 2});
   Preempted("x-1", "p-1", absl::Seconds(30));
-  Preempted("x-2", "p-1", absl::Seconds(45));
-  ReservationPlanner planner(ctx_, NoneWaiting);
-  planner.HoldVictimNodes("p-1", 7, book_.VictimsOf("p-1"));
-  EXPECT_EQ(Held(*planner.reservations()),
-            (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}},
-                     {"n2", {"p-1", T0() + absl::Seconds(45)}}}));
-  const Reservation& r = planner.reservations()->at(GpuPool(kT4)).at("n1");
-  EXPECT_TRUE(r.nominated);
-  EXPECT_EQ(r.priority, 7);
-  // Its pool has had its holder: a later waiting request holds nothing.
-  EXPECT_EQ(planner.Reserve("p-2", T4s(1), 0), "");
+  std::unique_ptr<PassSession> s = NewSession();
+  s->holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.VictimsOf("p-1"));
+  EXPECT_EQ(Reserve(*s, "p-2", T4s(1), 0), "");
+  EXPECT_EQ(Held(s->holds.reservations()),
+            (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}}}));
 }
 
-// Each holder's expected start (Allocation::estimated_start): a gang's when
-// the last node it holds frees, a preemptor's when its last victim's grace
-// ends, a reclaimer held from now when its victims end; a request that
-// holds nothing has none.
-TEST_F(ReservationPlannerTest, EachHolderStartsWhenItsLastHoldFrees) {
+// A gang held by the walk starts when its last node frees (one start for all
+// its holds); a request that is not its pool's first holds nothing and has
+// no start.
+TEST_F(BackfillTest, AGangStartsWhenItsLastNodeFrees) {
   AddNode("n1", 2, kL4);
   AddNode("n2", 2, kL4);
-  AddNode("n3", 2);
-  AddNode("n4", 2);
   AddLive({.id = "x-1",
            .tenant = "x",
            .node = "n1",
@@ -613,31 +622,15 @@ TEST_F(ReservationPlannerTest, EachHolderStartsWhenItsLastHoldFrees) {
            .units = 2,
            .lease_left = absl::Hours(2),
            .model = kL4});
-  AddLive({.id = "x-3",
-           .tenant = "x",
-           .node = "n3",
-           .units = 2,
-           .lease_left = absl::Hours(3)});
-  AddLive({.id = "x-4",
-           .tenant = "x",
-           .node = "n4",
-           .units = 1,
-           .lease_left = absl::Hours(3)});
-  Preempted("x-3", "p-2", absl::Seconds(45));
-  Preempted("x-4", "p-3", absl::Seconds(20));
-  ReservationPlanner planner(ctx_, NoneWaiting);
+  std::unique_ptr<PassSession> s = NewSession();
   MatchSpec gang = T4s(2, 2);
   gang.requested_models = {kL4};
-  EXPECT_EQ(planner.Reserve("g-1", gang, 0),
+  EXPECT_EQ(Reserve(*s, "g-1", gang, 0),
             HoldsFrom("n1 and 1 more", T0() + absl::Hours(2)));
-  EXPECT_EQ(planner.Reserve("g-2", gang, 0), "");  // not the pool's first
-  planner.HoldVictimNodes("p-2", 7, book_.VictimsOf("p-2"));  // n3
-  planner.HoldFit("p-3", T4s(1), ctx_.rules);  // n4's free GPU, from now
-  const ReservationState state = planner.Take();
+  EXPECT_EQ(Reserve(*s, "g-2", gang, 0), "");  // not the pool's first
+  const ReservationState state = s->holds.Take();
   EXPECT_EQ(state.starts, (absl::flat_hash_map<std::string, absl::Time>{
-                              {"g-1", T0() + absl::Hours(2)},
-                              {"p-2", T0() + absl::Seconds(45)},
-                              {"p-3", T0() + absl::Seconds(20)}}));
+                              {"g-1", T0() + absl::Hours(2)}}));
 }
 
 }  // namespace

@@ -1,0 +1,1 @@
+accelsched_plugin(node_drain SOURCES node_drain.cc)

@@ -1,0 +1,158 @@
+// The first_fit plugin: the first node in name order with room, the pools in
+// best fit's model order (most free units first). Placements on a bare index
+// (IndexPlacer), as Allocate runs them.
+#include "core/plugins/first_fit/first_fit.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/catalog/capacity_index.h"
+#include "core/framework/cycle_state.h"
+#include "core/framework/snapshot.h"
+#include "core/matching/match_spec.h"
+#include "core/plugins/index_placer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accelsched {
+namespace {
+
+using ::testing::ElementsAre;
+
+const absl::Time kNow = absl::FromUnixSeconds(1000);
+const PoolKey kT4{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", ""};
+const PoolKey kL4{DeviceClass::kNvidiaGpu, "nvidia-l4", ""};
+
+Unit Whole(const PoolKey& pool, const std::string& key, const std::string& node,
+           int order) {
+  Unit u;
+  u.key = key;
+  u.pool = pool;
+  u.home = node;
+  u.hosts = {node};
+  u.devices = {{node, key, "", ""}};
+  u.order = order;
+  return u;
+}
+
+// Heard from at kNow.
+Node Healthy(const std::string& name) {
+  Node n;
+  n.name = name;
+  n.last_heartbeat = kNow;
+  return n;
+}
+
+// Nodes of 8 units of `pool` named by `free`'s keys, with all but that many
+// held by allocation "held-<node>".
+struct PackedCluster {
+  CapacityIndex index;
+  NodeMap nodes;
+  explicit PackedCluster(const std::map<std::string, int>& free,
+                         const PoolKey& pool = kT4) {
+    Add(free, pool);
+  }
+  void Add(const std::map<std::string, int>& free, const PoolKey& pool) {
+    for (const auto& [name, n] : free) {
+      nodes[name] = Healthy(name);
+      for (int g = 0; g < 8; ++g) {
+        const std::string key = absl::StrCat(name, "-", g);
+        index.Put(Whole(pool, key, name, g));
+        if (g >= n) index.SetHolder(key, "held-" + name);
+      }
+    }
+  }
+  std::optional<std::vector<const Unit*>> Place(const MatchSpec& spec) {
+    IndexPlacer placer(&index, &nodes, {Packing::kFirstFit, absl::Minutes(5)});
+    return placer.PlaceOne(spec, kNow);
+  }
+  std::string NodeFor(int count) {
+    auto units = Place(MatchSpec::ForPool(kT4, count));
+    return units.has_value() ? units->front()->home : "none";
+  }
+};
+
+TEST(FirstFitTest, TheFirstNodeWithRoomInNameOrder) {
+  // (From MatchPackingTest.EachPolicyPicksItsNode: a is too small for 3;
+  // b comes before c.)
+  PackedCluster c({{"a", 2}, {"b", 8}, {"c", 3}});
+  EXPECT_EQ(c.NodeFor(3), "b");
+  // Where best fit would take c (3 free) or spread b, first fit takes the
+  // first in name order that has room.
+  const std::vector<std::pair<int, std::string>> cases = {
+      {1, "a"}, {2, "a"}, {3, "b"}, {8, "b"}, {9, "none"}};
+  for (const auto& [count, node] : cases) {
+    EXPECT_EQ(c.NodeFor(count), node) << count;
+  }
+}
+
+// A node the filters refuse is passed over for the next in name order.
+TEST(FirstFitTest, ANodeTheFiltersRefuseIsPassedOver) {
+  PackedCluster c({{"a", 8}, {"b", 1}, {"c", 3}});
+  EXPECT_EQ(c.NodeFor(1), "a");
+  c.nodes["a"].schedulable = false;
+  EXPECT_EQ(c.NodeFor(1), "b");
+  EXPECT_EQ(c.NodeFor(2), "c");
+  c.nodes["c"].last_heartbeat = kNow - absl::Minutes(6);  // stale
+  EXPECT_EQ(c.NodeFor(2), "none");
+}
+
+// The pools go in best fit's model order, most free units first: every node
+// of that model before any of the next, whatever the names.
+TEST(FirstFitTest, ThePoolWithTheMostFreeUnitsIsWalkedFirst) {
+  PackedCluster c({{"b", 5}}, kT4);
+  c.Add({{"a", 2}}, kL4);
+  MatchSpec any;
+  auto units = c.Place(any);
+  ASSERT_TRUE(units.has_value());
+  EXPECT_EQ(units->front()->home, "b");
+  // Only the named model's nodes.
+  MatchSpec l4 = MatchSpec::ForPool(kL4, 1);
+  units = c.Place(l4);
+  ASSERT_TRUE(units.has_value());
+  EXPECT_EQ(units->front()->home, "a");
+  // With more L4s free than T4s, a comes first.
+  c.Add({{"c", 8}}, kL4);
+  units = c.Place(any);
+  ASSERT_TRUE(units.has_value());
+  EXPECT_EQ(units->front()->home, "a");
+}
+
+// Within the node, the units in best-fit order: the lowest order first.
+TEST(FirstFitTest, WithinTheNodeUnitsGoInOrder) {
+  PackedCluster c({{"a", 8}});
+  c.index.SetHolder("a-0", "x");
+  auto units = c.Place(MatchSpec::ForPool(kT4, 2));
+  ASSERT_TRUE(units.has_value());
+  std::vector<std::string> keys;
+  for (const Unit* u : *units) keys.push_back(u->key);
+  EXPECT_THAT(keys, ElementsAre("a-1", "a-2"));
+}
+
+TEST(FirstFitTest, PlacesOneGroupOfWholeUnitsOnly) {
+  CapacityIndex index;
+  NodeMap nodes;
+  Snapshot snapshot;
+  snapshot.index = &index;
+  snapshot.nodes = &nodes;
+  Allocation request;
+  MatchSpec whole = MatchSpec::ForPool(kT4, 2);
+  MatchSpec gang = whole;
+  gang.replicas = 2;
+  MatchSpec share = MatchSpec::ForPool(kT4, 1);
+  share.share = GpuShare{500, 0};
+  FirstFitPlugin plugin;
+  for (const auto& [spec, places] :
+       std::vector<std::pair<const MatchSpec*, bool>>{
+           {&whole, true}, {&gang, false}, {&share, false}}) {
+    CycleState cycle(CycleMode::kAllocate, snapshot, *spec, request, nullptr);
+    EXPECT_EQ(plugin.Places(cycle), places)
+        << spec->replicas << " " << spec->share.has_value();
+  }
+}
+
+}  // namespace
+}  // namespace accelsched
