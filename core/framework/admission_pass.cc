@@ -22,7 +22,7 @@ class Pass {
   Pass& operator=(const Pass&) = delete;
 
   double Rank(const std::string& tenant) {
-    const QueueSortPlugin* sort = fw_.queue_sort();
+    const QueueSortPlugin* sort = fw_.plugins().queue_sort();
     return sort == nullptr ? 0 : sort->TenantRank(session_, tenant);
   }
 
@@ -44,7 +44,7 @@ class Pass {
     const Allocation& p = snap_.book->Find({id, ""})->allocation;
     CycleState cycle(CycleMode::kAdmit, snap_, queue_.Spec(id), p,
                      &session_.holds());
-    cycle.set_queued(true);
+    cycle.notes().queued = true;
     if (Verdict v = fw_.PreFilter(session_, cycle); !v.ok()) {
       const CycleResult r = fw_.PostFilter(
           session_, cycle,
@@ -68,7 +68,7 @@ class Pass {
         return miss;
       }
     }
-    const PlacementPlugin* placer = fw_.PlacerFor(cycle);
+    const PlacementPlugin* placer = fw_.plugins().PlacerFor(cycle);
     if (placer != nullptr) {
       if (std::optional<Groups> groups = placer->Place(session_, cycle)) {
         fw_.Reserve(session_, cycle, *groups);

@@ -22,6 +22,7 @@ void FilterChain::Add(const FilterPlugin* filter) {
 }
 
 void FilterChain::Clear() {
+  min_room_ = MinimumRoom{};
   gates_.clear();
   home_gates_.clear();
   room_.clear();

@@ -1,8 +1,9 @@
 // The per-request state of one scheduling cycle (Kubernetes' CycleState):
 // the request and its spec, computed once when it was accepted; what its
-// PreFilter plugins decided (a narrowed spec, the filters that apply, the
-// least room a node must have); data one plugin leaves for another; and, in
-// Explain, the record of every step. Not thread-safe: one cycle, one thread.
+// PreFilter plugins decided (a narrowed spec, the filters that apply and the
+// least room a node must have); what its steps note for the later ones (and,
+// in Explain, the record of every step); data one plugin leaves for another.
+// Not thread-safe: one cycle, one thread.
 #ifndef ACCELSCHED_CORE_FRAMEWORK_CYCLE_STATE_H_
 #define ACCELSCHED_CORE_FRAMEWORK_CYCLE_STATE_H_
 
@@ -85,7 +86,20 @@ class FilterChain {
   // Every filter that applies, in profile order (Explain's account).
   absl::Span<const FilterPlugin* const> all() const { return all_; }
 
+  // The least available CPU and memory a node must have to pass the
+  // filters, stated by them in Prepare: the index's order skips nodes below
+  // (lowest int64_t: no bound). Clear drops it.
+  struct MinimumRoom {
+    int64_t cpu = std::numeric_limits<int64_t>::min();
+    int64_t memory = std::numeric_limits<int64_t>::min();
+  };
+  const MinimumRoom& min_room() const { return min_room_; }
+  void SetMinimumRoom(int64_t cpu, int64_t memory) {
+    min_room_ = MinimumRoom{cpu, memory};
+  }
+
  private:
+  MinimumRoom min_room_;
   absl::InlinedVector<const FilterPlugin*, 4> gates_;
   absl::InlinedVector<const FilterPlugin*, 1> home_gates_;
   absl::InlinedVector<const FilterPlugin*, 2> room_;
@@ -99,6 +113,42 @@ struct CycleData {
   virtual ~CycleData() = default;
 };
 
+// The CycleData of one cycle, by type.
+class CycleDataStore {
+ public:
+  // The data of type T a plugin left (Emplace), or nullptr.
+  template <typename T>
+  const T* Find() const {
+    for (const auto& [key, data] : data_) {
+      if (key == T::kKey) return static_cast<const T*>(data.get());
+    }
+    return nullptr;
+  }
+  // A new T, kept until the cycle ends.
+  template <typename T>
+  T& Emplace() {
+    data_.emplace_back(T::kKey, std::make_unique<T>());
+    return static_cast<T&>(*data_.back().second);
+  }
+
+ private:
+  absl::InlinedVector<std::pair<const char*, std::unique_ptr<CycleData>>, 1>
+      data_;
+};
+
+// What the steps of a cycle, and its caller, note for the steps after.
+struct CycleNotes {
+  // Whether the request waits when nothing fits (a pass; Allocate or Explain
+  // of a request that queues). Set by the caller.
+  bool queued = false;
+  // Set by a PostFilter action that expects to make room later (a MIG
+  // re-layout at the next periodic pass): those after it that take room from
+  // others (preemption) or hold it ahead stand back.
+  bool deferred = false;
+  // Explain's record of the steps; null outside Explain. Set by the caller.
+  CycleRecord* record = nullptr;
+};
+
 class CycleState {
  public:
   // A cycle of `request` (who asks: its tenant, priority, lease, and id
@@ -109,17 +159,14 @@ class CycleState {
   // The same, for a request whose lease end the caller knows (a bare
   // index's placements: IndexPlacer).
   CycleState(CycleMode mode, const Snapshot& snapshot, const MatchSpec& spec,
-             const Allocation& request, const Holds* holds,
-             absl::Time ends_at);
+             const Allocation& request, const Holds* holds, absl::Time ends_at);
   CycleState(const CycleState&) = delete;
   CycleState& operator=(const CycleState&) = delete;
 
   CycleMode mode() const { return mode_; }
   const Snapshot& snapshot() const { return *snapshot_; }
+  // Who asks (its id is "" for a new request; its tenant, priority, lease).
   const Allocation& request() const { return *request_; }
-  // The request's allocation id, "" for a new request.
-  absl::string_view requester() const { return request_->id; }
-  int priority() const { return request_->priority; }
   // When its lease would end if it were placed now.
   absl::Time ends_at() const { return ends_at_; }
   const Holds* holds() const { return holds_; }
@@ -130,47 +177,16 @@ class CycleState {
   const MatchSpec& requested_spec() const { return *spec_; }
   void Narrow(MatchSpec spec) { narrowed_ = std::move(spec); }
 
-  // Whether the request waits when nothing fits (a pass; Allocate or Explain
-  // of a request that queues).
-  bool queued() const { return queued_; }
-  void set_queued(bool queued) { queued_ = queued; }
-
-  // The filters that apply (PreFilter's work; Framework::Prepare).
+  // The filters that apply, and the room they require (PreFilter's work;
+  // Framework::Prepare).
   FilterChain& filters() { return filters_; }
   const FilterChain& filters() const { return filters_; }
-  // The least available CPU and memory a node must have to pass the cycle's
-  // filters, stated by them in PreFilter: the index's order skips nodes
-  // below (lowest int64_t: no bound).
-  int64_t min_cpu() const { return min_cpu_; }
-  int64_t min_memory() const { return min_memory_; }
-  void SetMinimumRoom(int64_t cpu, int64_t memory) {
-    min_cpu_ = cpu;
-    min_memory_ = memory;
-  }
 
-  // Set by a PostFilter action that expects to make room later (a MIG
-  // re-layout at the next periodic pass): those after it that take room from
-  // others (preemption) or hold it ahead stand back.
-  bool deferred() const { return deferred_; }
-  void set_deferred() { deferred_ = true; }
+  CycleNotes& notes() { return notes_; }
+  const CycleNotes& notes() const { return notes_; }
 
-  // The data of type T a plugin left (Emplace), or nullptr.
-  template <typename T>
-  const T* Find() const {
-    for (const auto& [key, data] : data_) {
-      if (key == T::kKey) return static_cast<const T*>(data.get());
-    }
-    return nullptr;
-  }
-  template <typename T>
-  T& Emplace() {
-    data_.emplace_back(T::kKey, std::make_unique<T>());
-    return static_cast<T&>(*data_.back().second);
-  }
-
-  // Explain's record of the steps; null outside Explain.
-  CycleRecord* record() const { return record_; }
-  void set_record(CycleRecord* record) { record_ = record; }
+  CycleDataStore& data() { return data_; }
+  const CycleDataStore& data() const { return data_; }
 
  private:
   const CycleMode mode_;
@@ -180,14 +196,9 @@ class CycleState {
   const Holds* const holds_;
   const absl::Time ends_at_;
   std::optional<MatchSpec> narrowed_;
-  bool queued_ = false;
-  bool deferred_ = false;
   FilterChain filters_;
-  int64_t min_cpu_ = std::numeric_limits<int64_t>::min();
-  int64_t min_memory_ = std::numeric_limits<int64_t>::min();
-  absl::InlinedVector<std::pair<const char*, std::unique_ptr<CycleData>>, 1>
-      data_;
-  CycleRecord* record_ = nullptr;
+  CycleNotes notes_;
+  CycleDataStore data_;
 };
 
 }  // namespace accelsched

@@ -18,7 +18,7 @@ Explanation AccountNodes(const Framework& framework, const CycleState& cycle) {
   const Snapshot& snap = cycle.snapshot();
   const CapacityIndex& index = *snap.index;
   const MatchSpec& spec = cycle.requested_spec();
-  const PlacementPlugin* placer = framework.PlacerFor(cycle);
+  const PlacementPlugin* placer = framework.plugins().PlacerFor(cycle);
   const std::vector<PoolCandidate> candidates = CandidatePools(index, spec);
   const bool several = spec.requested_models.size() != 1;
   // Requested models that no node has.
@@ -95,10 +95,9 @@ Explanation AccountNodes(const Framework& framework, const CycleState& cycle) {
         if (pool_units.empty()) {
           // Any model: only the models the node has are worth a word.
           if (!spec.requested_models.empty()) {
-            absent.emplace(candidates[i].key->model,
-                           absl::StrCat("no ",
-                                        several
-                                            ? ModelUnitName(*candidates[i].key)
+            absent.emplace(
+                candidates[i].key->model,
+                absl::StrCat("no ", several ? ModelUnitName(*candidates[i].key)
                                             : UnitName(*candidates[i].key)));
           }
           continue;
@@ -144,7 +143,7 @@ void RecordPlacement(const Framework& framework, const Session& session,
                      const CycleState& cycle, const PlacementPlugin& placer,
                      const std::vector<RankedPlacement>& ranked,
                      const std::optional<Groups>& groups) {
-  CycleRecord* record = cycle.record();
+  CycleRecord* record = cycle.notes().record;
   if (record == nullptr) return;
   const CapacityIndex& index = *cycle.snapshot().index;
   // The nodes holding units of the request's pools, each with those pools.
@@ -170,10 +169,10 @@ void RecordPlacement(const Framework& framework, const Session& session,
       }
       it = passes ? std::next(it) : in.erase(it);
     }
-    record->Add(CycleStep{std::string(f->name()),
-                          std::string(ExtensionPointName(
-                              ExtensionPoint::kFilter)),
-                          reached, static_cast<int>(in.size()), ""});
+    record->Add(
+        CycleStep{std::string(f->name()),
+                  std::string(ExtensionPointName(ExtensionPoint::kFilter)),
+                  reached, static_cast<int>(in.size()), ""});
   }
   std::string chose;
   int chosen = 0;
@@ -185,8 +184,8 @@ void RecordPlacement(const Framework& framework, const Session& session,
     chosen = static_cast<int>(nodes.size());
     chose = absl::StrCat("chose ", absl::StrJoin(nodes, ", "));
     if (!ranked.empty()) {
-      absl::StrAppend(&chose, " of ", ranked.size(), " weighed: ",
-                      DescribeScore(ranked.front().score));
+      absl::StrAppend(&chose, " of ", ranked.size(),
+                      " weighed: ", DescribeScore(ranked.front().score));
     }
   } else {
     chose = placer.WhyNot(session, cycle);
@@ -195,7 +194,7 @@ void RecordPlacement(const Framework& framework, const Session& session,
                         std::string(ExtensionPointName(ExtensionPoint::kScore)),
                         static_cast<int>(in.size()), chosen, chose});
   if (!ranked.empty()) {
-    for (const Framework::WeightedScore& s : framework.scores()) {
+    for (const PluginSet::WeightedScore& s : framework.plugins().scores()) {
       record->Add(CycleStep{
           std::string(s.plugin->name()),
           std::string(ExtensionPointName(ExtensionPoint::kScore)),
@@ -203,14 +202,57 @@ void RecordPlacement(const Framework& framework, const Session& session,
           absl::StrCat("weight ", s.weight)});
     }
   }
-  if (groups.has_value() && framework.unit_score() != nullptr) {
-    for (std::string& words : framework.DescribeUnits(cycle, *groups)) {
-      record->Add(CycleStep{
-          std::string(framework.unit_score()->name()),
-          std::string(ExtensionPointName(ExtensionPoint::kScore)), 1, 1,
-          std::move(words)});
+  if (groups.has_value() && framework.plugins().unit_score() != nullptr) {
+    for (std::string& words :
+         DescribeUnits(framework.plugins(), cycle, *groups)) {
+      record->Add(
+          CycleStep{std::string(framework.plugins().unit_score()->name()),
+                    std::string(ExtensionPointName(ExtensionPoint::kScore)), 1,
+                    1, std::move(words)});
     }
   }
+}
+
+std::string WhyRefused(const Framework& framework, const Session& session,
+                       CycleState& cycle) {
+  std::string why = AccountNodes(framework, cycle).summary;
+  for (const FilterPlugin* f : cycle.filters().all()) {
+    if (f->in_account() || f->ExcludedNote().empty()) continue;
+    // Placed again without it: would the request fit but for what it says?
+    FilterChain all = cycle.filters();
+    FilterChain& without = cycle.filters();
+    without.Clear();
+    for (const FilterPlugin* g : all.all()) {
+      if (g != f) without.Add(g);
+    }
+    without.SetMinimumRoom(all.min_room().cpu, all.min_room().memory);
+    const bool fits = framework.Place(session, cycle).has_value();
+    cycle.filters() = std::move(all);
+    if (fits) absl::StrAppend(&why, "; ", f->ExcludedNote());
+  }
+  return why;
+}
+
+std::vector<RankedPlacement> RankPlacements(const PluginSet& plugins,
+                                            const Session& session,
+                                            const CycleState& cycle) {
+  const PlacementPlugin* placer = plugins.PlacerFor(cycle);
+  if (placer == nullptr) return {};
+  return placer->Rank(session, cycle);
+}
+
+std::vector<std::string> DescribeUnits(const PluginSet& plugins,
+                                       const CycleState& cycle,
+                                       const Groups& groups) {
+  std::vector<std::string> out;
+  if (plugins.unit_score() == nullptr) return out;
+  for (const std::vector<const Unit*>& group : groups) {
+    if (std::string s = plugins.unit_score()->Describe(cycle, group);
+        !s.empty()) {
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
 }
 
 }  // namespace accelsched

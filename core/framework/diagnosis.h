@@ -13,6 +13,7 @@
 
 #include "core/framework/cycle_state.h"
 #include "core/framework/plugin.h"
+#include "core/framework/plugin_set.h"
 #include "core/framework/session.h"
 
 namespace accelsched {
@@ -49,6 +50,25 @@ void RecordPlacement(const Framework& framework, const Session& session,
                      const CycleState& cycle, const PlacementPlugin& placer,
                      const std::vector<RankedPlacement>& ranked,
                      const std::optional<Groups>& groups);
+
+// Why a request that nothing fits is refused (RESOURCE_EXHAUSTED): the
+// account's summary, and, for each filter the account leaves out without
+// which the request would fit, what that filter says of it (ExcludedNote).
+// The cycle's filters are as they were after.
+std::string WhyRefused(const Framework& framework, const Session& session,
+                       CycleState& cycle);
+
+// The candidates the request's placement plugin weighed, best first (empty
+// when none places it).
+std::vector<RankedPlacement> RankPlacements(const PluginSet& plugins,
+                                            const Session& session,
+                                            const CycleState& cycle);
+
+// What the unit plugin says of each group of `groups` ("" ones left out;
+// empty without a unit plugin).
+std::vector<std::string> DescribeUnits(const PluginSet& plugins,
+                                       const CycleState& cycle,
+                                       const Groups& groups);
 
 }  // namespace accelsched
 

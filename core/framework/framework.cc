@@ -16,7 +16,7 @@ bool Asked(const PostFilterPlugin& plugin, const CycleState& cycle) {
     case CycleMode::kAdmit:
       return !plugin.ForNewRequests();
     case CycleMode::kExplain:
-      return plugin.ForNewRequests() || cycle.queued();
+      return plugin.ForNewRequests() || cycle.notes().queued;
   }
   return false;
 }
@@ -42,84 +42,33 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::Create(
   for (const Profile::Entry& entry : profile.plugins) {
     PluginFactory make = registry.Find(entry.plugin);
     if (make == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("profile: no plugin \"", entry.plugin,
-                       "\" is registered"));
-    }
-    if (fw->Find(entry.plugin) != nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "profile: plugin \"", entry.plugin, "\" is named twice"));
+          "profile: no plugin \"", entry.plugin, "\" is registered"));
     }
-    fw->plugins_.push_back(make());
-    const Plugin* p = fw->plugins_.back().get();
-    if (auto* q = dynamic_cast<const QueueSortPlugin*>(p)) {
-      if (fw->queue_sort_ != nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "profile: plugin \"", entry.plugin, "\" is a second QueueSort "
-            "plugin (", fw->queue_sort_->name(), " is the first)"));
-      }
-      fw->queue_sort_ = q;
-    }
-    if (auto* f = dynamic_cast<const PreFilterPlugin*>(p)) {
-      fw->pre_filters_.push_back(f);
-    }
-    if (auto* f = dynamic_cast<const FilterPlugin*>(p)) {
-      fw->filters_.push_back(f);
-    }
-    if (auto* f = dynamic_cast<const PlacementPlugin*>(p)) {
-      fw->placements_.push_back(f);
-    }
-    if (auto* f = dynamic_cast<const ScorePlugin*>(p)) {
-      fw->scores_.push_back({f, entry.weight});
-    }
-    if (auto* f = dynamic_cast<const UnitScorePlugin*>(p)) {
-      if (fw->unit_score_ != nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "profile: plugin \"", entry.plugin, "\" is a second UnitScore "
-            "plugin (", fw->unit_score_->name(), " is the first)"));
-      }
-      fw->unit_score_ = f;
-    }
-    if (auto* f = dynamic_cast<const ReservePlugin*>(p)) {
-      fw->reserves_.push_back(f);
-    }
-    if (auto* f = dynamic_cast<const PostFilterPlugin*>(p)) {
-      fw->post_filters_.push_back(f);
+    if (absl::Status added = fw->plugins_.Add(make(), entry.weight);
+        !added.ok()) {
+      return added;
     }
   }
-  if (fw->placements_.empty()) {
+  if (fw->plugins_.placements().empty()) {
     return absl::InvalidArgumentError(
         "profile: no placement plugin (a --packing policy) is named");
   }
   return fw;
 }
 
-const Plugin* Framework::Find(absl::string_view name) const {
-  for (const auto& p : plugins_) {
-    if (p->name() == name) return p.get();
-  }
-  return nullptr;
-}
-
-const PlacementPlugin* Framework::PlacerFor(const CycleState& cycle) const {
-  for (const PlacementPlugin* p : placements_) {
-    if (p->Places(cycle)) return p;
-  }
-  return nullptr;
-}
-
 void Framework::Record(const CycleState& cycle, const Plugin& plugin,
                        ExtensionPoint point, int nodes_in, int nodes_out,
                        std::string detail) {
-  if (cycle.record() == nullptr) return;
-  cycle.record()->Add(CycleStep{std::string(plugin.name()),
-                                std::string(ExtensionPointName(point)),
-                                nodes_in, nodes_out, std::move(detail)});
+  if (cycle.notes().record == nullptr) return;
+  cycle.notes().record->Add(CycleStep{std::string(plugin.name()),
+                                      std::string(ExtensionPointName(point)),
+                                      nodes_in, nodes_out, std::move(detail)});
 }
 
 bool Framework::MayResolve(const Session& session, const CycleState& cycle,
                            const Plugin** by) const {
-  for (const PostFilterPlugin* p : post_filters_) {
+  for (const PostFilterPlugin* p : plugins_.post_filters()) {
     if (p->MayResolve(session, cycle)) {
       *by = p;
       return true;
@@ -131,15 +80,15 @@ bool Framework::MayResolve(const Session& session, const CycleState& cycle,
 void Framework::Prepare(CycleState& cycle) const {
   FilterChain& chain = cycle.filters();
   chain.Clear();
-  for (const FilterPlugin* f : filters_) {
+  for (const FilterPlugin* f : plugins_.filters()) {
     if (f->Prepare(cycle)) chain.Add(f);
   }
 }
 
 Verdict Framework::PreFilter(Session& session, CycleState& cycle) const {
-  const bool recording = cycle.record() != nullptr;
+  const bool recording = cycle.notes().record != nullptr;
   const int nodes = recording ? CandidateNodes(cycle) : 0;
-  for (const PreFilterPlugin* p : pre_filters_) {
+  for (const PreFilterPlugin* p : plugins_.pre_filters()) {
     if (p->ForNewRequests() && cycle.mode() == CycleMode::kAdmit) continue;
     Verdict v = p->PreFilter(session, cycle);
     if (v.code == Verdict::Code::kUnresolvable) {
@@ -161,20 +110,20 @@ Verdict Framework::PreFilter(Session& session, CycleState& cycle) const {
 
 std::optional<Groups> Framework::Place(const Session& session,
                                        const CycleState& cycle) const {
-  const PlacementPlugin* placer = PlacerFor(cycle);
+  const PlacementPlugin* placer = plugins_.PlacerFor(cycle);
   if (placer == nullptr) return std::nullopt;
   return placer->Place(session, cycle);
 }
 
 void Framework::Reserve(Session& session, const CycleState& cycle,
                         const Groups& groups) const {
-  for (const ReservePlugin* p : reserves_) {
+  for (const ReservePlugin* p : plugins_.reserves()) {
     p->Reserve(session, cycle, groups);
     Record(cycle, *p, ExtensionPoint::kReserve, 1, 1, "");
   }
-  if (!cycle.requester().empty()) {
-    session.NotePlaced(std::string(cycle.requester()));
-    session.holds().Release(std::string(cycle.requester()));
+  if (!cycle.request().id.empty()) {
+    session.NotePlaced(std::string(cycle.request().id));
+    session.holds().Release(std::string(cycle.request().id));
   }
 }
 
@@ -185,10 +134,10 @@ CycleResult Framework::PostFilter(Session& session, CycleState& cycle,
   // A request a PreFilter refused holds nothing (a PostFilter action may
   // hold for it again).
   if (failure.kind == CycleFailure::Kind::kRefused &&
-      cycle.mode() != CycleMode::kAllocate && !cycle.requester().empty()) {
-    session.holds().Release(std::string(cycle.requester()));
+      cycle.mode() != CycleMode::kAllocate && !cycle.request().id.empty()) {
+    session.holds().Release(std::string(cycle.request().id));
   }
-  for (const PostFilterPlugin* p : post_filters_) {
+  for (const PostFilterPlugin* p : plugins_.post_filters()) {
     if (!Asked(*p, cycle)) continue;
     PostFilterResult r = p->PostFilter(session, cycle, failure);
     Record(cycle, *p, ExtensionPoint::kPostFilter, 0, 0,
@@ -230,11 +179,12 @@ CycleResult Framework::RunCycle(Session& session, CycleState& cycle) const {
                                    std::move(v.reason)});
   }
   std::vector<RankedPlacement> ranked;
-  if (cycle.record() != nullptr) ranked = Rank(session, cycle);
-  const PlacementPlugin* placer = PlacerFor(cycle);
+  if (cycle.notes().record != nullptr)
+    ranked = RankPlacements(plugins_, session, cycle);
+  const PlacementPlugin* placer = plugins_.PlacerFor(cycle);
   std::optional<Groups> groups =
       placer == nullptr ? std::nullopt : placer->Place(session, cycle);
-  if (cycle.record() != nullptr && placer != nullptr) {
+  if (cycle.notes().record != nullptr && placer != nullptr) {
     RecordPlacement(*this, session, cycle, *placer, ranked, groups);
   }
   if (groups.has_value()) {
@@ -255,7 +205,7 @@ CycleResult Framework::RunCycle(Session& session, CycleState& cycle) const {
 
 bool Framework::MayHelpBlocked(const Session& session,
                                const CycleState& cycle) const {
-  for (const PostFilterPlugin* p : post_filters_) {
+  for (const PostFilterPlugin* p : plugins_.post_filters()) {
     if (!p->ForNewRequests() && p->MayHelpBlocked(session, cycle)) {
       return true;
     }
@@ -266,7 +216,7 @@ bool Framework::MayHelpBlocked(const Session& session,
 std::string Framework::ReasonWhileSkipped(Session& session,
                                           const std::string& id,
                                           const std::string& reason) const {
-  for (const PostFilterPlugin* p : post_filters_) {
+  for (const PostFilterPlugin* p : plugins_.post_filters()) {
     if (std::optional<std::string> r = p->ReasonWhileSkipped(session, id)) {
       return *std::move(r);
     }
@@ -276,47 +226,10 @@ std::string Framework::ReasonWhileSkipped(Session& session,
 
 ReservationState Framework::CloseSession(Session& session) const {
   ReservationState next = session.holds().Take();
-  for (const PostFilterPlugin* p : post_filters_) {
+  for (const PostFilterPlugin* p : plugins_.post_filters()) {
     p->OnSessionClose(session, next);
   }
   return next;
-}
-
-std::string Framework::WhyRefused(const Session& session,
-                                  CycleState& cycle) const {
-  std::string why = AccountNodes(*this, cycle).summary;
-  for (const FilterPlugin* f : cycle.filters().all()) {
-    if (f->in_account() || f->ExcludedNote().empty()) continue;
-    // Placed again without it: would the request fit but for what it says?
-    FilterChain all = cycle.filters();
-    cycle.filters().Clear();
-    for (const FilterPlugin* g : all.all()) {
-      if (g != f) cycle.filters().Add(g);
-    }
-    const bool fits = Place(session, cycle).has_value();
-    cycle.filters() = std::move(all);
-    if (fits) absl::StrAppend(&why, "; ", f->ExcludedNote());
-  }
-  return why;
-}
-
-std::vector<RankedPlacement> Framework::Rank(const Session& session,
-                                             const CycleState& cycle) const {
-  const PlacementPlugin* placer = PlacerFor(cycle);
-  if (placer == nullptr) return {};
-  return placer->Rank(session, cycle);
-}
-
-std::vector<std::string> Framework::DescribeUnits(const CycleState& cycle,
-                                                  const Groups& groups) const {
-  std::vector<std::string> out;
-  if (unit_score_ == nullptr) return out;
-  for (const std::vector<const Unit*>& group : groups) {
-    if (std::string s = unit_score_->Describe(cycle, group); !s.empty()) {
-      out.push_back(std::move(s));
-    }
-  }
-  return out;
 }
 
 }  // namespace accelsched

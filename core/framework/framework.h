@@ -26,6 +26,7 @@
 #include "absl/types/span.h"
 #include "core/framework/cycle_state.h"
 #include "core/framework/plugin.h"
+#include "core/framework/plugin_set.h"
 #include "core/framework/registry.h"
 #include "core/framework/session.h"
 
@@ -48,7 +49,7 @@ struct CycleResult {
   // What Explain's summary adds, in order ("; "-joined after the account).
   std::vector<std::string> summary;
   // In Explain, past PreFilter: the candidates the placement weighed, best
-  // first (Framework::Rank).
+  // first (RankPlacements).
   std::vector<RankedPlacement> ranked;
 };
 
@@ -102,31 +103,8 @@ class Framework {
   // plugins add. The session's holds are spent after.
   ReservationState CloseSession(Session& session) const;
 
-  // --- What Explain shows besides the steps. ---
-  // Why a request that nothing fits is refused (RESOURCE_EXHAUSTED): the
-  // per-node account's summary, and, for each filter the account leaves out
-  // without which it would fit, what that filter says of it.
-  std::string WhyRefused(const Session& session, CycleState& cycle) const;
-  // The candidates the request's placement plugin weighed, best first.
-  std::vector<RankedPlacement> Rank(const Session& session,
-                                    const CycleState& cycle) const;
-  // What the unit plugin says of each group of `groups` ("" ones left out).
-  std::vector<std::string> DescribeUnits(const CycleState& cycle,
-                                         const Groups& groups) const;
-
-  // --- The plugins, for the placements and the pass. ---
-  const QueueSortPlugin* queue_sort() const { return queue_sort_; }
-  const UnitScorePlugin* unit_score() const { return unit_score_; }
-  struct WeightedScore {
-    const ScorePlugin* plugin;
-    double weight;
-  };
-  absl::Span<const WeightedScore> scores() const { return scores_; }
-  absl::Span<const FilterPlugin* const> filters() const { return filters_; }
-  // The placement plugin of the request: the first that places it.
-  const PlacementPlugin* PlacerFor(const CycleState& cycle) const;
-  // The profile's plugin of that name, or nullptr.
-  const Plugin* Find(absl::string_view name) const;
+  // The profile's plugins, by extension point.
+  const PluginSet& plugins() const { return plugins_; }
 
  private:
   Framework() = default;
@@ -137,15 +115,7 @@ class Framework {
   bool MayResolve(const Session& session, const CycleState& cycle,
                   const Plugin** by) const;
 
-  std::vector<std::unique_ptr<Plugin>> plugins_;
-  const QueueSortPlugin* queue_sort_ = nullptr;
-  std::vector<const PreFilterPlugin*> pre_filters_;
-  std::vector<const FilterPlugin*> filters_;
-  std::vector<const PlacementPlugin*> placements_;
-  std::vector<WeightedScore> scores_;
-  const UnitScorePlugin* unit_score_ = nullptr;
-  std::vector<const ReservePlugin*> reserves_;
-  std::vector<const PostFilterPlugin*> post_filters_;
+  PluginSet plugins_;
 };
 
 }  // namespace accelsched

@@ -86,11 +86,11 @@ std::optional<std::vector<const Unit*>> UnitsIn(const Session& session,
     return std::nullopt;
   }
   const CapacityIndex& index = *cycle.snapshot().index;
-  const UnitScorePlugin* chooser = session.framework().unit_score();
-  const int enough = chooser != nullptr && node != nullptr
-                         ? chooser->Weighs(cycle, *node, *candidate.key,
-                                           spec.count)
-                         : spec.count;
+  const UnitScorePlugin* chooser = session.framework().plugins().unit_score();
+  const int enough =
+      chooser != nullptr && node != nullptr
+          ? chooser->Weighs(cycle, *node, *candidate.key, spec.count)
+          : spec.count;
   std::vector<const Unit*> eligible;
   for (const Unit* u :
        FreeUnitsBestFit(index, candidate.pool->homes.find(home)->second)) {
@@ -123,7 +123,8 @@ std::optional<std::vector<const Unit*>> WalkByFree(
     for (const PoolCandidate& c : candidates) {
       if (c.pool->HomesWithFree(f) == 0) continue;
       c.pool->by_free.ForEachFrom(
-          {f, cycle.min_cpu(), std::string()}, cycle.min_memory(),
+          {f, cycle.filters().min_room().cpu, std::string()},
+          cycle.filters().min_room().memory,
           [&](const CapacityIndex::FreeEntry& e) {
             if (e.free != f) return false;
             found = UnitsIn(session, cycle, c, e.home);

@@ -6,7 +6,7 @@
 // built once per profile (core/framework/registry.h) and then read only, so
 // that concurrent readers (Explain) may run cycles; what it keeps for one
 // pass lives in the session (Session::StateOf), what it keeps for one
-// request in the cycle state (CycleState::Data).
+// request in the cycle state (CycleState::data).
 //
 // Calls on the per-node path (Filter, Score, UnitScore) allocate nothing and
 // are made only for the nodes a placement visits: the placement walks the
@@ -105,7 +105,7 @@ class QueueSortPlugin : public virtual Plugin {
 
 // PreFilter: once per cycle, before any node is looked at. It may refuse the
 // request (Verdict), narrow what it may take (CycleState::Narrow), or state
-// bounds the placement walks by (CycleState::SetMinimumRoom).
+// bounds the placement walks by (FilterChain::SetMinimumRoom).
 class PreFilterPlugin : public virtual Plugin {
  public:
   virtual Verdict PreFilter(Session& session, CycleState& cycle) const = 0;
@@ -155,7 +155,7 @@ class FilterPlugin : public virtual Plugin {
   // Whether the plugin has anything to say of this request (Kubernetes'
   // PreFilter Skip): asked once per cycle; a plugin that has not is not
   // asked of any node. One that has may state the least available CPU and
-  // memory a node must have to pass it (CycleState::SetMinimumRoom), by
+  // memory a node must have to pass it (FilterChain::SetMinimumRoom), by
   // which the placements' walks skip nodes.
   virtual bool Prepare(CycleState& cycle) const = 0;
   // Why `node` cannot take part (a static string: "cordoned"), or nullptr.
@@ -329,8 +329,7 @@ class PostFilterPlugin : public virtual Plugin {
   }
   // Adds to what the pass leaves for the next (the start of a request whose
   // MIG re-layout is under way), when the session closes.
-  virtual void OnSessionClose(Session& session, ReservationState& next) const {
-  }
+  virtual void OnSessionClose(Session& session, ReservationState& next) const {}
 };
 
 }  // namespace accelsched

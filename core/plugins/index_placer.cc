@@ -60,7 +60,7 @@ std::vector<RankedPlacement> IndexPlacer::Rank(const MatchSpec& spec,
   CycleState cycle(CycleMode::kAllocate, snapshot_, spec, request_, nullptr,
                    ends_at);
   framework_->Prepare(cycle);
-  const Plugin* p = framework_->Find("fragmentation");
+  const Plugin* p = framework_->plugins().Find("fragmentation");
   if (p == nullptr) return {};
   return dynamic_cast<const PlacementPlugin*>(p)->Rank(session_, cycle);
 }

@@ -50,8 +50,6 @@ absl::Status AllocationNotFound(const AllocationKey& key) {
 
 // The framework of the options' profile: the plugins are the registry's
 
-
-
 // What a request asks for (its validated spec) and who asks, as an
 // allocation without devices, id, state or times.
 Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
@@ -71,7 +69,7 @@ Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
 }  // namespace
 
 void AllocationCalls::Allocate(const AllocationRequest& request,
-                         SchedulerCallback<Allocation> done) {
+                               SchedulerCallback<Allocation> done) {
   state_.Complete(QueueAllocate(request), std::move(done));
 }
 
@@ -79,8 +77,8 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
     const AllocationRequest& request) {
   ASSIGN_OR_RETURN(
       MatchSpec spec,
-      ValidateAllocationRequest(*state_.types(), request,
-                                options_.max_lease, options_.topology_levels));
+      ValidateAllocationRequest(*state_.types(), request, options_.max_lease,
+                                options_.topology_levels));
   // Expiries queued on the way commit before this call's write (in queue
   // order); the flush after the lock is released sees to them on every path.
   std::shared_ptr<GroupCommitter::Ticket> ticket;
@@ -117,7 +115,8 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
             PutAllocationMutation{existing->allocation, {}});
         existing->ticket = state_.Commit(std::move(write));
       }
-      a = lifecycle_.WithQueueFields(existing->allocation, /*may_compute=*/false);
+      a = lifecycle_.WithQueueFields(existing->allocation,
+                                     /*may_compute=*/false);
       ticket = existing->ticket;
     } else {
       // The cycle counts the request in the mix (request_mix) before it is
@@ -128,7 +127,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
       DryStatement none;
       Session session(framework_, snap, holds, none);
       CycleState cycle(CycleMode::kAllocate, snap, spec, a, &holds);
-      cycle.set_queued(request.queue);
+      cycle.notes().queued = request.queue;
       CycleResult r = framework_.RunCycle(session, cycle);
       if (r.outcome == CycleResult::Outcome::kRefused) return r.refusal;
       a.id = m.book.NewId(now);
@@ -150,11 +149,12 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
           return absl::ResourceExhaustedError(r.reason);
         }
         return absl::ResourceExhaustedError(
-            framework_.WhyRefused(session, cycle));
+            WhyRefused(framework_, session, cycle));
       } else {
         ticket = lifecycle_.Enqueue(a, now);
         const Record& queued = *m.book.Find({a.id, ""});
-        a = lifecycle_.WithQueueFields(queued.allocation, /*may_compute=*/false);
+        a = lifecycle_.WithQueueFields(queued.allocation,
+                                       /*may_compute=*/false);
         ticket = queued.ticket;
       }
     }
@@ -162,7 +162,8 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
   return Queued<Allocation>{std::move(a), std::move(ticket)};
 }
 
-void AllocationCalls::Release(const AllocationKey& key, SchedulerCallback<Allocation> done) {
+void AllocationCalls::Release(const AllocationKey& key,
+                              SchedulerCallback<Allocation> done) {
   state_.Complete(QueueRelease(key), std::move(done));
 }
 
@@ -183,14 +184,14 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRelease(
       // A preempted allocation released in its grace ends as preempted; a
       // pending one is withdrawn.
       if (record.allocation.pending()) {
-        lifecycle_.End(record, AllocationState::kReleased, kReasonWithdrawn, now,
-                  write);
+        lifecycle_.End(record, AllocationState::kReleased, kReasonWithdrawn,
+                       now, write);
       } else if (record.allocation.state == AllocationState::kPreempted) {
-        lifecycle_.End(record, AllocationState::kPreempted, kReasonPreempted, now,
-                  write);
+        lifecycle_.End(record, AllocationState::kPreempted, kReasonPreempted,
+                       now, write);
       } else {
         lifecycle_.End(record, AllocationState::kReleased, kReasonReleased, now,
-                  write);
+                       write);
       }
       record.ticket = state_.Commit(std::move(write));
       lifecycle_.Admit(now);
@@ -202,7 +203,8 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRelease(
 }
 
 void AllocationCalls::RenewLease(absl::string_view allocation_id,
-                           absl::Duration lease, SchedulerCallback<Allocation> done) {
+                                 absl::Duration lease,
+                                 SchedulerCallback<Allocation> done) {
   state_.Complete(QueueRenewLease(allocation_id, lease), std::move(done));
 }
 
@@ -268,7 +270,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::FindDurable(
 }
 
 void AllocationCalls::GetAllocation(const AllocationKey& key,
-                              SchedulerCallback<Allocation> done) const {
+                                    SchedulerCallback<Allocation> done) const {
   absl::StatusOr<Queued<Allocation>> found = FindDurable(key);
   if (!found.ok()) {
     std::move(done)(found.status());
@@ -300,8 +302,8 @@ absl::StatusOr<ExplainResult> AllocationCalls::Explain(
     const AllocationRequest& request) const {
   ASSIGN_OR_RETURN(
       MatchSpec spec,
-      ValidateAllocationRequest(*state_.types(), request,
-                                options_.max_lease, options_.topology_levels));
+      ValidateAllocationRequest(*state_.types(), request, options_.max_lease,
+                                options_.topology_levels));
   ExplainResult result;
   absl::ReaderMutexLock lock(&state_.mu());
   const SchedulerMemory& m = state_.memory();
@@ -335,9 +337,9 @@ absl::StatusOr<ExplainResult> AllocationCalls::Explain(
   DryStatement none;
   Session session(framework_, snap, holds, none);
   CycleState cycle(CycleMode::kExplain, snap, spec, asking, &holds);
-  cycle.set_queued(request.queue);
+  cycle.notes().queued = request.queue;
   CycleRecord record;
-  cycle.set_record(&record);
+  cycle.notes().record = &record;
   framework_.Prepare(cycle);
   result.explanation = AccountNodes(framework_, cycle);
   CycleResult r = framework_.RunCycle(session, cycle);
@@ -356,13 +358,13 @@ absl::StatusOr<ExplainResult> AllocationCalls::Explain(
     result.feasible = true;
     result.would_allocate = Requested(request, spec);
     lifecycle_.Assign(result.would_allocate, r.groups);
-    for (const std::string& words : framework_.DescribeUnits(cycle, r.groups)) {
+    for (const std::string& words :
+         DescribeUnits(framework_.plugins(), cycle, r.groups)) {
       absl::StrAppend(&summary, "; ", words);
     }
   }
   result.steps = record.Take();
   return result;
 }
-
 
 }  // namespace accelsched

@@ -21,9 +21,9 @@ class Lifecycle::PassStatement final : public CycleStatement {
     std::vector<std::string> keys = life_.Assign(a, groups);
     a.state = AllocationState::kActive;
     a.admitted_at = now_;
-    a.expires_at = now_ + (a.lease == absl::ZeroDuration()
-                               ? life_.options_.default_lease
-                               : a.lease);
+    a.expires_at =
+        now_ + (a.lease == absl::ZeroDuration() ? life_.options_.default_lease
+                                                : a.lease);
     // Written again whole: a stored allocation's devices never change in
     // place.
     write.mutations.push_back(DeleteAllocationMutation{id});
@@ -122,8 +122,7 @@ Lifecycle::Ticket Lifecycle::ExpireDue(absl::Time now, int* expired) {
       End(*record, AllocationState::kPreempted, kReasonPreempted, now, write);
     } else {
       End(*record, AllocationState::kExpired,
-          record->allocation.pending() ? kReasonPendingExpired
-                                       : kReasonExpired,
+          record->allocation.pending() ? kReasonPendingExpired : kReasonExpired,
           now, write);
     }
   }
@@ -236,7 +235,7 @@ std::shared_ptr<const std::vector<std::string>> Lifecycle::PendingOrder(
     Holds holds(&m.book, &m.reservations, Holds::Standing::kReadOnly);
     DryStatement none;
     Session session(framework_, snap, holds, none);
-    const QueueSortPlugin* sort = framework_.queue_sort();
+    const QueueSortPlugin* sort = framework_.plugins().queue_sort();
     return m.queue.Order(
         [&](const std::string& tenant) {
           return sort == nullptr ? 0 : sort->TenantRank(session, tenant);
@@ -255,8 +254,8 @@ Allocation Lifecycle::WithQueueFields(Allocation a, bool may_compute) const {
   const SchedulerMemory& m = state_.memory();
   if (may_compute) PendingOrder(/*fresh=*/false);
   // Queued since the order was last computed: last, for now.
-  a.queue_position = order_.PositionOf(a.id).value_or(
-      static_cast<int>(m.queue.size()));
+  a.queue_position =
+      order_.PositionOf(a.id).value_or(static_cast<int>(m.queue.size()));
   a.pending_reason = m.queue.Reason(a.id);
   if (a.pending_reason.empty()) a.pending_reason = "waiting for a pass";
   // One overdue (a hold's lease end passed without the release, and no pass

@@ -178,8 +178,7 @@ class FrameworkFixture : public testing::Test {
   struct PassSession {
     PassSession(const Framework& framework, const Snapshot& snapshot,
                 const AllocationBook* book, const ReservationState* previous,
-                bool refresh,
-                std::function<bool(absl::string_view)> waiting)
+                bool refresh, std::function<bool(absl::string_view)> waiting)
         : holds(book, previous, refresh, waiting),
           session(framework, snapshot, holds, statement) {}
     Holds holds;
@@ -188,8 +187,9 @@ class FrameworkFixture : public testing::Test {
   };
   std::unique_ptr<PassSession> NewSession(
       const ReservationState* previous = nullptr, bool refresh = true,
-      std::function<bool(absl::string_view)> waiting =
-          [](absl::string_view) { return false; }) {
+      std::function<bool(absl::string_view)> waiting = [](absl::string_view) {
+        return false;
+      }) {
     if (framework_ == nullptr) framework_ = MakeFramework();
     snapshot_.previous = previous;
     snapshot_.refresh = refresh;
@@ -202,9 +202,9 @@ class FrameworkFixture : public testing::Test {
   std::unique_ptr<CycleState> Cycle(PassSession& s, const Allocation& request,
                                     const MatchSpec& spec,
                                     CycleMode mode = CycleMode::kAdmit) {
-    auto cycle = std::make_unique<CycleState>(mode, snapshot_, spec, request,
-                                              &s.holds);
-    cycle->set_queued(true);
+    auto cycle =
+        std::make_unique<CycleState>(mode, snapshot_, spec, request, &s.holds);
+    cycle->notes().queued = true;
     framework_->Prepare(*cycle);
     return cycle;
   }

@@ -206,40 +206,40 @@ std::string Walk::Reserve(const CycleState& cycle, const std::string& id,
       // Shares the walk has yet to see end, per shared GPU: it frees whole
       // when the last one has.
       absl::flat_hash_map<std::string, size_t> shares_left;
-      snap_.book->ForEachLiveByExpiry(key, [&](const AllocationBook::Record&
-                                                   r) {
-        const Allocation& a = r.allocation;
-        if (a.expires_at >= best.start) return false;
-        if (!holds_.refresh() && snap_.reservation_walk_limit > 0 &&
-            ++walked > snap_.reservation_walk_limit) {
-          cut = true;
-          return false;
-        }
-        if (a.pod_resources.has_value()) {
-          for (const std::string& node : NodesOf(a)) {
-            freed[node] += *a.pod_resources;
-          }
-        }
-        // Whether `unit` coming free completes the reservation.
-        auto frees = [&](absl::string_view unit) {
-          const Unit* u = index_.Find(unit);
-          return u != nullptr && u->healthy && add(u->home, 1);
-        };
-        bool done = false;
-        for (const std::string& unit : r.units) {
-          if (frees(unit)) {
-            done = true;
-            break;
-          }
-        }
-        if (const std::string* gpu = SharedUnitOf(a); !done && gpu) {
-          auto [left, fresh] = shares_left.try_emplace(*gpu, 0);
-          if (fresh) left->second = snap_.book->ShareHolderCount(*gpu);
-          done = left->second > 0 && --left->second == 0 && frees(*gpu);
-        }
-        if (done) start = a.expires_at;
-        return !done;
-      });
+      snap_.book->ForEachLiveByExpiry(
+          key, [&](const AllocationBook::Record& r) {
+            const Allocation& a = r.allocation;
+            if (a.expires_at >= best.start) return false;
+            if (!holds_.refresh() && snap_.reservation_walk_limit > 0 &&
+                ++walked > snap_.reservation_walk_limit) {
+              cut = true;
+              return false;
+            }
+            if (a.pod_resources.has_value()) {
+              for (const std::string& node : NodesOf(a)) {
+                freed[node] += *a.pod_resources;
+              }
+            }
+            // Whether `unit` coming free completes the reservation.
+            auto frees = [&](absl::string_view unit) {
+              const Unit* u = index_.Find(unit);
+              return u != nullptr && u->healthy && add(u->home, 1);
+            };
+            bool done = false;
+            for (const std::string& unit : r.units) {
+              if (frees(unit)) {
+                done = true;
+                break;
+              }
+            }
+            if (const std::string* gpu = SharedUnitOf(a); !done && gpu) {
+              auto [left, fresh] = shares_left.try_emplace(*gpu, 0);
+              if (fresh) left->second = snap_.book->ShareHolderCount(*gpu);
+              done = left->second > 0 && --left->second == 0 && frees(*gpu);
+            }
+            if (done) start = a.expires_at;
+            return !done;
+          });
     }
     if (start.has_value() && *start < best.start) {
       best = Best{*start, key, *chosen};
@@ -265,19 +265,18 @@ std::unique_ptr<Plugin> BackfillPlugin::New() {
   return std::make_unique<BackfillPlugin>();
 }
 
-PostFilterResult BackfillPlugin::PostFilter(Session& session,
-                                            CycleState& cycle,
+PostFilterResult BackfillPlugin::PostFilter(Session& session, CycleState& cycle,
                                             const CycleFailure& failure) const {
   PostFilterResult r;
   const MatchSpec& spec = cycle.spec();
   if (failure.kind != CycleFailure::Kind::kNoFit ||
-      session.snapshot().book == nullptr || cycle.requester().empty() ||
+      session.snapshot().book == nullptr || cycle.request().id.empty() ||
       spec.share.has_value()) {
     return r;
   }
   r.code = PostFilterResult::Code::kWaiting;
   r.reason = session.StateOf<Walk>(*this).Reserve(
-      cycle, std::string(cycle.requester()), spec, cycle.priority());
+      cycle, std::string(cycle.request().id), spec, cycle.request().priority);
   r.detail = r.reason.empty() ? "holds nothing" : r.reason.substr(2);
   return r;
 }

@@ -19,9 +19,9 @@ struct Scored {
   PlacementScore score;
 };
 
-std::vector<Scored> ScoreCandidates(const Session& session,
-                                    const CycleState& cycle,
-                                    const std::vector<PoolCandidate>& candidates) {
+std::vector<Scored> ScoreCandidates(
+    const Session& session, const CycleState& cycle,
+    const std::vector<PoolCandidate>& candidates) {
   const MatchSpec& spec = cycle.spec();
   const Snapshot& snap = cycle.snapshot();
   std::vector<std::vector<RequestShape>> shapes(candidates.size());
@@ -50,7 +50,7 @@ std::vector<Scored> ScoreCandidates(const Session& session,
                      return std::tie(a.change.units_only, a.free, a.pool) <
                             std::tie(b.change.units_only, b.free, b.pool);
                    });
-  const auto scores = session.framework().scores();
+  const auto scores = session.framework().plugins().scores();
   std::vector<Scored> out;
   size_t weighed = 0;  // nodes scored, kept in `out` or not
   double best = std::numeric_limits<double>::infinity();
@@ -75,12 +75,12 @@ std::vector<Scored> ScoreCandidates(const Session& session,
     const bool two_walks = pod && most_cpu > 0;
     const std::string* first = nullptr;
     for (const int64_t from :
-         {cycle.min_cpu(), two_walks ? cpu + most_cpu : cycle.min_cpu()}) {
+         {cycle.filters().min_room().cpu,
+          two_walks ? cpu + most_cpu : cycle.filters().min_room().cpu}) {
       int taken = 0;
-      const int want =
-          two_walks ? 1 : FragmentationPlugin::kCandidatesPerCount;
+      const int want = two_walks ? 1 : FragmentationPlugin::kCandidatesPerCount;
       c.pool->by_free.ForEachFrom(
-          {level.free, from, std::string()}, cycle.min_memory(),
+          {level.free, from, std::string()}, cycle.filters().min_room().memory,
           [&](const CapacityIndex::FreeEntry& e) {
             if (e.free != level.free) return false;
             if ((first != nullptr && *first == e.home) ||
@@ -100,7 +100,7 @@ std::vector<Scored> ScoreCandidates(const Session& session,
                 const ScoredNode node{c.key, &home->first, &home->second,
                                       spec.count};
                 double others = 0;
-                for (const Framework::WeightedScore& s : scores) {
+                for (const PluginSet::WeightedScore& s : scores) {
                   others += s.weight * s.plugin->Score(cycle, node);
                 }
                 score.lease = others;
@@ -109,8 +109,7 @@ std::vector<Scored> ScoreCandidates(const Session& session,
               best = std::min(best, score.total);
               out.push_back(Scored{&c, &home->first, score});
             }
-            return ++taken < want &&
-                   weighed < FragmentationPlugin::kMaxScored;
+            return ++taken < want && weighed < FragmentationPlugin::kMaxScored;
           });
       // The second walk sees a subset of the first's nodes.
       if (!two_walks || first == nullptr ||

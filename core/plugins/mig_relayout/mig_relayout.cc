@@ -42,10 +42,10 @@ PostFilterResult MigRelayoutPlugin::PostFilter(
   const Snapshot& snap = session.snapshot();
   PostFilterResult r;
   if (failure.kind != CycleFailure::Kind::kNoFit || snap.book == nullptr ||
-      cycle.requester().empty()) {
+      cycle.request().id.empty()) {
     return r;
   }
-  const std::string id(cycle.requester());
+  const std::string id(cycle.request().id);
   Relayouts& relayouts = session.StateOf<Relayouts>(*this);
   if (auto in_flight = relayouts.in_flight.find(id);
       in_flight != relayouts.in_flight.end()) {
@@ -71,15 +71,15 @@ PostFilterResult MigRelayoutPlugin::PostFilter(
                   [&](const std::string& model) {
                     return !snap.catalog->RelayoutGpus(model).empty();
                   })) {
-    if (!explain && (!snap.plan_relayouts ||
-                     relayouts.planned >= kMaxRelayoutsPerPass)) {
+    if (!explain &&
+        (!snap.plan_relayouts || relayouts.planned >= kMaxRelayoutsPerPass)) {
       outcome = Relayout::kLater;
     } else {
       // Slices of a pool whose node is held for another request stay.
       const Holds& holds = session.holds();
       auto pinned = [&](const Unit& unit) {
         return holds.ReservedForOther(unit.pool, unit.home, id,
-                                      cycle.priority());
+                                      cycle.request().priority);
       };
       if (std::optional<RelayoutChoice> choice =
               PlanRelayout(cycle, *snap.types, spec, pinned)) {
@@ -93,10 +93,9 @@ PostFilterResult MigRelayoutPlugin::PostFilter(
         r.code = PostFilterResult::Code::kUnderWay;
         r.reason = RelayoutReason(choice->node, gpus);
         r.summary = DescribeRelayout(*choice);
-        r.detail = absl::StrCat(explain ? "would plan" : "planned",
-                                " a MIG re-layout of ",
-                                absl::StrJoin(gpus, ", "), " on ",
-                                choice->node);
+        r.detail = absl::StrCat(
+            explain ? "would plan" : "planned", " a MIG re-layout of ",
+            absl::StrJoin(gpus, ", "), " on ", choice->node);
         relayouts.in_flight[id] = {choice->node, std::move(gpus)};
         return r;
       }
@@ -110,9 +109,8 @@ PostFilterResult MigRelayoutPlugin::PostFilter(
     session.holds().Release(id);
   }
   if (outcome == Relayout::kLater) {
-    cycle.set_deferred();
-    r.reason =
-        "; a MIG re-layout is looked for at the next periodic pass";
+    cycle.notes().deferred = true;
+    r.reason = "; a MIG re-layout is looked for at the next periodic pass";
   }
   return r;
 }

@@ -6,7 +6,7 @@
 // its shape (each may get a plan of its own). Plans are made only by the
 // periodic pass, at most kMaxRelayoutsPerPass per pass (each costs a search
 // over the candidate GPUs); in another pass a request a re-layout might
-// serve waits for the periodic one (CycleState::deferred: preemption and
+// serve waits for the periodic one (CycleNotes::deferred: preemption and
 // planning ahead stand back). A request with a re-layout in flight waits
 // for it, and starts as soon as its agent reports the new layout. A
 // request no node could ever hold as the cluster is, that a re-layout could

@@ -26,7 +26,7 @@ std::unique_ptr<Plugin> NodeResourcesPlugin::New() {
 bool NodeResourcesPlugin::Prepare(CycleState& cycle) const {
   const std::optional<NodeResources>& need = cycle.spec().pod_resources;
   if (!need.has_value()) return false;
-  cycle.SetMinimumRoom(need->cpu_milli, need->memory_bytes);
+  cycle.filters().SetMinimumRoom(need->cpu_milli, need->memory_bytes);
   return true;
 }
 
@@ -58,8 +58,7 @@ Verdict NodeResourcesPlugin::PreFilter(Session& session,
   const NodeResources& need = *spec.pod_resources;
   int64_t most_cpu = 0;
   int64_t most_memory = 0;
-  for (const PoolCandidate& c :
-       CandidatePools(*cycle.snapshot().index, spec)) {
+  for (const PoolCandidate& c : CandidatePools(*cycle.snapshot().index, spec)) {
     const CapacityIndex::Pool& pool = *c.pool;
     if (pool.unaccounted_homes > 0) return Verdict::Success();
     bool offered = false;
@@ -76,10 +75,10 @@ Verdict NodeResourcesPlugin::PreFilter(Session& session,
     }
   }
   if (need.cpu_milli > most_cpu) {
-    return Verdict::Unresolvable(absl::StrCat(
-        "pod_resources.cpu_milli ", need.cpu_milli,
-        " is more than any node with a ", SpecUnitName(spec),
-        " offers: at most ", most_cpu, " cpu_milli allocatable"));
+    return Verdict::Unresolvable(
+        absl::StrCat("pod_resources.cpu_milli ", need.cpu_milli,
+                     " is more than any node with a ", SpecUnitName(spec),
+                     " offers: at most ", most_cpu, " cpu_milli allocatable"));
   }
   if (need.memory_bytes > most_memory) {
     return Verdict::Unresolvable(absl::StrCat(

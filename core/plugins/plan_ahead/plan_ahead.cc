@@ -28,10 +28,10 @@ PostFilterResult PlanAheadPlugin::PostFilter(
   const MatchSpec& spec = cycle.spec();
   PostFilterResult r;
   if (failure.kind != CycleFailure::Kind::kNoFit || snap.book == nullptr ||
-      cycle.requester().empty() || spec.share.has_value()) {
+      cycle.request().id.empty() || spec.share.has_value()) {
     return r;
   }
-  const std::string id(cycle.requester());
+  const std::string id(cycle.request().id);
   Holds& holds = session.holds();
   // Between periodic passes, the holds it made at the last one, kept.
   if (!snap.plan_relayouts) {
@@ -40,7 +40,7 @@ PostFilterResult PlanAheadPlugin::PostFilter(
     return r;
   }
   Searches& searches = session.StateOf<Searches>(*this);
-  if (cycle.deferred() || snap.types == nullptr ||
+  if (cycle.notes().deferred || snap.types == nullptr ||
       snap.relayout_ahead <= absl::ZeroDuration() ||
       searches.made >= kMaxSearchesPerPass) {
     return r;
@@ -49,8 +49,8 @@ PostFilterResult PlanAheadPlugin::PostFilter(
   // reserved as for any request: no GPU is re-sliced ahead for what a
   // release gives.
   for (const std::string& model : spec.requested_models) {
-    const CapacityIndex::Pool* pool = snap.index->FindPool(
-        PoolKey{spec.device_class, model, spec.partition});
+    const CapacityIndex::Pool* pool =
+        snap.index->FindPool(PoolKey{spec.device_class, model, spec.partition});
     if (pool != nullptr && pool->total > 0) return r;
   }
   // Unlike a plan made now, one ahead holds pools: it leaves alone every
@@ -68,7 +68,7 @@ PostFilterResult PlanAheadPlugin::PostFilter(
   }
   r.code = PostFilterResult::Code::kWaiting;
   r.reason = holds.HoldAhead(
-      id, cycle.priority(), choice->node, choice->pools, choice->start,
+      id, cycle.request().priority, choice->node, choice->pools, choice->start,
       absl::StrCat(" for a MIG re-layout of ", absl::StrJoin(gpus, ", "),
                    " once the allocations on its slices end"));
   return r;

@@ -34,10 +34,10 @@ PostFilterResult PreemptionPlugin::PostFilter(
     Session& session, CycleState& cycle, const CycleFailure& failure) const {
   const Snapshot& snap = session.snapshot();
   if (failure.kind != CycleFailure::Kind::kNoFit || snap.book == nullptr ||
-      cycle.requester().empty()) {
+      cycle.request().id.empty()) {
     return {};
   }
-  const std::string id(cycle.requester());
+  const std::string id(cycle.request().id);
   const Allocation& p = cycle.request();
   PostFilterResult r;
   if (const std::set<std::string>& victims = snap.book->VictimsOf(id);
@@ -47,15 +47,15 @@ PostFilterResult PreemptionPlugin::PostFilter(
     session.holds().HoldVictimNodes(*snap.index, id, p.priority, victims);
     return r;
   }
-  if (cycle.deferred()) return r;
+  if (cycle.notes().deferred) return r;
   const int n = PreemptFor(session, cycle, *this, id, p, cycle.spec());
   if (n == 0) return r;
   r.code = PostFilterResult::Code::kWaiting;
   r.reason = absl::StrCat("; preempted ", n, " allocation", n == 1 ? "" : "s",
                           ", waiting for their grace");
-  r.detail = absl::StrCat(cycle.mode() == CycleMode::kExplain ? "would preempt "
-                                                              : "preempted ",
-                          n, " allocation", n == 1 ? "" : "s");
+  r.detail = absl::StrCat(
+      cycle.mode() == CycleMode::kExplain ? "would preempt " : "preempted ", n,
+      " allocation", n == 1 ? "" : "s");
   return r;
 }
 

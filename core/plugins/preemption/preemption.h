@@ -8,7 +8,7 @@
 // goes first in the next pass. A request whose victims are still in their
 // grace waits for them, holding their nodes. It stands back while a MIG
 // re-layout may serve the request at the next periodic pass
-// (CycleState::deferred). Gangs wait; a share takes only shares.
+// (CycleNotes::deferred). Gangs wait; a share takes only shares.
 #ifndef ACCELSCHED_CORE_PLUGINS_PREEMPTION_PREEMPTION_H_
 #define ACCELSCHED_CORE_PLUGINS_PREEMPTION_PREEMPTION_H_
 
@@ -30,10 +30,10 @@ std::string WaitingForVictims(size_t n);
 // `request` (pending `id`, of `cycle`) fit `spec` on one node and holds
 // their nodes for it; returns how many (0: none would do). `borrowed_only`
 // and `quota_milli` as VictimSearch::ChooseVictims takes them (a reclaim).
-int PreemptFor(Session& session, const CycleState& cycle,
-               const Plugin& owner, const std::string& id,
-               const Allocation& request, const MatchSpec& spec,
-               bool borrowed_only = false, int64_t quota_milli = 0);
+int PreemptFor(Session& session, const CycleState& cycle, const Plugin& owner,
+               const std::string& id, const Allocation& request,
+               const MatchSpec& spec, bool borrowed_only = false,
+               int64_t quota_milli = 0);
 
 class PreemptionPlugin final : public PostFilterPlugin {
  public:

@@ -47,19 +47,18 @@ std::unique_ptr<Plugin> QuotaPlugin::New() {
 Verdict QuotaPlugin::PreFilter(Session& session, CycleState& cycle) const {
   std::string why;
   Reclaim reclaim;
-  std::optional<MatchSpec> allowed =
-      WithinQuota(cycle.snapshot(), cycle.request().tenant, cycle.spec(), &why,
-                  &reclaim);
+  std::optional<MatchSpec> allowed = WithinQuota(
+      cycle.snapshot(), cycle.request().tenant, cycle.spec(), &why, &reclaim);
   if (!allowed.has_value()) {
-    cycle.Emplace<QuotaRefusal>().reclaim = reclaim;
+    cycle.data().Emplace<QuotaRefusal>().reclaim = reclaim;
     return Verdict::Unschedulable(std::move(why));
   }
   if (allowed->requested_models == cycle.spec().requested_models) {
     return Verdict::Success();
   }
-  std::string detail = absl::StrCat(
-      "narrowed to ", absl::StrJoin(allowed->requested_models, ", "), ": ",
-      why);
+  std::string detail =
+      absl::StrCat("narrowed to ",
+                   absl::StrJoin(allowed->requested_models, ", "), ": ", why);
   cycle.Narrow(*std::move(allowed));
   return Verdict::Success(std::move(detail));
 }

@@ -19,14 +19,15 @@ void HoldFit(Session& session, const CycleState& cycle) {
   std::optional<Groups> groups = session.framework().Place(session, cycle);
   if (!groups.has_value()) return;
   Holds& holds = session.holds();
-  const std::string id(cycle.requester());
+  const std::string id(cycle.request().id);
   for (const auto& group : *groups) {
     const Unit& u = *group.front();
-    if (holds.ReservedForOther(u.pool, u.home, id, cycle.priority())) continue;
+    if (holds.ReservedForOther(u.pool, u.home, id, cycle.request().priority))
+      continue;
     holds.TakeTurn(u.pool);
     holds.Hold(u.pool, u.home,
                Reservation{session.snapshot().now, id, /*nominated=*/true,
-                           cycle.priority()});
+                           cycle.request().priority});
   }
 }
 
@@ -36,16 +37,15 @@ std::unique_ptr<Plugin> ReclaimPlugin::New() {
   return std::make_unique<ReclaimPlugin>();
 }
 
-PostFilterResult ReclaimPlugin::PostFilter(Session& session,
-                                           CycleState& cycle,
+PostFilterResult ReclaimPlugin::PostFilter(Session& session, CycleState& cycle,
                                            const CycleFailure& failure) const {
-  const QuotaRefusal* refusal = cycle.Find<QuotaRefusal>();
+  const QuotaRefusal* refusal = cycle.data().Find<QuotaRefusal>();
   const Snapshot& snap = session.snapshot();
   if (failure.kind != CycleFailure::Kind::kRefused || refusal == nullptr ||
-      snap.book == nullptr || cycle.requester().empty()) {
+      snap.book == nullptr || cycle.request().id.empty()) {
     return {};
   }
-  const std::string id(cycle.requester());
+  const std::string id(cycle.request().id);
   const Allocation& p = cycle.request();
   const Reclaim& reclaim = refusal->reclaim;
   // What a reclaim would open: the pool whose cohort quota stops it.

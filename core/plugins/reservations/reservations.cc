@@ -16,10 +16,10 @@ const char* ReservationsPlugin::Filter(const CycleState& cycle,
   auto pool = held.find(*node.pool);
   if (pool == held.end()) return nullptr;
   auto r = pool->second.find(node.name);
-  if (r == pool->second.end() || r->second.held_for == cycle.requester()) {
+  if (r == pool->second.end() || r->second.held_for == cycle.request().id) {
     return nullptr;
   }
-  if (r->second.YieldsTo(cycle.priority())) return nullptr;
+  if (r->second.YieldsTo(cycle.request().priority)) return nullptr;
   return cycle.ends_at() > r->second.start ? kHeld : nullptr;
 }
 

@@ -5,8 +5,8 @@
 #include "core/framework/framework.h"
 
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <utility>
@@ -175,9 +175,8 @@ class FakeReserve final : public ReservePlugin {
   absl::string_view name() const override { return name_; }
   void Reserve(Session&, const CycleState& cycle,
                const Groups& groups) const override {
-    script->calls.push_back(absl::StrCat("Reserve ", name_, " ",
-                                         cycle.requester(), " ",
-                                         groups.size()));
+    script->calls.push_back(absl::StrCat(
+        "Reserve ", name_, " ", cycle.request().id, " ", groups.size()));
   }
 
  private:
@@ -310,13 +309,13 @@ class FrameworkTest : public FrameworkFixture {
   // session of its own, with holds made afresh.
   struct Run {
     Run(const Framework& fw, const Snapshot& snapshot,
-        const AllocationBook* book, const Allocation& request,
-        CycleMode mode, bool queued)
+        const AllocationBook* book, const Allocation& request, CycleMode mode,
+        bool queued)
         : spec(MatchSpec::Of(request)),
           holds(book, nullptr, true, [](absl::string_view) { return false; }),
           session(fw, snapshot, holds, statement),
           cycle(mode, snapshot, spec, request, &holds) {
-      cycle.set_queued(queued);
+      cycle.notes().queued = queued;
     }
     const MatchSpec spec;
     Holds holds;
@@ -329,8 +328,7 @@ class FrameworkTest : public FrameworkFixture {
                               bool queued = true,
                               const Allocation* request = nullptr) {
     if (request == nullptr) request = &Pending();
-    return std::make_unique<Run>(fw, snapshot_, &book_, *request, mode,
-                                 queued);
+    return std::make_unique<Run>(fw, snapshot_, &book_, *request, mode, queued);
   }
   const Allocation& Pending() {
     if (const AllocationBook::Record* r = book_.Find({"p-1", ""})) {
@@ -343,22 +341,22 @@ class FrameworkTest : public FrameworkFixture {
 };
 
 TEST_F(FrameworkTest, CreatesAProfileOfOneOfEachPoint) {
-  std::unique_ptr<Framework> fw = Build({"sort_a", "pre_a", "gate", "place",
-                                         "score", "units_a", "reserve",
-                                         "post_a"});
+  std::unique_ptr<Framework> fw =
+      Build({"sort_a", "pre_a", "gate", "place", "score", "units_a", "reserve",
+             "post_a"});
   ASSERT_NE(fw, nullptr);
-  ASSERT_NE(fw->queue_sort(), nullptr);
-  EXPECT_EQ(fw->queue_sort()->name(), "sort_a");
-  ASSERT_NE(fw->unit_score(), nullptr);
-  EXPECT_EQ(fw->unit_score()->name(), "units_a");
-  ASSERT_EQ(fw->filters().size(), 1);
-  EXPECT_EQ(fw->filters()[0]->name(), "gate");
-  ASSERT_EQ(fw->scores().size(), 1);
-  EXPECT_EQ(fw->scores()[0].plugin->name(), "score");
-  EXPECT_EQ(fw->scores()[0].weight, 2);
-  ASSERT_NE(fw->Find("post_a"), nullptr);
-  EXPECT_EQ(fw->Find("post_a")->name(), "post_a");
-  EXPECT_EQ(fw->Find("pre_b"), nullptr);
+  ASSERT_NE(fw->plugins().queue_sort(), nullptr);
+  EXPECT_EQ(fw->plugins().queue_sort()->name(), "sort_a");
+  ASSERT_NE(fw->plugins().unit_score(), nullptr);
+  EXPECT_EQ(fw->plugins().unit_score()->name(), "units_a");
+  ASSERT_EQ(fw->plugins().filters().size(), 1);
+  EXPECT_EQ(fw->plugins().filters()[0]->name(), "gate");
+  ASSERT_EQ(fw->plugins().scores().size(), 1);
+  EXPECT_EQ(fw->plugins().scores()[0].plugin->name(), "score");
+  EXPECT_EQ(fw->plugins().scores()[0].weight, 2);
+  ASSERT_NE(fw->plugins().Find("post_a"), nullptr);
+  EXPECT_EQ(fw->plugins().Find("post_a")->name(), "post_a");
+  EXPECT_EQ(fw->plugins().Find("pre_b"), nullptr);
 }
 
 TEST_F(FrameworkTest, PreFiltersRunInProfileOrder) {
@@ -413,12 +411,12 @@ TEST_F(FrameworkTest, AnUnresolvableVerdictAPostFilterMayResolveIsLetThrough) {
   script_.may_resolve = {"post_b"};
   std::unique_ptr<Run> run = NewRun(*fw);
   CycleRecord record;
-  run->cycle.set_record(&record);
+  run->cycle.notes().record = &record;
   const CycleResult r = fw->RunCycle(run->session, run->cycle);
   EXPECT_EQ(r.outcome, CycleResult::Outcome::kPlaced);
   EXPECT_OK(r.refusal);
-  EXPECT_THAT(script_.calls, ElementsAre("PreFilter pre_a", "PreFilter pre_b",
-                                         "Place place"));
+  EXPECT_THAT(script_.calls,
+              ElementsAre("PreFilter pre_a", "PreFilter pre_b", "Place place"));
   // Explain says who let it through.
   ASSERT_FALSE(record.steps().empty());
   EXPECT_EQ(record.steps()[0],
@@ -474,35 +472,34 @@ using Outcome = CycleResult::Outcome;
 
 INSTANTIATE_TEST_SUITE_P(
     Codes, PostFilterCodeTest,
-    testing::Values(
-        CodeCase{"ContinueAppendsAndAsksTheNext",
-                 {Code::kContinue, "; a tried", "", "a's summary"},
-                 Outcome::kWaiting,
-                 "no room (fake); a tried; b tried",
-                 absl::OkStatus(),
-                 {"post_a", "post_b"},
-                 {"a's summary"}},
-        CodeCase{"WaitingAppendsAndStops",
-                 {Code::kWaiting, "; a holds n1", "", ""},
-                 Outcome::kWaiting,
-                 "no room (fake); a holds n1",
-                 absl::OkStatus(),
-                 {"post_a"},
-                 {}},
-        CodeCase{"UnderWayReplacesTheReasonAndStops",
-                 {Code::kUnderWay, "a re-lays out n1", "", ""},
-                 Outcome::kUnderWay,
-                 "a re-lays out n1",
-                 absl::OkStatus(),
-                 {"post_a"},
-                 {}},
-        CodeCase{"RefusedIsFailedPreconditionAndStops",
-                 {Code::kRefused, "a: never", "", ""},
-                 Outcome::kRefused,
-                 "no room (fake)",
-                 absl::FailedPreconditionError("a: never"),
-                 {"post_a"},
-                 {}}),
+    testing::Values(CodeCase{"ContinueAppendsAndAsksTheNext",
+                             {Code::kContinue, "; a tried", "", "a's summary"},
+                             Outcome::kWaiting,
+                             "no room (fake); a tried; b tried",
+                             absl::OkStatus(),
+                             {"post_a", "post_b"},
+                             {"a's summary"}},
+                    CodeCase{"WaitingAppendsAndStops",
+                             {Code::kWaiting, "; a holds n1", "", ""},
+                             Outcome::kWaiting,
+                             "no room (fake); a holds n1",
+                             absl::OkStatus(),
+                             {"post_a"},
+                             {}},
+                    CodeCase{"UnderWayReplacesTheReasonAndStops",
+                             {Code::kUnderWay, "a re-lays out n1", "", ""},
+                             Outcome::kUnderWay,
+                             "a re-lays out n1",
+                             absl::OkStatus(),
+                             {"post_a"},
+                             {}},
+                    CodeCase{"RefusedIsFailedPreconditionAndStops",
+                             {Code::kRefused, "a: never", "", ""},
+                             Outcome::kRefused,
+                             "no room (fake)",
+                             absl::FailedPreconditionError("a: never"),
+                             {"post_a"},
+                             {}}),
     [](const testing::TestParamInfo<CodeCase>& info) {
       return std::string(info.param.name);
     });
@@ -547,16 +544,28 @@ TEST_P(ModeTest, AsksThePluginsOfTheMode) {
 INSTANTIATE_TEST_SUITE_P(
     Modes, ModeTest,
     testing::Values(
-        ModeCase{"Allocate", CycleMode::kAllocate, false, {"pre_a", "pre_b"},
+        ModeCase{"Allocate",
+                 CycleMode::kAllocate,
+                 false,
+                 {"pre_a", "pre_b"},
                  {"post_a"}},
         // Whether an Allocate queues changes nothing: it is not a pass.
-        ModeCase{"AllocateOfARequestThatQueues", CycleMode::kAllocate, true,
-                 {"pre_a", "pre_b"}, {"post_a"}},
+        ModeCase{"AllocateOfARequestThatQueues",
+                 CycleMode::kAllocate,
+                 true,
+                 {"pre_a", "pre_b"},
+                 {"post_a"}},
         ModeCase{"Admit", CycleMode::kAdmit, true, {"pre_b"}, {"post_b"}},
-        ModeCase{"ExplainOfARequestThatDoesNotQueue", CycleMode::kExplain,
-                 false, {"pre_a", "pre_b"}, {"post_a"}},
-        ModeCase{"ExplainOfARequestThatQueues", CycleMode::kExplain, true,
-                 {"pre_a", "pre_b"}, {"post_a", "post_b"}}),
+        ModeCase{"ExplainOfARequestThatDoesNotQueue",
+                 CycleMode::kExplain,
+                 false,
+                 {"pre_a", "pre_b"},
+                 {"post_a"}},
+        ModeCase{"ExplainOfARequestThatQueues",
+                 CycleMode::kExplain,
+                 true,
+                 {"pre_a", "pre_b"},
+                 {"post_a", "post_b"}}),
     [](const testing::TestParamInfo<ModeCase>& info) {
       return std::string(info.param.name);
     });
@@ -567,9 +576,7 @@ struct ReleaseCase {
   CycleFailure::Kind kind;
   bool released;
 
-  friend void PrintTo(const ReleaseCase& c, std::ostream* os) {
-    *os << c.name;
-  }
+  friend void PrintTo(const ReleaseCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class RefusedHoldsTest : public FrameworkTest,
@@ -650,9 +657,7 @@ struct RecordCase {
   bool fits;
   std::vector<CycleStep> steps;
 
-  friend void PrintTo(const RecordCase& c, std::ostream* os) {
-    *os << c.name;
-  }
+  friend void PrintTo(const RecordCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class RecordTest : public FrameworkTest,
@@ -671,7 +676,7 @@ TEST_P(RecordTest, HasOneStepPerPluginRun) {
       PostFilterResult{Code::kContinue, "; a tried", "a did this", ""};
   std::unique_ptr<Run> run = NewRun(*fw);
   CycleRecord record;
-  run->cycle.set_record(&record);
+  run->cycle.notes().record = &record;
   fw->RunCycle(run->session, run->cycle);
   EXPECT_THAT(record.steps(), ElementsAreArray(c.steps));
 }
@@ -715,12 +720,12 @@ TEST_F(FrameworkTest, APostFilterStepWithoutDetailShowsItsReason) {
       PostFilterResult{Code::kContinue, "; a tried", "", ""};
   std::unique_ptr<Run> run = NewRun(*fw);
   CycleRecord record;
-  run->cycle.set_record(&record);
+  run->cycle.notes().record = &record;
   fw->RunCycle(run->session, run->cycle);
-  EXPECT_THAT(record.steps(),
-              ElementsAre(CycleStep{"place", "Score", 2, 0, "no room (fake)"},
-                          CycleStep{"post_a", "PostFilter", 0, 0,
-                                    "; a tried"}));
+  EXPECT_THAT(
+      record.steps(),
+      ElementsAre(CycleStep{"place", "Score", 2, 0, "no room (fake)"},
+                  CycleStep{"post_a", "PostFilter", 0, 0, "; a tried"}));
 }
 
 }  // namespace

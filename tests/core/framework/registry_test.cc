@@ -68,12 +68,12 @@ TEST(RegistryTest, AFactoryOfAnotherNameIsInvalidArgument) {
 
 // Every plugin of core/plugins/registry.cc's table, in its order.
 const std::vector<std::string> kEveryPlugin = {
-    "fair_share",     "accelerator_fit", "shares",        "node_resources",
-    "request_mix",    "quota",           "label_selector", "schedulable",
-    "node_drain",     "topology",        "reservations",  "best_fit",
-    "first_fit",      "spread",          "fragmentation", "lease_term",
-    "gpu_links",      "mig_relayout",    "preemption",    "reclaim",
-    "plan_ahead",     "backfill",
+    "fair_share",  "accelerator_fit", "shares",         "node_resources",
+    "request_mix", "quota",           "label_selector", "schedulable",
+    "node_drain",  "topology",        "reservations",   "best_fit",
+    "first_fit",   "spread",          "fragmentation",  "lease_term",
+    "gpu_links",   "mig_relayout",    "preemption",     "reclaim",
+    "plan_ahead",  "backfill",
 };
 
 TEST(PluginRegistryTest, HasEveryPluginOfTheTableUnderItsOwnName) {
@@ -94,9 +94,7 @@ struct ProfileCase {
   ProfileOptions options;
   std::vector<std::string> plugins;  // in the profile's order
 
-  friend void PrintTo(const ProfileCase& c, std::ostream* os) {
-    *os << c.name;
-  }
+  friend void PrintTo(const ProfileCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class DefaultProfileTest : public testing::TestWithParam<ProfileCase> {};
@@ -118,8 +116,8 @@ TEST_P(DefaultProfileTest, TheTablesPluginsTheOptionsChoose) {
   absl::StatusOr<std::unique_ptr<Framework>> fw =
       Framework::Create(PluginRegistry(), profile);
   ASSERT_OK(fw);
-  EXPECT_NE((*fw)->queue_sort(), nullptr);
-  EXPECT_NE((*fw)->unit_score(), nullptr);
+  EXPECT_NE((*fw)->plugins().queue_sort(), nullptr);
+  EXPECT_NE((*fw)->plugins().unit_score(), nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -128,47 +126,45 @@ INSTANTIATE_TEST_SUITE_P(
         ProfileCase{"Fragmentation",
                     {Packing::kFragmentation, true},
                     {"fair_share", "accelerator_fit", "shares",
-                     "node_resources", "request_mix", "quota",
-                     "label_selector", "schedulable", "node_drain", "topology",
-                     "reservations", "fragmentation", "lease_term",
-                     "gpu_links", "mig_relayout", "preemption", "reclaim",
-                     "plan_ahead", "backfill"}},
+                     "node_resources", "request_mix", "quota", "label_selector",
+                     "schedulable", "node_drain", "topology", "reservations",
+                     "fragmentation", "lease_term", "gpu_links", "mig_relayout",
+                     "preemption", "reclaim", "plan_ahead", "backfill"}},
         ProfileCase{"BestFit",
                     {Packing::kBestFit, true},
                     {"fair_share", "accelerator_fit", "shares",
-                     "node_resources", "request_mix", "quota",
-                     "label_selector", "schedulable", "node_drain", "topology",
-                     "reservations", "best_fit", "gpu_links", "mig_relayout",
-                     "preemption", "reclaim", "plan_ahead", "backfill"}},
+                     "node_resources", "request_mix", "quota", "label_selector",
+                     "schedulable", "node_drain", "topology", "reservations",
+                     "best_fit", "gpu_links", "mig_relayout", "preemption",
+                     "reclaim", "plan_ahead", "backfill"}},
         ProfileCase{"FirstFit",
                     {Packing::kFirstFit, true},
                     {"fair_share", "accelerator_fit", "shares",
-                     "node_resources", "request_mix", "quota",
-                     "label_selector", "schedulable", "node_drain", "topology",
-                     "reservations", "first_fit", "gpu_links",
-                     "mig_relayout", "preemption", "reclaim", "plan_ahead",
-                     "backfill"}},
+                     "node_resources", "request_mix", "quota", "label_selector",
+                     "schedulable", "node_drain", "topology", "reservations",
+                     "first_fit", "gpu_links", "mig_relayout", "preemption",
+                     "reclaim", "plan_ahead", "backfill"}},
         ProfileCase{"Spread",
                     {Packing::kSpread, true},
                     {"fair_share", "accelerator_fit", "shares",
-                     "node_resources", "request_mix", "quota",
-                     "label_selector", "schedulable", "node_drain", "topology",
-                     "reservations", "spread", "gpu_links", "mig_relayout",
-                     "preemption", "reclaim", "plan_ahead", "backfill"}},
+                     "node_resources", "request_mix", "quota", "label_selector",
+                     "schedulable", "node_drain", "topology", "reservations",
+                     "spread", "gpu_links", "mig_relayout", "preemption",
+                     "reclaim", "plan_ahead", "backfill"}},
         ProfileCase{"FragmentationWithoutPreemption",
                     {Packing::kFragmentation, false},
                     {"fair_share", "accelerator_fit", "shares",
-                     "node_resources", "request_mix", "quota",
-                     "label_selector", "schedulable", "node_drain", "topology",
-                     "reservations", "fragmentation", "lease_term",
-                     "gpu_links", "mig_relayout", "plan_ahead", "backfill"}},
-        ProfileCase{"SpreadWithoutPreemption",
-                    {Packing::kSpread, false},
-                    {"fair_share", "accelerator_fit", "shares",
-                     "node_resources", "request_mix", "quota",
-                     "label_selector", "schedulable", "node_drain", "topology",
-                     "reservations", "spread", "gpu_links", "mig_relayout",
-                     "plan_ahead", "backfill"}}),
+                     "node_resources", "request_mix", "quota", "label_selector",
+                     "schedulable", "node_drain", "topology", "reservations",
+                     "fragmentation", "lease_term", "gpu_links", "mig_relayout",
+                     "plan_ahead", "backfill"}},
+        ProfileCase{
+            "SpreadWithoutPreemption",
+            {Packing::kSpread, false},
+            {"fair_share", "accelerator_fit", "shares", "node_resources",
+             "request_mix", "quota", "label_selector", "schedulable",
+             "node_drain", "topology", "reservations", "spread", "gpu_links",
+             "mig_relayout", "plan_ahead", "backfill"}}),
     [](const testing::TestParamInfo<ProfileCase>& info) {
       return std::string(info.param.name);
     });

@@ -41,7 +41,7 @@ class BackfillTest : public FrameworkFixture {
   const PostFilterPlugin& Backfill() {
     if (framework_ == nullptr) framework_ = MakeFramework();
     return dynamic_cast<const PostFilterPlugin&>(
-        *framework_->Find(BackfillPlugin::kName));
+        *framework_->plugins().Find(BackfillPlugin::kName));
   }
 
   // What the plugin says of pending `id` (of `priority`, asking `spec`) in
@@ -241,9 +241,9 @@ TEST_F(BackfillTest, TheDetailSaysWhatIsHeld) {
   PostFilterResult first =
       PostFilter(*s, "p-1", T4s(2), 0, CycleFailure::Kind::kNoFit);
   EXPECT_EQ(first.code, PostFilterResult::Code::kWaiting);
-  EXPECT_EQ(first.detail,
-            absl::StrCat("holds n1 from ",
-                         absl::FormatTime(T0() + absl::Hours(1))));
+  EXPECT_EQ(
+      first.detail,
+      absl::StrCat("holds n1 from ", absl::FormatTime(T0() + absl::Hours(1))));
   PostFilterResult second =
       PostFilter(*s, "p-2", T4s(2), 0, CycleFailure::Kind::kNoFit);
   EXPECT_EQ(second.code, PostFilterResult::Code::kWaiting);
@@ -377,8 +377,7 @@ TEST_F(BackfillTest, PastTheWalkLimitTheHolderWaitsForARefresh) {
   EXPECT_THAT(next->holds.Take().unplaced, UnorderedElementsAre("p-1"));
 
   // A refresh walks every lease.
-  std::unique_ptr<PassSession> refreshed =
-      NewSession(&state, /*refresh=*/true);
+  std::unique_ptr<PassSession> refreshed = NewSession(&state, /*refresh=*/true);
   EXPECT_EQ(Reserve(*refreshed, "p-1", T4s(2), 0),
             HoldsFrom("n1", T0() + absl::Hours(2)));
   EXPECT_THAT(refreshed->holds.Take().unplaced, IsEmpty());

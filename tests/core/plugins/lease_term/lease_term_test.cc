@@ -115,10 +115,14 @@ TEST(LeaseTermTest, LeasesOfCountsTheHeldUnitsAndTheLatestEnd) {
   for (const Case& c : std::vector<Case>{
            {"nothing held", {}, 0, absl::InfinitePast()},
            {"one holder", {{"x", 2}}, 2, kNow + absl::Hours(1)},
-           {"the latest of two", {{"x", 2}, {"y", 3}}, 5,
+           {"the latest of two",
+            {{"x", 2}, {"y", 3}},
+            5,
             kNow + absl::Hours(3)},
            {"an unknown holder", {{"z", 1}}, 1, absl::InfinitePast()},
-           {"an unknown holder beside x", {{"x", 1}, {"z", 1}}, 2,
+           {"an unknown holder beside x",
+            {{"x", 1}, {"z", 1}},
+            2,
             kNow + absl::Hours(1)},
        }) {
     CapacityIndex::Home home;
@@ -149,14 +153,12 @@ TEST(LeaseTermTest, ScoreIsTheLeaseMismatchInUnits) {
            {"ending with the others", 5, 2 * h, 1, kNow + 2 * h, true, 0},
            // Its own unit waits 1 h of the 2 h horizon for the others.
            {"ending before the others", 5, 2 * h, 1, kNow + h, true, 0.5},
-           {"three ending before the others", 5, 2 * h, 3, kNow + h, true,
-            1.5},
+           {"three ending before the others", 5, 2 * h, 3, kNow + h, true, 1.5},
            // The 7 others wait 2 h of the 4 h horizon.
            {"ending after the others", 5, 2 * h, 1, kNow + 4 * h, true, 3.5},
            // Leases already over count as a node that comes free now.
            {"the others' leases past", 5, -h, 1, kNow + h, true, 7},
-           {"no lease end known", 5, 2 * h, 1, absl::InfiniteFuture(), true,
-            0},
+           {"no lease end known", 5, 2 * h, 1, absl::InfiniteFuture(), true, 0},
            {"no leases (a bare index)", 5, 2 * h, 1, kNow + h, false, 0},
        }) {
     CapacityIndex index;
@@ -195,7 +197,7 @@ TEST(LeaseTermTest, TheDefaultProfileScoresItBesideFragmentationOnly) {
         PluginRegistry(), DefaultProfile(ProfileOptions{packing, false}));
     ASSERT_TRUE(fw.ok()) << fw.status();
     std::vector<std::pair<std::string, double>> scores;
-    for (const Framework::WeightedScore& s : (*fw)->scores()) {
+    for (const PluginSet::WeightedScore& s : (*fw)->plugins().scores()) {
       scores.emplace_back(std::string(s.plugin->name()), s.weight);
     }
     if (packing == Packing::kFragmentation) {

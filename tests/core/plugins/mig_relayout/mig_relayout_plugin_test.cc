@@ -4,8 +4,6 @@
 // pass's session (the periodic one plans; another defers to it), with a
 // re-layout in flight waited for, and MayResolve for what no node holds
 // yet. (Through the scheduler: scheduler_mig_relayout_test.cc.)
-#include "core/plugins/mig_relayout/mig_relayout.h"
-
 #include <deque>
 #include <memory>
 #include <string>
@@ -14,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/model/mig_plan.h"
+#include "core/plugins/mig_relayout/mig_relayout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/framework_fixture.h"
@@ -71,7 +70,7 @@ class MigRelayoutTest : public FrameworkFixture {
 
   const PostFilterPlugin& Relayout() {
     return dynamic_cast<const PostFilterPlugin&>(
-        *framework_->Find(MigRelayoutPlugin::kName));
+        *framework_->plugins().Find(MigRelayoutPlugin::kName));
   }
 
   PostFilterResult NoFit(PassSession& s, CycleState& cycle) {
@@ -97,7 +96,7 @@ TEST_F(MigRelayoutTest, APeriodicPassPlansAReLayoutAndTheRequestWaitsForIt) {
             "a MIG re-layout would serve it at the next periodic pass: GPU-a "
             "into 1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 3g.40gb@4 on n7 "
             "(destroys 3 free slices)");
-  EXPECT_FALSE(cycle->deferred());
+  EXPECT_FALSE(cycle->notes().deferred);
   ASSERT_THAT(s->statement.relayouts, SizeIs(1));
   const auto& [id, choice] = s->statement.relayouts[0];
   EXPECT_EQ(id, "big");
@@ -119,8 +118,8 @@ TEST_F(MigRelayoutTest, APeriodicPassPlansAReLayoutAndTheRequestWaitsForIt) {
   EXPECT_EQ(Relayout().ReasonWhileSkipped(s->session, "other"), std::nullopt);
   // It starts as soon as its agent reports the new layout.
   const ReservationState next = framework_->CloseSession(s->session);
-  EXPECT_EQ(next.starts, (absl::flat_hash_map<std::string, absl::Time>{
-                             {"big", T0()}}));
+  EXPECT_EQ(next.starts,
+            (absl::flat_hash_map<std::string, absl::Time>{{"big", T0()}}));
 }
 
 // Where no plan is made the request goes on to the other actions: deferred
@@ -150,7 +149,7 @@ TEST_P(NoPlanTest, PlansNothing) {
   const PostFilterResult r = NoFit(*s, *cycle);
   EXPECT_EQ(r.code, PostFilterResult::Code::kContinue);
   EXPECT_EQ(r.reason, c.reason);
-  EXPECT_EQ(cycle->deferred(), c.deferred);
+  EXPECT_EQ(cycle->notes().deferred, c.deferred);
   EXPECT_THAT(s->statement.relayouts, IsEmpty());
 }
 
@@ -161,8 +160,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "; a MIG re-layout is looked for at the next periodic "
                    "pass"},
         NoPlanCase{"NoAgentReLaysOut", {}, true, 1, false, ""},
-        NoPlanCase{"NoAgentReLaysOutNorIsItAPeriodicPass", {}, false, 1,
-                   false, ""},
+        NoPlanCase{
+            "NoAgentReLaysOutNorIsItAPeriodicPass", {}, false, 1, false, ""},
         // One H100 holds two 3g.40gb at most.
         NoPlanCase{"NoLayoutServesIt", kRelayouts, true, 3, false, ""}),
     [](const testing::TestParamInfo<NoPlanCase>& info) {
@@ -176,8 +175,7 @@ TEST_F(MigRelayoutTest, ARequestWithAReLayoutInFlightWaitsForIt) {
   const Allocation& big = AddMigPending("big", "3g.40gb");
   MigPlan plan;
   for (int start = 0; start < 4; ++start) {
-    plan.slices.push_back(
-        {absl::StrCat("GPU-a-s", start), "1g.10gb", start});
+    plan.slices.push_back({absl::StrCat("GPU-a-s", start), "1g.10gb", start});
   }
   plan.slices.push_back({"", "3g.40gb", 4});
   plan.generation = 1;
@@ -207,9 +205,7 @@ struct ResolveCase {
   int count;
   bool may_resolve;
 
-  friend void PrintTo(const ResolveCase& c, std::ostream* os) {
-    *os << c.name;
-  }
+  friend void PrintTo(const ResolveCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class MayResolveTest : public MigRelayoutTest,
@@ -226,12 +222,12 @@ TEST_P(MayResolveTest, SaysWhetherAReLayoutCouldServeIt) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, MayResolveTest,
-    testing::Values(
-        ResolveCase{"OneSlice", kRelayouts, "3g.40gb", 1, true},
-        ResolveCase{"AsManyAsOneGpuHolds", kRelayouts, "3g.40gb", 2, true},
-        ResolveCase{"MoreThanTheNodeCouldHold", kRelayouts, "3g.40gb", 3,
-                    false},
-        ResolveCase{"NoAgentReLaysOut", {}, "3g.40gb", 1, false}),
+    testing::Values(ResolveCase{"OneSlice", kRelayouts, "3g.40gb", 1, true},
+                    ResolveCase{"AsManyAsOneGpuHolds", kRelayouts, "3g.40gb", 2,
+                                true},
+                    ResolveCase{"MoreThanTheNodeCouldHold", kRelayouts,
+                                "3g.40gb", 3, false},
+                    ResolveCase{"NoAgentReLaysOut", {}, "3g.40gb", 1, false}),
     [](const testing::TestParamInfo<ResolveCase>& info) {
       return std::string(info.param.name);
     });

@@ -149,13 +149,15 @@ TEST_F(NodeResourcesTest, PrepareStatesThePodAsTheLeastRoom) {
   EXPECT_EQ(plugin_.kind(), FilterPlugin::Kind::kRoom);
   std::unique_ptr<CycleState> bare = Cycle(MatchSpec::ForPool(kT4, 1));
   EXPECT_FALSE(plugin_.Prepare(*bare));
-  EXPECT_EQ(bare->min_cpu(), std::numeric_limits<int64_t>::min());
-  EXPECT_EQ(bare->min_memory(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(bare->filters().min_room().cpu,
+            std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(bare->filters().min_room().memory,
+            std::numeric_limits<int64_t>::min());
   std::unique_ptr<CycleState> pod =
       Cycle(WithPod(kT4, 1, NodeResources{1500, 4096, 1}));
   EXPECT_TRUE(plugin_.Prepare(*pod));
-  EXPECT_EQ(pod->min_cpu(), 1500);
-  EXPECT_EQ(pod->min_memory(), 4096);
+  EXPECT_EQ(pod->filters().min_room().cpu, 1500);
+  EXPECT_EQ(pod->filters().min_room().memory, 4096);
 }
 
 // The first resource short of the pod, counting what would come free there
@@ -174,12 +176,21 @@ TEST_F(NodeResourcesTest, FilterCountsWhatWouldComeFree) {
   for (const Case& c : std::vector<Case>{
            {"pods full", "n1", {1000, 8, 1}, {}, "insufficient pods"},
            {"a pod slot freed", "n1", {1000, 8, 1}, {0, 0, 1}, ""},
-           {"short of cpu", "n1", {4000, 8, 1}, {0, 0, 1},
+           {"short of cpu",
+            "n1",
+            {4000, 8, 1},
+            {0, 0, 1},
             "insufficient cpu_milli"},
            {"cpu freed", "n1", {4000, 8, 1}, {2000, 0, 1}, ""},
-           {"cpu first", "n1", {4000, 32, 1}, {0, 0, 1},
+           {"cpu first",
+            "n1",
+            {4000, 32, 1},
+            {0, 0, 1},
             "insufficient cpu_milli"},
-           {"short of memory", "n1", {2000, 32, 1}, {0, 0, 1},
+           {"short of memory",
+            "n1",
+            {2000, 32, 1},
+            {0, 0, 1},
             "insufficient memory_bytes"},
            {"memory freed", "n1", {2000, 32, 1}, {0, 16, 1}, ""},
            {"not accounted", "open", {100000, 1 << 20, 1}, {}, ""},
@@ -201,19 +212,21 @@ TEST_F(NodeResourcesTest, DescribeSaysWhatIsFreeAndWhatIsNeeded) {
     std::optional<std::pair<std::string, std::string>> reason;
   };
   for (const Case& c : std::vector<Case>{
-           {"short of cpu", {4000, 8, 1},
+           {"short of cpu",
+            {4000, 8, 1},
             std::pair<std::string, std::string>{
                 "insufficient cpu_milli",
                 "1500 of 8000 cpu_milli free, the request needs 4000"}},
-           {"short of memory", {1000, 100, 1},
+           {"short of memory",
+            {1000, 100, 1},
             std::pair<std::string, std::string>{
                 "insufficient memory_bytes",
                 "64 of 64 memory_bytes free, the request needs 100"}},
            {"fits", {1500, 64, 1}, std::nullopt},
        }) {
     std::unique_ptr<CycleState> cycle = Cycle(WithPod(kT4, 1, c.pod));
-    const std::optional<NodeReason> r = plugin_.Describe(
-        *cycle, NodeView{"n1", nullptr, nullptr, {}});
+    const std::optional<NodeReason> r =
+        plugin_.Describe(*cycle, NodeView{"n1", nullptr, nullptr, {}});
     ASSERT_EQ(r.has_value(), c.reason.has_value()) << c.name;
     if (r.has_value()) {
       EXPECT_EQ(r->category, c.reason->first) << c.name;
@@ -269,8 +282,7 @@ TEST_F(NodeResourcesTest, PreFilterRefusesAPodNoNodeCouldEverHold) {
 TEST_F(NodeResourcesTest, APlacementSkipsNodesShortOfThePod) {
   AddNode("a-small", 1, NodeResources{1000, 1 << 20, 0});
   AddNode("b-lean", 1, NodeResources{8000, 16, 0});
-  AddNode("c-full", 1, NodeResources{8000, 1 << 20, 1},
-          NodeResources{0, 0, 1});
+  AddNode("c-full", 1, NodeResources{8000, 1 << 20, 1}, NodeResources{0, 0, 1});
   AddNode("d-big", 2, NodeResources{8000, 1 << 20, 0});
   IndexPlacer placer(&index_, &nodes_, {Packing::kBestFit});
   struct Case {

@@ -113,11 +113,11 @@ class PlanAheadTest : public FrameworkFixture {
     return Cycle(s, p, specs_.emplace_back(MatchSpec::Of(p)));
   }
 
-  PostFilterResult PlanAhead(PassSession& s, CycleState& cycle,
-                             CycleFailure::Kind failure =
-                                 CycleFailure::Kind::kNoFit) {
+  PostFilterResult PlanAhead(
+      PassSession& s, CycleState& cycle,
+      CycleFailure::Kind failure = CycleFailure::Kind::kNoFit) {
     return dynamic_cast<const PostFilterPlugin&>(
-               *framework_->Find(PlanAheadPlugin::kName))
+               *framework_->plugins().Find(PlanAheadPlugin::kName))
         .PostFilter(s.session, cycle, CycleFailure{failure, nullptr, "why"});
   }
 
@@ -224,7 +224,7 @@ TEST_P(NoHoldTest, HoldsNothing) {
                   Reservation{T0(), "q-1", /*nominated=*/true, -5});
   }
   std::unique_ptr<CycleState> cycle = CycleOf(*s, Big());
-  if (c.deferred) cycle->set_deferred();
+  if (c.deferred) cycle->notes().deferred = true;
   const PostFilterResult r = PlanAhead(*s, *cycle, c.failure);
   EXPECT_EQ(r.code, PostFilterResult::Code::kContinue);
   EXPECT_EQ(r.reason, "");
@@ -238,17 +238,14 @@ TEST_P(NoHoldTest, HoldsNothing) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, NoHoldTest,
-    testing::Values(NoHoldCase{.name = "Deferred", .deferred = true},
-                    NoHoldCase{.name = "NoPlanningAhead",
-                               .ahead = absl::ZeroDuration()},
-                    NoHoldCase{.name = "TheSlicesFreeTooLate",
-                               .ahead = absl::Minutes(2)},
-                    NoHoldCase{.name = "ASliceOfTheProfileExists",
-                               .profile_exists = true},
-                    NoHoldCase{.name = "ThePoolIsHeldForAnother",
-                               .held_for_other = true},
-                    NoHoldCase{.name = "RefusedByQuota",
-                               .failure = CycleFailure::Kind::kRefused}),
+    testing::Values(
+        NoHoldCase{.name = "Deferred", .deferred = true},
+        NoHoldCase{.name = "NoPlanningAhead", .ahead = absl::ZeroDuration()},
+        NoHoldCase{.name = "TheSlicesFreeTooLate", .ahead = absl::Minutes(2)},
+        NoHoldCase{.name = "ASliceOfTheProfileExists", .profile_exists = true},
+        NoHoldCase{.name = "ThePoolIsHeldForAnother", .held_for_other = true},
+        NoHoldCase{.name = "RefusedByQuota",
+                   .failure = CycleFailure::Kind::kRefused}),
     [](const testing::TestParamInfo<NoHoldCase>& info) {
       return std::string(info.param.name);
     });

@@ -80,7 +80,7 @@ class PreemptionTest : public FrameworkFixture {
   const PostFilterPlugin& Preemption() {
     if (framework_ == nullptr) framework_ = MakeFramework();
     return dynamic_cast<const PostFilterPlugin&>(
-        *framework_->Find(PreemptionPlugin::kName));
+        *framework_->plugins().Find(PreemptionPlugin::kName));
   }
 
   // A prepared cycle of pending `p` (its own spec) in `mode`, reading
@@ -89,7 +89,7 @@ class PreemptionTest : public FrameworkFixture {
                                       CycleMode mode = CycleMode::kAdmit) {
     const MatchSpec& spec = specs_.emplace_back(MatchSpec::Of(p));
     auto cycle = std::make_unique<CycleState>(mode, snapshot_, spec, p, &holds);
-    cycle->set_queued(true);
+    cycle->notes().queued = true;
     framework_->Prepare(*cycle);
     return cycle;
   }
@@ -121,15 +121,13 @@ struct PreemptCase {
   const char* name;
   std::vector<std::pair<std::string, int>> nodes;  // name, T4 GPUs
   std::vector<FrameworkFixture::Live> live;
-  int count;  // p-1's units, at priority 5
+  int count;                         // p-1's units, at priority 5
   std::vector<std::string> victims;  // in the order preempted
   std::string reason;
   std::string detail;
   std::vector<std::string> held;  // nodes held for p-1 from the grace end
 
-  friend void PrintTo(const PreemptCase& c, std::ostream* os) {
-    *os << c.name;
-  }
+  friend void PrintTo(const PreemptCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class PreemptTest : public PreemptionTest,
@@ -241,13 +239,12 @@ TEST_P(WaitTest, WaitsForItsVictimsHoldingTheirNodes) {
 
 INSTANTIATE_TEST_SUITE_P(
     Graces, WaitTest,
-    testing::Values(
-        WaitCase{"OneVictim",
-                 {absl::Seconds(30)},
-                 "; waiting for 1 preempted allocation to end"},
-        WaitCase{"TwoVictims",
-                 {absl::Seconds(30), absl::Seconds(45)},
-                 "; waiting for 2 preempted allocations to end"}),
+    testing::Values(WaitCase{"OneVictim",
+                             {absl::Seconds(30)},
+                             "; waiting for 1 preempted allocation to end"},
+                    WaitCase{"TwoVictims",
+                             {absl::Seconds(30), absl::Seconds(45)},
+                             "; waiting for 2 preempted allocations to end"}),
     [](const testing::TestParamInfo<WaitCase>& info) {
       return std::string(info.param.name);
     });
@@ -260,7 +257,7 @@ TEST_F(PreemptionTest, StandsBackWhenDeferred) {
   const Allocation& p = AddPending("p-1", "t", 2, 5);
   std::unique_ptr<BookSession> s = NewBookSession();
   std::unique_ptr<CycleState> cycle = CycleOf(s->holds, p);
-  cycle->set_deferred();
+  cycle->notes().deferred = true;
   const PostFilterResult r = NoFit(s->session, *cycle);
   EXPECT_EQ(r.code, PostFilterResult::Code::kContinue);
   EXPECT_EQ(r.reason, "");
@@ -291,13 +288,11 @@ TEST_F(PreemptionTest, ExplainSaysItWouldPreempt) {
   AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
   const Allocation& p = AddPending("p-1", "t", 2, 5);
   std::unique_ptr<BookSession> s = NewBookSession();
-  std::unique_ptr<CycleState> cycle =
-      CycleOf(s->holds, p, CycleMode::kExplain);
+  std::unique_ptr<CycleState> cycle = CycleOf(s->holds, p, CycleMode::kExplain);
   const PostFilterResult r = NoFit(s->session, *cycle);
   EXPECT_EQ(r.code, PostFilterResult::Code::kWaiting);
   EXPECT_EQ(r.detail, "would preempt 1 allocation");
-  EXPECT_THAT(s->statement.recorded.preempted,
-              ElementsAre(Pair("x-1", "p-1")));
+  EXPECT_THAT(s->statement.recorded.preempted, ElementsAre(Pair("x-1", "p-1")));
 }
 
 }  // namespace

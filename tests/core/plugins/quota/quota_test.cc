@@ -95,15 +95,13 @@ TEST_F(WithinQuotaTest, AMemberWithinNominalMayReclaimFromABorrower) {
   std::string reason;
   Reclaim reclaim;
   // The cohort has room (3 + 1 <= 4): nothing to reclaim.
-  EXPECT_TRUE(
-      WithinQuota(snapshot_, "b", spec, &reason, &reclaim).has_value());
+  EXPECT_TRUE(WithinQuota(snapshot_, "b", spec, &reason, &reclaim).has_value());
   EXPECT_EQ(reason, "");
   EXPECT_EQ(reclaim.milli, 0);
 
   AddLive({.id = "b-0", .tenant = "b", .node = "n1", .units = 1});
   reason.clear();
-  EXPECT_EQ(WithinQuota(snapshot_, "b", spec, &reason, &reclaim),
-            std::nullopt);
+  EXPECT_EQ(WithinQuota(snapshot_, "b", spec, &reason, &reclaim), std::nullopt);
   EXPECT_EQ(reason,
             "quota: cohort c at 4/4 nvidia-tesla-t4 devices, tenant b asks 1 "
             "more");
@@ -134,8 +132,8 @@ TEST_F(WithinQuotaTest, AShareMayNotReclaimPastABlockedShape) {
   std::unique_ptr<PassSession> s = NewSession();
   EXPECT_FALSE(framework_->MayHelpBlocked(s->session, *Cycle(*s, b, share)));
   // The same request for a whole unit is.
-  EXPECT_TRUE(framework_->MayHelpBlocked(s->session,
-                                         *Cycle(*s, b, MatchSpec::Of(b))));
+  EXPECT_TRUE(
+      framework_->MayHelpBlocked(s->session, *Cycle(*s, b, MatchSpec::Of(b))));
 }
 
 // --- QuotaPlugin::PreFilter ---
@@ -166,7 +164,7 @@ TEST_F(QuotaPluginTest, NarrowsTheCycleSpecNotTheRequestedOne) {
             "devices, asks 1 more");
   EXPECT_THAT(cycle->spec().requested_models, ElementsAre(kL4));
   EXPECT_THAT(cycle->requested_spec().requested_models, IsEmpty());
-  EXPECT_EQ(cycle->Find<QuotaRefusal>(), nullptr);
+  EXPECT_EQ(cycle->data().Find<QuotaRefusal>(), nullptr);
 }
 
 TEST_F(QuotaPluginTest, ASpecWithinQuotaIsLeftAsItIs) {
@@ -190,9 +188,7 @@ struct RefusalCase {
   std::string reason;
   int64_t reclaim_milli;  // what the QuotaRefusal names of the T4 pool
 
-  friend void PrintTo(const RefusalCase& c, std::ostream* os) {
-    *os << c.name;
-  }
+  friend void PrintTo(const RefusalCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class QuotaRefusalTest : public QuotaPluginTest,
@@ -218,7 +214,7 @@ TEST_P(QuotaRefusalTest, IsUnschedulableWithTheReasonAndTheReclaim) {
   EXPECT_EQ(v.code, Verdict::Code::kUnschedulable);
   EXPECT_EQ(v.reason, c.reason);
   EXPECT_EQ(v.detail, "");
-  const QuotaRefusal* refusal = cycle->Find<QuotaRefusal>();
+  const QuotaRefusal* refusal = cycle->data().Find<QuotaRefusal>();
   ASSERT_NE(refusal, nullptr);
   EXPECT_EQ(refusal->reclaim.milli, c.reclaim_milli);
   if (c.reclaim_milli > 0) {

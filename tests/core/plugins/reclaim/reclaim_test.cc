@@ -101,7 +101,7 @@ class ReclaimTest : public FrameworkFixture {
 
   template <typename T>
   const T& PluginOf(const char* name) {
-    return dynamic_cast<const T&>(*framework_->Find(name));
+    return dynamic_cast<const T&>(*framework_->plugins().Find(name));
   }
 
   // A prepared cycle of pending `p` for `spec` (its own by default) in a
@@ -112,7 +112,7 @@ class ReclaimTest : public FrameworkFixture {
         specs_.emplace_back(spec.has_value() ? *spec : MatchSpec::Of(p));
     auto cycle = std::make_unique<CycleState>(CycleMode::kAdmit, snapshot_,
                                               kept, p, &holds);
-    cycle->set_queued(true);
+    cycle->notes().queued = true;
     framework_->Prepare(*cycle);
     return cycle;
   }
@@ -125,8 +125,8 @@ class ReclaimTest : public FrameworkFixture {
   }
 
   PostFilterResult ReclaimPostFilter(Session& session, CycleState& cycle,
-                           CycleFailure::Kind kind,
-                           const std::string& reason) {
+                                     CycleFailure::Kind kind,
+                                     const std::string& reason) {
     return PluginOf<PostFilterPlugin>(ReclaimPlugin::kName)
         .PostFilter(session, cycle, CycleFailure{kind, nullptr, reason});
   }
@@ -141,7 +141,7 @@ class ReclaimTest : public FrameworkFixture {
     EXPECT_EQ(v.reason,
               "quota: cohort c at 3/3 nvidia-tesla-t4 devices, tenant b asks "
               "1 more");
-    const QuotaRefusal* refusal = cycle->Find<QuotaRefusal>();
+    const QuotaRefusal* refusal = cycle->data().Find<QuotaRefusal>();
     EXPECT_NE(refusal, nullptr);
     if (refusal != nullptr) {
       EXPECT_EQ(refusal->reclaim.pool, GpuPool(kT4));
@@ -180,8 +180,7 @@ TEST_F(ReclaimTest, WithNoRoomNowBorrowersOnTheNodeThatThenFitsItGo) {
   EXPECT_EQ(r.reason,
             "; preempted 1 borrowing allocation, waiting for their grace");
   EXPECT_EQ(r.detail, "preempted 1 borrowing allocation");
-  EXPECT_THAT(s->statement.recorded.preempted,
-              ElementsAre(Pair("a-2", "b-1")));
+  EXPECT_THAT(s->statement.recorded.preempted, ElementsAre(Pair("a-2", "b-1")));
   EXPECT_EQ(Held(s->holds.reservations()),
             (HeldMap{{"n1", HeldForB(T0() + absl::Seconds(30))}}));
 }
@@ -196,8 +195,7 @@ TEST_F(ReclaimTest, WithRoomNowBorrowersAnywhereGoAndItHoldsWhereItFits) {
   EXPECT_EQ(r.code, PostFilterResult::Code::kWaiting);
   EXPECT_EQ(r.reason,
             "; preempted 1 borrowing allocation, waiting for their grace");
-  EXPECT_THAT(s->statement.recorded.preempted,
-              ElementsAre(Pair("a-2", "b-1")));
+  EXPECT_THAT(s->statement.recorded.preempted, ElementsAre(Pair("a-2", "b-1")));
   EXPECT_EQ(Held(s->holds.reservations()), (HeldMap{{"n2", HeldForB(T0())}}));
   EXPECT_TRUE(s->holds.TurnTaken(GpuPool(kT4)));
   const ReservationState state = s->holds.Take();
@@ -254,12 +252,12 @@ TEST_P(NothingTest, ReclaimsNothing) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, NothingTest,
-    testing::Values(
-        NothingCase{"NotRefused", "b", true, CycleFailure::Kind::kNoFit},
-        NothingCase{"RefusedByAnotherPlugin", "b", false,
-                    CycleFailure::Kind::kRefused},
-        NothingCase{"OverItsOwnNominalQuota", "a", true,
-                    CycleFailure::Kind::kRefused}),
+    testing::Values(NothingCase{"NotRefused", "b", true,
+                                CycleFailure::Kind::kNoFit},
+                    NothingCase{"RefusedByAnotherPlugin", "b", false,
+                                CycleFailure::Kind::kRefused},
+                    NothingCase{"OverItsOwnNominalQuota", "a", true,
+                                CycleFailure::Kind::kRefused}),
     [](const testing::TestParamInfo<NothingCase>& info) {
       return std::string(info.param.name);
     });

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/catalog/capacity_index.h"
 #include "core/framework/cycle_state.h"
+#include "core/framework/diagnosis.h"
 #include "core/framework/framework.h"
 #include "core/framework/holds.h"
 #include "core/framework/session.h"
@@ -142,8 +143,8 @@ TEST_F(ReservationsTest, FilterHoldsBackWhatIsHeldForAnother) {
             true},
            {"nominated, a lower priority", nominated, "", 0, late, "n1", &kT4,
             true},
-           {"nominated, a lower priority whose lease ends first", nominated,
-            "", 0, kStart, "n1", &kT4, false},
+           {"nominated, a lower priority whose lease ends first", nominated, "",
+            0, kStart, "n1", &kT4, false},
            {"ahead, a higher priority", ahead, "", 2, late, "n1", &kT4, false},
            {"ahead, the same priority", ahead, "", 1, late, "n1", &kT4, true},
            {"another node", backfill, "", 0, late, "n2", &kT4, false},
@@ -203,14 +204,14 @@ TEST_F(ReservationsTest, ARequestRefusedForHoldsIsToldSo) {
   std::unique_ptr<CycleState> cycle =
       Cycle(MatchSpec::ForPool(kT4, 1), kStart + absl::Minutes(1), &holds_);
   EXPECT_FALSE(framework_->Place(session_, *cycle).has_value());
-  EXPECT_EQ(framework_->WhyRefused(session_, *cycle),
+  EXPECT_EQ(WhyRefused(*framework_, session_, *cycle),
             "1/1 nodes available; what is free there is held for waiting "
             "requests until their reservations start (a request whose lease "
             "ends by then may take it)");
   // Short of units, holds or not: no note.
   std::unique_ptr<CycleState> three =
       Cycle(MatchSpec::ForPool(kT4, 3), kStart + absl::Minutes(1), &holds_);
-  EXPECT_EQ(framework_->WhyRefused(session_, *three),
+  EXPECT_EQ(WhyRefused(*framework_, session_, *three),
             "0/1 nodes available: 1 too few free nvidia-tesla-t4 devices");
 }
 

@@ -129,8 +129,8 @@ class TopologyTest : public testing::Test {
       const MatchSpec& spec, absl::Time ends_at = absl::InfiniteFuture()) {
     specs_.push_back(std::make_unique<MatchSpec>(spec));
     auto cycle = std::make_unique<CycleState>(CycleMode::kAllocate, snapshot_,
-                                              *specs_.back(), request_,
-                                              &holds_, ends_at);
+                                              *specs_.back(), request_, &holds_,
+                                              ends_at);
     framework_->Prepare(*cycle);
     return cycle;
   }
@@ -138,13 +138,13 @@ class TopologyTest : public testing::Test {
   std::optional<Groups> Place(const MatchSpec& spec,
                               absl::Time ends_at = absl::InfiniteFuture()) {
     std::unique_ptr<CycleState> cycle = Cycle(spec, ends_at);
-    EXPECT_EQ(framework_->PlacerFor(*cycle), &plugin());
+    EXPECT_EQ(framework_->plugins().PlacerFor(*cycle), &plugin());
     return framework_->Place(session_, *cycle);
   }
 
   const TopologyPlugin& plugin() const {
     return dynamic_cast<const TopologyPlugin&>(
-        *framework_->Find(TopologyPlugin::kName));
+        *framework_->plugins().Find(TopologyPlugin::kName));
   }
 
   CapacityIndex index_;
@@ -189,8 +189,7 @@ TEST_F(TopologyTest, ANodeHeldForAnotherIsPassedOver) {
   }
   holds_.Hold(kT4, "n1", Reservation{absl::FromUnixSeconds(2000), "other"});
   // The request's lease ends past the hold's start.
-  std::optional<Groups> groups =
-      Place(Gang(2, 2), absl::FromUnixSeconds(5000));
+  std::optional<Groups> groups = Place(Gang(2, 2), absl::FromUnixSeconds(5000));
   ASSERT_TRUE(groups.has_value());
   EXPECT_THAT(Homes(groups), ElementsAre("n2", "n3"));
 }
@@ -251,8 +250,7 @@ TEST_F(TopologyTest, APreferredLevelTakesTheFewestDomains) {
            {"one rack holds both", Gang(2, 2, "", "rack"), {"p1", "p2"}},
            // r1 whole, then the smallest that holds the last: r2 and p4
            // alone hold one each; r2's node comes first in free order.
-           {"three over two racks", Gang(2, 3, "", "rack"),
-            {"p1", "p2", "p3"}},
+           {"three over two racks", Gang(2, 3, "", "rack"), {"p1", "p2", "p3"}},
            {"three without a preference", Gang(2, 3), {"p3", "p4", "p1"}},
        }) {
     EXPECT_EQ(Homes(Place(c.spec)), c.homes) << c.name;
@@ -347,8 +345,7 @@ TEST_F(TopologyTest, CheckGangDomainsRefusesAGangNoDomainCouldEverHold) {
     if (c.refusal.empty()) {
       EXPECT_OK(s) << c.name;
     } else {
-      EXPECT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition,
-                              c.refusal))
+      EXPECT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition, c.refusal))
           << c.name;
     }
   }
