@@ -15,11 +15,9 @@ std::string HoldsText(const std::vector<std::string>& nodes, absl::Time start) {
 }
 
 Holds::Holds(const AllocationBook* book, const ReservationState* previous,
-             bool refresh, absl::FunctionRef<bool(absl::string_view id)> waiting)
-    : book_(book),
-      previous_(previous),
-      refresh_(refresh),
-      reservations_(&state_.reservations) {
+             bool refresh,
+             absl::FunctionRef<bool(absl::string_view id)> waiting)
+    : book_(book), reservations_(&state_.reservations) {
   // A preemptor's hold on its victims' nodes stands until it is admitted:
   // kept from the last pass while it waits, so that no request of its
   // priority or lower takes what was freed for it, even one ahead of it in
@@ -50,8 +48,6 @@ Holds::Holds(const AllocationBook* book, const ReservationState* previous,
 Holds::Holds(const AllocationBook* book, const ReservationState* standing,
              Standing mode)
     : book_(book),
-      previous_(standing),
-      refresh_(false),
       reservations_(&state_.reservations),
       read_only_(mode == Standing::kReadOnly) {
   if (standing == nullptr) return;
@@ -80,21 +76,14 @@ void Holds::Release(const std::string& id) {
   }
 }
 
-bool Holds::ReservedForOther(const PoolKey& pool, const std::string& home,
-                             const std::string& id, int priority) const {
+bool Holds::HeldForOther(const PoolKey& pool, const std::string& home,
+                         const std::string& id,
+                         std::optional<int> priority) const {
   auto p = reservations_->find(pool);
   if (p == reservations_->end()) return false;
   auto r = p->second.find(home);
   if (r == p->second.end() || r->second.held_for == id) return false;
-  return !r->second.YieldsTo(priority);
-}
-
-bool Holds::HeldForOther(const PoolKey& pool, const std::string& home,
-                         const std::string& id) const {
-  auto p = reservations_->find(pool);
-  if (p == reservations_->end()) return false;
-  auto r = p->second.find(home);
-  return r != p->second.end() && r->second.held_for != id;
+  return !priority.has_value() || !r->second.YieldsTo(*priority);
 }
 
 void Holds::Hold(const PoolKey& pool, const std::string& node,
@@ -118,7 +107,7 @@ void Holds::HoldVictimNodes(const CapacityIndex& index, const std::string& id,
       const Unit* u = index.Find(unit);
       if (u == nullptr) continue;
       // A node an earlier request holds this pass stays its.
-      if (ReservedForOther(pool, u->home, id, priority)) continue;
+      if (HeldForOther(pool, u->home, id, priority)) continue;
       Reservation& res = state_.reservations[pool][u->home];
       if (res.held_for != id) {
         // Taken over from one of lower priority: nothing of its hold
@@ -162,8 +151,7 @@ ReservationState Holds::Take() {
   }
   for (auto& [holder, start] : starts) {
     for (const std::string& victim : book_->VictimsOf(holder)) {
-      start =
-          std::max(start, book_->Find({victim, ""})->allocation.expires_at);
+      start = std::max(start, book_->Find({victim, ""})->allocation.expires_at);
     }
   }
   return std::move(state_);

@@ -24,6 +24,7 @@
 #define ACCELSCHED_CORE_FRAMEWORK_HOLDS_H_
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,8 +55,8 @@ struct Reservation {
   bool ahead = false;
 
   // Whether a request of `requester_priority` (not the one it is held for)
-  // may take what this holds regardless: a nominated or planned-ahead hold yields to a
-  // higher priority.
+  // may take what this holds regardless: a nominated or planned-ahead hold
+  // yields to a higher priority.
   bool YieldsTo(int requester_priority) const {
     return (nominated || ahead) && requester_priority > priority;
   }
@@ -82,15 +83,16 @@ struct ReservationState {
   // re-layout planned ahead: kept, with their reason, until the next
   // refresh while it waits.
   absl::flat_hash_map<std::string, std::string> ahead;
-  // Request held for -> when it is expected to start (Allocation::estimated_start): the
-  // latest start of its holds, no earlier than its victims' grace ends; the
-  // pass's time for one whose MIG re-layout is under way. A waiting request
-  // not in it holds nothing, and nothing bounds its start.
+  // Request held for -> when it is expected to start
+  // (Allocation::estimated_start): the latest start of its holds, no earlier
+  // than its victims' grace ends; the pass's time for one whose MIG re-layout
+  // is under way. A waiting request not in it holds nothing, and nothing bounds
+  // its start.
   absl::flat_hash_map<std::string, absl::Time> starts;
 
   bool empty() const {
-    return reservations.empty() && unplaced.empty() &&
-           unplaced_walks.empty() && walk_holds.empty();
+    return reservations.empty() && unplaced.empty() && unplaced_walks.empty() &&
+           walk_holds.empty();
   }
 };
 
@@ -117,10 +119,6 @@ class Holds {
   // What is held now, for the reservations filter: valid until Take, and
   // changed by every call below.
   const Reservations& reservations() const { return *reservations_; }
-  // The last pass's state (null when there is none), and whether this pass
-  // refreshes: what the backfill walk reuses.
-  const ReservationState* previous() const { return previous_; }
-  bool refresh() const { return refresh_; }
   // Preemptors whose nominated holds were kept from the last pass.
   const std::set<std::string>& kept_preemptors() const {
     return kept_preemptors_;
@@ -133,16 +131,14 @@ class Holds {
     return released_.contains(id);
   }
 
-  // Whether node `home` of `pool` is held for a request other than `id`
-  // against one of `priority` (a nominated hold, or one for a re-layout
-  // planned ahead, yields to a higher priority; a backfill one never does).
-  bool ReservedForOther(const PoolKey& pool, const std::string& home,
-                        const std::string& id, int priority) const;
-  // Whether node `home` of `pool` is held, in any way, for a request other
-  // than `id`.
+  // Whether node `home` of `pool` is held for a request other than `id`:
+  // by any hold, or, given the `priority` of the request that would take
+  // it, by one that does not yield to it (a nominated hold, or one for a
+  // re-layout planned ahead, yields to a higher priority; a backfill one
+  // never does).
   bool HeldForOther(const PoolKey& pool, const std::string& home,
-                    const std::string& id) const;
-
+                    const std::string& id,
+                    std::optional<int> priority = std::nullopt) const;
   // Marks `pool`'s turn to hold this pass taken; false when it was already.
   bool TakeTurn(const PoolKey& pool) { return turns_.insert(pool).second; }
   bool TurnTaken(const PoolKey& pool) const { return turns_.contains(pool); }
@@ -185,8 +181,6 @@ class Holds {
 
  private:
   const AllocationBook* book_;
-  const ReservationState* previous_ = nullptr;
-  bool refresh_ = true;
   ReservationState state_;
   // &state_.reservations, or a read-only standing state's.
   const Reservations* reservations_;

@@ -59,7 +59,6 @@ class Queue {
   void Remove(const std::string& id);
   bool contains(absl::string_view id) const { return entries_.contains(id); }
   size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
   void Clear();
 
   // Visits pending ids in admission order. `visit` must not change the

@@ -70,7 +70,7 @@ Allocation Requested(const AllocationRequest& request, const MatchSpec& spec) {
 
 void AllocationCalls::Allocate(const AllocationRequest& request,
                                SchedulerCallback<Allocation> done) {
-  state_.Complete(QueueAllocate(request), std::move(done));
+  Complete(state_.committer(), QueueAllocate(request), std::move(done));
 }
 
 absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
@@ -164,7 +164,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
 
 void AllocationCalls::Release(const AllocationKey& key,
                               SchedulerCallback<Allocation> done) {
-  state_.Complete(QueueRelease(key), std::move(done));
+  Complete(state_.committer(), QueueRelease(key), std::move(done));
 }
 
 absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRelease(
@@ -205,7 +205,8 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRelease(
 void AllocationCalls::RenewLease(absl::string_view allocation_id,
                                  absl::Duration lease,
                                  SchedulerCallback<Allocation> done) {
-  state_.Complete(QueueRenewLease(allocation_id, lease), std::move(done));
+  Complete(state_.committer(), QueueRenewLease(allocation_id, lease),
+           std::move(done));
 }
 
 absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRenewLease(
@@ -277,9 +278,10 @@ void AllocationCalls::GetAllocation(const AllocationKey& key,
     return;
   }
   std::string id = found->value.id;
-  state_.Complete<Allocation>(
-      std::move(found), [id = std::move(id), done = std::move(done)](
-                            absl::StatusOr<Allocation> a) mutable {
+  Complete<Allocation>(
+      state_.committer(), std::move(found),
+      [id = std::move(id),
+       done = std::move(done)](absl::StatusOr<Allocation> a) mutable {
         std::move(done)(a.ok() ? std::move(a) : NotWritten(id));
       });
 }

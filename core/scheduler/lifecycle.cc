@@ -181,7 +181,7 @@ std::vector<std::string> Lifecycle::Assign(Allocation& a,
 Lifecycle::Ticket Lifecycle::Admit(absl::Time now, bool refresh,
                                    std::vector<std::string> relayouts_done) {
   SchedulerMemory& m = state_.memory();
-  if (m.queue.empty()) {
+  if (m.queue.size() == 0) {
     if (!m.reservations.empty()) m.reservations = ReservationState();
     return nullptr;
   }
@@ -205,7 +205,7 @@ Lifecycle::Ticket Lifecycle::Admit(absl::Time now, bool refresh,
     if (r->allocation.live()) m.queue.Remove(r->allocation.id);
   }
   // Emptied: nothing of this pass is for the requests that come next.
-  if (m.queue.empty()) m.reservations = ReservationState();
+  if (m.queue.size() == 0) m.reservations = ReservationState();
   ++m.version;
   if (statement.write.mutations.empty()) return nullptr;
   auto ticket = state_.Commit(std::move(statement.write));

@@ -22,7 +22,8 @@ Node NodeCalls::WithAvailable(Node node) const {
 }
 
 void NodeCalls::RegisterNode(Node node, SchedulerCallback<Node> done) {
-  state_.Complete(QueueRegisterNode(std::move(node)), std::move(done));
+  Complete(state_.committer(), QueueRegisterNode(std::move(node)),
+           std::move(done));
 }
 
 absl::StatusOr<Queued<Node>> NodeCalls::QueueRegisterNode(Node node) {
@@ -84,7 +85,7 @@ absl::StatusOr<NodePage> NodeCalls::ListNodes(
 
 void NodeCalls::RemoveNode(absl::string_view name, bool force,
                            SchedulerStatusCallback done) {
-  state_.Complete(QueueRemoveNode(name, force), std::move(done));
+  Complete(state_.committer(), QueueRemoveNode(name, force), std::move(done));
 }
 
 absl::StatusOr<Queued<bool>> NodeCalls::QueueRemoveNode(absl::string_view name,
@@ -122,7 +123,8 @@ absl::StatusOr<Queued<bool>> NodeCalls::QueueRemoveNode(absl::string_view name,
 
 void NodeCalls::SetNodeSchedulable(absl::string_view name, bool schedulable,
                                    SchedulerCallback<Node> done) {
-  state_.Complete(QueueSetNodeSchedulable(name, schedulable), std::move(done));
+  Complete(state_.committer(), QueueSetNodeSchedulable(name, schedulable),
+           std::move(done));
 }
 
 absl::StatusOr<Queued<Node>> NodeCalls::QueueSetNodeSchedulable(
@@ -148,11 +150,11 @@ absl::StatusOr<Queued<Node>> NodeCalls::QueueSetNodeSchedulable(
   return Queued<Node>{std::move(updated), std::move(ticket)};
 }
 
-void NodeCalls::Heartbeat(absl::string_view name,
-                          const HeartbeatReport& report,
+void NodeCalls::Heartbeat(absl::string_view name, const HeartbeatReport& report,
                           absl::FunctionRef<void()> accepted,
                           SchedulerCallback<MigPlans> done) {
-  state_.Complete(QueueHeartbeat(name, report, accepted), std::move(done));
+  Complete(state_.committer(), QueueHeartbeat(name, report, accepted),
+           std::move(done));
 }
 
 absl::StatusOr<Queued<NodeCalls::MigPlans>> NodeCalls::QueueHeartbeat(
@@ -226,7 +228,8 @@ absl::Status NodeCalls::ReplaceAcceleratorTypes(
     std::shared_ptr<const AcceleratorTypeSet> next) {
   absl::MutexLock lock(&state_.mu());
   const std::shared_ptr<const AcceleratorTypeSet> current = state_.types();
-  RETURN_IF_ERROR(state_.memory().catalog.CheckAcceleratorTypes(*current, *next));
+  RETURN_IF_ERROR(
+      state_.memory().catalog.CheckAcceleratorTypes(*current, *next));
   state_.ReplaceTypes(std::move(next));
   return absl::OkStatus();
 }

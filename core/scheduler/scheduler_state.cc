@@ -113,9 +113,9 @@ std::shared_ptr<GroupCommitter::Ticket> SchedulerState::Commit(Write write) {
                              std::move(write.events));
 }
 
-void SchedulerState::Complete(absl::StatusOr<Queued<bool>> queued,
-                              SchedulerStatusCallback done) const {
-  Complete<bool>(std::move(queued),
+void Complete(GroupCommitter& committer, absl::StatusOr<Queued<bool>> queued,
+              SchedulerStatusCallback done) {
+  Complete<bool>(committer, std::move(queued),
                  [done = std::move(done)](absl::StatusOr<bool> r) mutable {
                    std::move(done)(r.status());
                  });

@@ -168,14 +168,6 @@ class SchedulerState {
   // UNAVAILABLE.
   std::shared_ptr<GroupCommitter::Ticket> Commit(Write write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The end of every write call, with mu() released: flush the committer
-  // (the caller may have to lead it), and hand the result to `done` once
-  // durable (at once when it failed or needs no wait).
-  template <typename T>
-  void Complete(absl::StatusOr<Queued<T>> queued,
-                SchedulerCallback<T> done) const;
-  void Complete(absl::StatusOr<Queued<bool>> queued,
-                SchedulerStatusCallback done) const;
 
  private:
   void OnCommitFailure(const absl::Status& status);
@@ -201,9 +193,12 @@ class SchedulerState {
   std::unique_ptr<GroupCommitter> committer_;
 };
 
+// The end of every write call, with the state's lock released: flush
+// `committer` (the caller may have to lead it), and hand the result to `done`
+// once durable (at once when it failed or needs no wait).
 template <typename T>
-void SchedulerState::Complete(absl::StatusOr<Queued<T>> queued,
-                              SchedulerCallback<T> done) const {
+void Complete(GroupCommitter& committer, absl::StatusOr<Queued<T>> queued,
+              SchedulerCallback<T> done) {
   if (!queued.ok() || queued->ticket == nullptr) {
     // Answer first: this thread may then have to lead a commit.
     if (queued.ok()) {
@@ -211,20 +206,22 @@ void SchedulerState::Complete(absl::StatusOr<Queued<T>> queued,
     } else {
       std::move(done)(queued.status());
     }
-    committer_->Flush();
+    committer.Flush();
     return;
   }
-  committer_->OnDone(queued->ticket,
-                     [value = std::move(queued->value),
-                      done = std::move(done)](const absl::Status& s) mutable {
-                       if (s.ok()) {
-                         std::move(done)(std::move(value));
-                       } else {
-                         std::move(done)(s);
-                       }
-                     });
-  committer_->Flush();
+  committer.OnDone(queued->ticket,
+                   [value = std::move(queued->value),
+                    done = std::move(done)](const absl::Status& s) mutable {
+                     if (s.ok()) {
+                       std::move(done)(std::move(value));
+                     } else {
+                       std::move(done)(s);
+                     }
+                   });
+  committer.Flush();
 }
+void Complete(GroupCommitter& committer, absl::StatusOr<Queued<bool>> queued,
+              SchedulerStatusCallback done);
 
 }  // namespace accelsched
 

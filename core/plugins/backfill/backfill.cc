@@ -70,8 +70,8 @@ class Walk : public SessionState {
 
 std::optional<std::string> Walk::Reuse(const std::string& id,
                                        const std::string& walk_key) {
-  const ReservationState* previous = holds_.previous();
-  if (previous == nullptr || holds_.refresh()) return std::nullopt;
+  const ReservationState* previous = snap_.previous;
+  if (previous == nullptr || snap_.refresh) return std::nullopt;
   if (!previous_indexed_) {
     previous_indexed_ = true;
     for (const auto& [pool, nodes] : previous->reservations) {
@@ -126,9 +126,9 @@ std::string Walk::Reserve(const CycleState& cycle, const std::string& id,
                           const MatchSpec& spec, int priority) {
   std::string walk_key = WalkKey(spec, priority);
   if (std::optional<std::string> reused = Reuse(id, walk_key)) return *reused;
-  const ReservationState* previous = holds_.previous();
+  const ReservationState* previous = snap_.previous;
   ReservationState& memory = holds_.memory();
-  if (!holds_.refresh() && previous != nullptr &&
+  if (!snap_.refresh && previous != nullptr &&
       (previous->unplaced.contains(id) ||
        previous->unplaced_walks.contains(walk_key))) {
     // Looked for in vain under the walk limit (this request, or one that
@@ -183,7 +183,7 @@ std::string Walk::Reserve(const CycleState& cycle, const std::string& id,
       }
       auto [e, fresh] = eligible.try_emplace(home, false);
       if (fresh) {
-        const bool other = holds_.ReservedForOther(key, home, id, priority);
+        const bool other = holds_.HeldForOther(key, home, id, priority);
         exact = exact && !other;
         e->second = !other && cycle.filters().Gates(cycle, home);
       }
@@ -210,7 +210,7 @@ std::string Walk::Reserve(const CycleState& cycle, const std::string& id,
           key, [&](const AllocationBook::Record& r) {
             const Allocation& a = r.allocation;
             if (a.expires_at >= best.start) return false;
-            if (!holds_.refresh() && snap_.reservation_walk_limit > 0 &&
+            if (!snap_.refresh && snap_.reservation_walk_limit > 0 &&
                 ++walked > snap_.reservation_walk_limit) {
               cut = true;
               return false;

@@ -78,8 +78,8 @@ PostFilterResult MigRelayoutPlugin::PostFilter(
       // Slices of a pool whose node is held for another request stay.
       const Holds& holds = session.holds();
       auto pinned = [&](const Unit& unit) {
-        return holds.ReservedForOther(unit.pool, unit.home, id,
-                                      cycle.request().priority);
+        return holds.HeldForOther(unit.pool, unit.home, id,
+                                  cycle.request().priority);
       };
       if (std::optional<RelayoutChoice> choice =
               PlanRelayout(cycle, *snap.types, spec, pinned)) {

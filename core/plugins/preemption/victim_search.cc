@@ -28,7 +28,8 @@ std::vector<std::string> VictimSearch::ChooseReclaimVictims(
     if (a.state == AllocationState::kActive && owner.preemptible &&
         a.tenant != p.tenant && owner.cohort == cohort &&
         !session_.placed(a.id) &&
-        BorrowedMilli(*snap_.book, *snap_.tenants, a.tenant, reclaim.pool) > 0) {
+        BorrowedMilli(*snap_.book, *snap_.tenants, a.tenant, reclaim.pool) >
+            0) {
       candidates.push_back(r);
     }
   };
@@ -63,7 +64,9 @@ std::vector<std::string> VictimSearch::ChooseReclaimVictims(
     if (freed >= reclaim.milli) break;
     const std::string& tenant = r->allocation.tenant;
     auto [it, fresh] = left.try_emplace(tenant, 0);
-    if (fresh) it->second = BorrowedMilli(*snap_.book, *snap_.tenants, tenant, reclaim.pool);
+    if (fresh)
+      it->second =
+          BorrowedMilli(*snap_.book, *snap_.tenants, tenant, reclaim.pool);
     if (it->second <= 0) continue;
     const int64_t milli = UsageMilliOf(r->allocation, r->units.size());
     it->second -= milli;
@@ -127,7 +130,7 @@ std::optional<VictimChoice> VictimSearch::ChooseVictims(
       // Named, not a structured binding: the lambda below captures it.
       const std::string& home = home_entry.first;
       const auto& h = home_entry.second;
-      if (session_.holds().ReservedForOther(key, home, id, p.priority) ||
+      if (session_.holds().HeldForOther(key, home, id, p.priority) ||
           !cycle.filters().Gates(cycle, home)) {
         continue;
       }
@@ -238,7 +241,8 @@ std::optional<VictimChoice> VictimSearch::ChooseVictims(
           // one allocation: shares are never reclaimed).
           const std::string& tenant = c.members.front()->tenant;
           auto [b, fresh] = borrowed.try_emplace(tenant, 0);
-          if (fresh) b->second = BorrowedMilli(*snap_.book, *snap_.tenants, tenant, key);
+          if (fresh)
+            b->second = BorrowedMilli(*snap_.book, *snap_.tenants, tenant, key);
           int64_t& t = taken[tenant];
           if (t >= b->second) continue;
           t += c.total_milli;
@@ -285,16 +289,15 @@ std::optional<VictimChoice> VictimSearch::ChooseShareVictims(
     if (pool == nullptr || pool->shared_milli == 0) continue;
     const std::optional<int> lowest = snap_.book->LowestActivePriority(key);
     if (!lowest.has_value() || *lowest >= p.priority) continue;
-    const std::string gate =
-        absl::StrCat("share|", key.model, "|", p.priority, "|",
-                     p.KeyFor(RequestSpec::kShape));
+    const std::string gate = absl::StrCat("share|", key.model, "|", p.priority,
+                                          "|", p.KeyFor(RequestSpec::kShape));
     if (no_victims_.contains(gate)) continue;
     const bool found_before = best.has_value();
     for (const auto& home_entry : pool->homes) {
       // Named, not a structured binding: the lambda below captures it.
       const std::string& home = home_entry.first;
       const CapacityIndex::Home& h = home_entry.second;
-      if (session_.holds().ReservedForOther(key, home, id, p.priority) ||
+      if (session_.holds().HeldForOther(key, home, id, p.priority) ||
           !cycle.filters().Gates(cycle, home)) {
         continue;
       }

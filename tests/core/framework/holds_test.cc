@@ -70,11 +70,8 @@ TEST_F(HoldsTest, WalksLookedForInVainAreKeptUntilTheRefresh) {
   EXPECT_THAT(between.memory().unplaced_walks, UnorderedElementsAre("walk"));
   EXPECT_THAT(between.memory().unplaced, IsEmpty());
   EXPECT_THAT(between.memory().walk_holds, IsEmpty());
-  EXPECT_EQ(between.previous(), &previous);
-  EXPECT_FALSE(between.refresh());
   Holds refreshed(&book_, &previous, /*refresh=*/true, AllWaiting);
   EXPECT_THAT(refreshed.memory().unplaced_walks, IsEmpty());
-  EXPECT_TRUE(refreshed.refresh());
 }
 
 // A backfill hold never yields; a nominated one or one planned ahead yields
@@ -99,12 +96,12 @@ TEST_P(ForOtherTest, SaysWhetherTheNodeIsHeldForAnother) {
   AddNode("n1", 2);
   Holds holds(&book_, nullptr, /*refresh=*/true, NoneWaiting);
   holds.Hold(GpuPool(kT4), "n1", c.hold);
-  EXPECT_EQ(holds.ReservedForOther(GpuPool(kT4), "n1", c.requester, c.priority),
+  EXPECT_EQ(holds.HeldForOther(GpuPool(kT4), "n1", c.requester, c.priority),
             c.reserved_for_other);
   EXPECT_EQ(holds.HeldForOther(GpuPool(kT4), "n1", c.requester),
             c.held_for_other);
   // Another pool, or another node, is not held at all.
-  EXPECT_FALSE(holds.ReservedForOther(GpuPool(kL4), "n1", c.requester, 0));
+  EXPECT_FALSE(holds.HeldForOther(GpuPool(kL4), "n1", c.requester, 0));
   EXPECT_FALSE(holds.HeldForOther(GpuPool(kT4), "n2", c.requester));
 }
 
@@ -143,11 +140,11 @@ TEST_F(HoldsTest, ANominatedHoldYieldsToAHigherPriorityOnly) {
   Holds holds(&book_, &previous, /*refresh=*/true, AllWaiting);
   // p-2's backfill hold of n2, from now (the walk's; backfill_test).
   holds.Hold(GpuPool(kT4), "n2", Reservation{T0(), "p-2"});
-  EXPECT_TRUE(holds.ReservedForOther(GpuPool(kT4), "n1", "p-9", 5));
-  EXPECT_FALSE(holds.ReservedForOther(GpuPool(kT4), "n1", "p-9", 6));
-  EXPECT_FALSE(holds.ReservedForOther(GpuPool(kT4), "n1", "p-1", 0));
-  EXPECT_TRUE(holds.ReservedForOther(GpuPool(kT4), "n2", "p-9", 100));
-  EXPECT_FALSE(holds.ReservedForOther(GpuPool(kL4), "n1", "p-9", 0));
+  EXPECT_TRUE(holds.HeldForOther(GpuPool(kT4), "n1", "p-9", 5));
+  EXPECT_FALSE(holds.HeldForOther(GpuPool(kT4), "n1", "p-9", 6));
+  EXPECT_FALSE(holds.HeldForOther(GpuPool(kT4), "n1", "p-1", 0));
+  EXPECT_TRUE(holds.HeldForOther(GpuPool(kT4), "n2", "p-9", 100));
+  EXPECT_FALSE(holds.HeldForOther(GpuPool(kL4), "n1", "p-9", 0));
 }
 
 // Release drops every hold of the request, in every pool, and what it held
@@ -190,8 +187,8 @@ TEST_F(HoldsTest, HoldsPlannedAheadAreKeptBetweenRefreshesOnly) {
       kept.KeptAhead("a-1"),
       absl::StrCat(HoldsFrom("n1", T0() + absl::Hours(1)), " for a re-layout"));
   EXPECT_TRUE(kept.kept_preemptors().empty());  // not a preemptor
-  EXPECT_TRUE(kept.ReservedForOther(GpuPool(kT4), "n1", "p-9", 3));
-  EXPECT_FALSE(kept.ReservedForOther(GpuPool(kT4), "n1", "p-9", 4));
+  EXPECT_TRUE(kept.HeldForOther(GpuPool(kT4), "n1", "p-9", 3));
+  EXPECT_FALSE(kept.HeldForOther(GpuPool(kT4), "n1", "p-9", 4));
   // A holder no longer waiting, or a refresh: not kept.
   Holds gone(&book_, &previous, /*refresh=*/false, NoneWaiting);
   EXPECT_TRUE(Held(gone.reservations()).empty());
@@ -253,9 +250,9 @@ TEST_F(HoldsTest, APreemptorLeavesANodeHeldForAnotherThatDoesNotYield) {
   holds.Hold(GpuPool(kT4), "n2",
              Reservation{T0(), "q-1", /*nominated=*/true, 9});
   holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.VictimsOf("p-1"));
-  EXPECT_EQ(Held(holds.reservations()),
-            (HeldMap{{"n1", {"b-1", T0() + absl::Hours(1)}},
-                     {"n2", {"q-1", T0()}}}));
+  EXPECT_EQ(
+      Held(holds.reservations()),
+      (HeldMap{{"n1", {"b-1", T0() + absl::Hours(1)}}, {"n2", {"q-1", T0()}}}));
 }
 
 // Each held request's expected start (Allocation::estimated_start): a gang's

@@ -145,7 +145,7 @@ TEST(QueueTest, ARequestEnteredAgainIsFiledOnce) {
   EXPECT_THAT(Walked(q, {}), ElementsAre("a-1"));
   EXPECT_EQ(q.Shape("a-1"), ShapeOf(Pending("a-1", "x", 0, 8)));
   q.Remove("a-1");
-  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.size(), 0u);
   EXPECT_THAT(Walked(q, {}), ElementsAre());
 }
 
@@ -161,7 +161,7 @@ TEST(QueueTest, RemoveAndReasons) {
   EXPECT_THAT(Walked(q, {}), ElementsAre("a-1"));
   EXPECT_EQ(q.size(), 1u);
   q.Remove("a-1");
-  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.size(), 0u);
   EXPECT_THAT(Walked(q, {}), ElementsAre());
 }
 
