@@ -7,6 +7,7 @@
 #ifndef ACCELSCHED_CORE_FRAMEWORK_CYCLE_STATE_H_
 #define ACCELSCHED_CORE_FRAMEWORK_CYCLE_STATE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -88,14 +89,16 @@ class FilterChain {
 
   // The least available CPU and memory a node must have to pass the
   // filters, stated by them in Prepare: the index's order skips nodes below
-  // (lowest int64_t: no bound). Clear drops it.
+  // (lowest int64_t: no bound). Where several state one, the larger holds.
+  // Clear drops it.
   struct MinimumRoom {
     int64_t cpu = std::numeric_limits<int64_t>::min();
     int64_t memory = std::numeric_limits<int64_t>::min();
   };
   const MinimumRoom& min_room() const { return min_room_; }
   void SetMinimumRoom(int64_t cpu, int64_t memory) {
-    min_room_ = MinimumRoom{cpu, memory};
+    min_room_ = MinimumRoom{std::max(min_room_.cpu, cpu),
+                            std::max(min_room_.memory, memory)};
   }
 
  private:
@@ -124,7 +127,8 @@ class CycleDataStore {
     }
     return nullptr;
   }
-  // A new T, kept until the cycle ends.
+  // A new T, kept until the cycle ends (once per type: Find returns the
+  // first).
   template <typename T>
   T& Emplace() {
     data_.emplace_back(T::kKey, std::make_unique<T>());
@@ -165,7 +169,8 @@ class CycleState {
 
   CycleMode mode() const { return mode_; }
   const Snapshot& snapshot() const { return *snapshot_; }
-  // Who asks (its id is "" for a new request; its tenant, priority, lease).
+  // Who asks: its tenant, priority, lease, and id (a pending request's; ""
+  // for a new one in Allocate, "explain:<request_id>" in an Explain of one).
   const Allocation& request() const { return *request_; }
   // When its lease would end if it were placed now.
   absl::Time ends_at() const { return ends_at_; }

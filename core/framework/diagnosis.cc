@@ -62,11 +62,12 @@ Explanation AccountNodes(const Framework& framework, const CycleState& cycle) {
       add({absl::StrCat("no ", SpecUnitName(spec)), ""});
     }
     const NodeView view{name, &node, nullptr, NodeResources{}};
-    // The node's own gates first, and only the first that fails (a cordoned
-    // node's free CPU is beside the point), then what its room lacks.
+    // The node's own gates first, and only the first that fails (one reason
+    // it takes no work is enough), then what its room lacks.
+    // (A kHeld filter is asked of a pool's units, not of a node: none is in
+    // the account, FilterPlugin::in_account.)
     for (const FilterPlugin::Kind kind :
-         {FilterPlugin::Kind::kGate, FilterPlugin::Kind::kRoom,
-          FilterPlugin::Kind::kHeld}) {
+         {FilterPlugin::Kind::kGate, FilterPlugin::Kind::kRoom}) {
       for (const FilterPlugin* f : cycle.filters().all()) {
         if (f->kind() != kind || !f->in_account()) continue;
         if (std::optional<NodeReason> r = f->Describe(cycle, view)) {
@@ -216,18 +217,18 @@ void RecordPlacement(const Framework& framework, const Session& session,
 std::string WhyRefused(const Framework& framework, const Session& session,
                        CycleState& cycle) {
   std::string why = AccountNodes(framework, cycle).summary;
-  for (const FilterPlugin* f : cycle.filters().all()) {
+  const FilterChain all = cycle.filters();
+  for (const FilterPlugin* f : all.all()) {
     if (f->in_account() || f->ExcludedNote().empty()) continue;
-    // Placed again without it: would the request fit but for what it says?
-    FilterChain all = cycle.filters();
+    // Placed again without it (the others prepared afresh, so that the room
+    // they state is theirs alone): would the request fit but for it?
     FilterChain& without = cycle.filters();
     without.Clear();
     for (const FilterPlugin* g : all.all()) {
-      if (g != f) without.Add(g);
+      if (g != f && g->Prepare(cycle)) without.Add(g);
     }
-    without.SetMinimumRoom(all.min_room().cpu, all.min_room().memory);
     const bool fits = framework.Place(session, cycle).has_value();
-    cycle.filters() = std::move(all);
+    cycle.filters() = all;
     if (fits) absl::StrAppend(&why, "; ", f->ExcludedNote());
   }
   return why;

@@ -35,7 +35,9 @@ struct Explanation {
 // The account of the cycle's request as it asked (its spec before any
 // narrowing) over every node of the snapshot, with the cycle's filters
 // (prepared) that are in the account: "no <unit>" for a node without units
-// of the request's pools, then each filter's reason in profile order, then,
+// of the request's pools, then the first gate that refuses it and every room
+// filter's reason (each kind in profile order; held filters are never in the
+// account), then,
 // unless one of its pools serves, the placement plugin's reason for each
 // pool (DescribePool) and "no <unit>" for each requested model it lacks.
 // O(nodes x filters + units of the request's pools).

@@ -58,7 +58,9 @@ class Framework {
   // The plugins `profile` names, made by `registry`'s factories.
   // INVALID_ARGUMENT naming the plugin for a name the registry does not
   // know or a plugin named twice, for a second QueueSort or UnitScore plugin,
-  // and when no placement plugin places a request of whole units.
+  // and when it names no placement plugin. (Which kinds of request the
+  // profile's placements place is its author's to check: a request none
+  // places fits nowhere.)
   static absl::StatusOr<std::unique_ptr<Framework>> Create(
       const Registry& registry, const Profile& profile);
   Framework(const Framework&) = delete;
@@ -76,7 +78,8 @@ class Framework {
 
   // --- The steps. ---
   // The PreFilter plugins of the cycle's mode, in order, then Prepare. The
-  // first refusal that no PostFilter plugin may resolve is returned.
+  // first refusal is returned, but for a kUnresolvable one that a PostFilter
+  // plugin may some day resolve (MayResolve): that one is let through.
   Verdict PreFilter(Session& session, CycleState& cycle) const;
   // The filters that apply to the cycle (and the room they require): what
   // placing a request of another spec for the same requester needs first.

@@ -102,14 +102,16 @@ class Holds {
   // null) whose holders are still `waiting`, and, unless `refresh`, its
   // holds ahead and its walk memory of what was looked for in vain; every
   // other hold is made afresh. `book` gives victims' grace ends (Take).
-  // Neither is owned; both must outlive the holds, and `waiting` is only
-  // called here.
+  // `previous` is read here only; `book` is not owned and must outlive the
+  // holds; `waiting` is only called here. `previous` and `refresh` are the
+  // pass's snapshot's (Snapshot::previous, Snapshot::refresh).
   Holds(const AllocationBook* book, const ReservationState* previous,
         bool refresh, absl::FunctionRef<bool(absl::string_view id)> waiting);
   // The holds of `standing` (the last pass's; null: none) as they are, for a
   // session that only reads them (an Allocate now: nothing below may be
   // called), or, with `scratch`, as a copy that the session's plugins may
-  // change and that is thrown away (an Explain's dry run).
+  // change and that is thrown away (an Explain's dry run). A kReadOnly one
+  // reads `standing` itself, which must outlive it.
   enum class Standing { kReadOnly, kScratch };
   Holds(const AllocationBook* book, const ReservationState* standing,
         Standing mode);
@@ -137,8 +139,7 @@ class Holds {
   // re-layout planned ahead, yields to a higher priority; a backfill one
   // never does).
   bool HeldForOther(const PoolKey& pool, const std::string& home,
-                    const std::string& id,
-                    std::optional<int> priority = std::nullopt) const;
+                    const std::string& id, std::optional<int> priority) const;
   // Marks `pool`'s turn to hold this pass taken; false when it was already.
   bool TakeTurn(const PoolKey& pool) { return turns_.insert(pool).second; }
   bool TurnTaken(const PoolKey& pool) const { return turns_.contains(pool); }

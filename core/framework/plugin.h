@@ -104,8 +104,9 @@ class QueueSortPlugin : public virtual Plugin {
 };
 
 // PreFilter: once per cycle, before any node is looked at. It may refuse the
-// request (Verdict), narrow what it may take (CycleState::Narrow), or state
-// bounds the placement walks by (FilterChain::SetMinimumRoom).
+// request (Verdict) or narrow what it may take (CycleState::Narrow). (The
+// least room a node must have is the Filter plugins' to state, in Prepare,
+// which runs after every PreFilter.)
 class PreFilterPlugin : public virtual Plugin {
  public:
   virtual Verdict PreFilter(Session& session, CycleState& cycle) const = 0;

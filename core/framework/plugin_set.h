@@ -26,7 +26,7 @@ class PluginSet {
   PluginSet& operator=(const PluginSet&) = delete;
 
   // Takes `plugin` (its Score weighted by `weight`) after those added
-  // before. INVALID_ARGUMENT naming it when a plugin of its name was added
+  // before. INVALID_ARGUMENT naming it when a plugin of its name() was added
   // already, or when it is a second QueueSort or UnitScore plugin; nothing
   // is added then.
   absl::Status Add(std::unique_ptr<Plugin> plugin, double weight);

@@ -61,7 +61,8 @@ struct Snapshot {
       nullptr;
   absl::Duration relayout_ahead = absl::ZeroDuration();
 
-  // --- An admission pass's settings. ---
+  // --- An admission pass's settings (and an Explain's, which reads the last
+  // pass's holds as they stand). ---
   // The last pass's holds and walk memory, taken over for holders that still
   // wait unless `refresh`: a pass after a release then need not walk the
   // leases again; the periodic sweep refreshes them. A reservation taken

@@ -93,19 +93,28 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartProgram(
   std::unique_ptr<ServerProcess> p(new ServerProcess(pid, fd));
   if (!p->WaitForOutput(ready_marker, absl::Seconds(30))) {
     // Whether it exited by itself (and how) or was still running at the
-    // deadline tells a crash from a hang.
+    // deadline tells a crash from a hang. Its output ends just before it can
+    // be reaped: a moment's wait tells an exit from a hang that closed its
+    // output.
     int wstatus = 0;
     std::string how = "was still running after 30 s";
-    if (waitpid(pid, &wstatus, WNOHANG) == pid) {
+    pid_t reaped = 0;
+    for (int i = 0; i < 100 && reaped == 0; ++i) {
+      reaped = waitpid(pid, &wstatus, WNOHANG);
+      if (reaped == 0) absl::SleepFor(absl::Milliseconds(20));
+    }
+    if (reaped == pid) {
       p->pid_ = -1;
       p->exit_code_ = ExitCode(wstatus);
-      how = absl::StrCat("exited with status ", p->exit_code_);
+      how = WIFSIGNALED(wstatus)
+                ? absl::StrCat("was killed by signal ", WTERMSIG(wstatus))
+                : absl::StrCat("exited with status ", p->exit_code_);
       p->reader_.join();  // the rest of what it printed
     }
     p->Stop(SIGKILL);
-    return absl::UnavailableError(absl::StrCat(binary, " did not become ready (",
-                                               how, "); it printed:\n",
-                                               p->output()));
+    return absl::UnavailableError(
+        absl::StrCat(binary, " did not become ready (", how, "); it printed:\n",
+                     p->output()));
   }
   return p;
 }

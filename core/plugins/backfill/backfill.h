@@ -10,7 +10,7 @@
 //   other pools counts as held: such a hold may start later than it could,
 //   never earlier). The earliest pool wins, the first of the spec's pools on
 //   a tie.
-// - Between refreshes (Holds::refresh false) a holder takes over the last
+// - Between refreshes (Snapshot::refresh false) a holder takes over the last
 //   pass's hold as it was (its own, or one the walk found for another
 //   request of the same walk key: same spec and priority, the lease aside),
 //   and a new one walks at most the snapshot's reservation_walk_limit

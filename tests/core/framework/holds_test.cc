@@ -76,14 +76,15 @@ TEST_F(HoldsTest, WalksLookedForInVainAreKeptUntilTheRefresh) {
 
 // A backfill hold never yields; a nominated one or one planned ahead yields
 // to a higher priority only; a request's own hold is never held for
-// another. HeldForOther sees every hold of another, whatever it yields to.
+// another. Given no priority, HeldForOther sees every hold of another,
+// whatever it yields to.
 struct OtherCase {
   const char* name;
   Reservation hold;  // on n1's T4s
   std::string requester;
   int priority;
-  bool reserved_for_other;
-  bool held_for_other;
+  bool held_against_priority;  // HeldForOther given `priority`
+  bool held_for_other;         // HeldForOther given no priority
 
   friend void PrintTo(const OtherCase& c, std::ostream* os) { *os << c.name; }
 };
@@ -97,12 +98,13 @@ TEST_P(ForOtherTest, SaysWhetherTheNodeIsHeldForAnother) {
   Holds holds(&book_, nullptr, /*refresh=*/true, NoneWaiting);
   holds.Hold(GpuPool(kT4), "n1", c.hold);
   EXPECT_EQ(holds.HeldForOther(GpuPool(kT4), "n1", c.requester, c.priority),
-            c.reserved_for_other);
-  EXPECT_EQ(holds.HeldForOther(GpuPool(kT4), "n1", c.requester),
+            c.held_against_priority);
+  EXPECT_EQ(holds.HeldForOther(GpuPool(kT4), "n1", c.requester, std::nullopt),
             c.held_for_other);
   // Another pool, or another node, is not held at all.
   EXPECT_FALSE(holds.HeldForOther(GpuPool(kL4), "n1", c.requester, 0));
-  EXPECT_FALSE(holds.HeldForOther(GpuPool(kT4), "n2", c.requester));
+  EXPECT_FALSE(
+      holds.HeldForOther(GpuPool(kT4), "n2", c.requester, std::nullopt));
 }
 
 // Holds for "h" (their start is not read).
