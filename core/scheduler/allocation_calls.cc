@@ -85,6 +85,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
   Allocation a = Requested(request, spec);
   {
     absl::MutexLock lock(&state_.mu());
+    lifecycle_.AssertHeld();
     SchedulerMemory& m = state_.memory();
     const absl::Time now = state_.clock().Now();
     lifecycle_.ExpireDue(now, nullptr);
@@ -173,6 +174,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRelease(
   Allocation a;
   {
     absl::MutexLock lock(&state_.mu());
+    lifecycle_.AssertHeld();
     SchedulerMemory& m = state_.memory();
     const absl::Time now = state_.clock().Now();
     lifecycle_.ExpireDue(now, nullptr);
@@ -220,6 +222,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRenewLease(
   Allocation a;
   {
     absl::MutexLock lock(&state_.mu());
+    lifecycle_.AssertHeld();
     SchedulerMemory& m = state_.memory();
     const absl::Time now = state_.clock().Now();
     lifecycle_.ExpireDue(now, nullptr);
@@ -263,7 +266,8 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRenewLease(
 absl::StatusOr<Queued<Allocation>> AllocationCalls::FindDurable(
     const AllocationKey& key) const {
   absl::ReaderMutexLock lock(&state_.mu());
-  const SchedulerMemory& m = state_.memory();
+  lifecycle_.AssertReaderHeld();
+  const SchedulerMemory& m = state_.view();
   const Record* record = m.book.Find(key);
   if (record == nullptr) return AllocationNotFound(key);
   return Queued<Allocation>{lifecycle_.WithQueueFields(record->allocation),
@@ -292,7 +296,8 @@ absl::StatusOr<AllocationPage> AllocationCalls::ListAllocations(
   ASSIGN_OR_RETURN(const PageRequest request,
                    ParsePageRequest(page_size, page_token));
   absl::ReaderMutexLock lock(&state_.mu());
-  const SchedulerMemory& m = state_.memory();
+  lifecycle_.AssertReaderHeld();
+  const SchedulerMemory& m = state_.view();
   AllocationPage page = m.book.List(filter, request.size, request.after);
   for (Allocation& a : page.allocations) {
     if (a.pending()) a = lifecycle_.WithQueueFields(std::move(a));
@@ -308,7 +313,8 @@ absl::StatusOr<ExplainResult> AllocationCalls::Explain(
                                 options_.topology_levels));
   ExplainResult result;
   absl::ReaderMutexLock lock(&state_.mu());
-  const SchedulerMemory& m = state_.memory();
+  lifecycle_.AssertReaderHeld();
+  const SchedulerMemory& m = state_.view();
   const absl::Time now = state_.clock().Now();
   // The request as Allocate would see it, as the pending allocation of its
   // request_id when it has one (its own holds, victims and re-layout); a new

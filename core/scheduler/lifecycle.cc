@@ -18,6 +18,7 @@ class Lifecycle::PassStatement final : public CycleStatement {
   void Place(const std::string& id, const Groups& groups) override {
     Record& r = *memory_.book.FindMutable(id);
     Allocation a = r.allocation;
+    life_.AssertHeld();  // the pass runs under the state's lock
     std::vector<std::string> keys = life_.Assign(a, groups);
     a.state = AllocationState::kActive;
     a.admitted_at = now_;
@@ -64,7 +65,7 @@ class Lifecycle::PassStatement final : public CycleStatement {
 };
 
 Snapshot Lifecycle::SnapshotAt(absl::Time now) const {
-  const SchedulerMemory& m = state_.memory();
+  const SchedulerMemory& m = state_.view();
   Snapshot snap;
   snap.index = &m.catalog.index();
   snap.nodes = &m.catalog.nodes();
@@ -136,7 +137,7 @@ Lifecycle::Ticket Lifecycle::ExpireDue(absl::Time now, int* expired) {
 
 std::vector<std::string> Lifecycle::Assign(Allocation& a,
                                            const Groups& groups) const {
-  const SchedulerMemory& m = state_.memory();
+  const SchedulerMemory& m = state_.view();
   std::set<std::string> hosts;
   a.devices.clear();
   a.targets.clear();
@@ -228,7 +229,7 @@ Lifecycle::Ticket Lifecycle::Enqueue(Allocation a, absl::Time now) {
 
 std::shared_ptr<const std::vector<std::string>> Lifecycle::PendingOrder(
     bool fresh) const {
-  const SchedulerMemory& m = state_.memory();
+  const SchedulerMemory& m = state_.view();
   return order_.Get(m.version, fresh, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     // (Under the state's lock, which the caller holds.)
     const Snapshot snap = SnapshotAt(state_.clock().Now());
@@ -251,7 +252,7 @@ std::shared_ptr<const std::vector<std::string>> Lifecycle::PendingOrder(
 
 Allocation Lifecycle::WithQueueFields(Allocation a, bool may_compute) const {
   if (!a.pending()) return a;
-  const SchedulerMemory& m = state_.memory();
+  const SchedulerMemory& m = state_.view();
   if (may_compute) PendingOrder(/*fresh=*/false);
   // Queued since the order was last computed: last, for now.
   a.queue_position =

@@ -42,7 +42,10 @@ class Lifecycle {
   // None is owned; each must outlive the lifecycle.
   Lifecycle(SchedulerState& state, const Framework& framework,
             const SchedulerOptions& options, QueueOrder& order)
-      : state_(state), framework_(framework), options_(options), order_(order) {}
+      : state_(state),
+        framework_(framework),
+        options_(options),
+        order_(order) {}
   Lifecycle(const Lifecycle&) = delete;
   Lifecycle& operator=(const Lifecycle&) = delete;
 
@@ -93,6 +96,16 @@ class Lifecycle {
   // writers, which hold the lock exclusively, do not sort the queue.
   Allocation WithQueueFields(Allocation a, bool may_compute = true) const
       ABSL_SHARED_LOCKS_REQUIRED(state_.mu());
+
+  // For a caller holding the state's lock through its own reference to the
+  // same SchedulerState: tells the lock analysis (which knows the mutex by
+  // the path it was named through) that this one's is held, and checks it.
+  void AssertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK(state_.mu()) {
+    state_.mu().AssertHeld();
+  }
+  void AssertReaderHeld() const ABSL_ASSERT_SHARED_LOCK(state_.mu()) {
+    state_.mu().AssertReaderHeld();
+  }
 
  private:
   // What an admission pass does to memory, queued as one write.

@@ -12,8 +12,7 @@
 namespace accelsched {
 
 Node NodeCalls::WithAvailable(Node node) const {
-  const NodeAccount* account =
-      state_.memory().catalog.index().Account(node.name);
+  const NodeAccount* account = state_.view().catalog.index().Account(node.name);
   if (node.allocatable.has_value()) {
     node.available =
         account == nullptr ? *node.allocatable : account->available();
@@ -35,6 +34,7 @@ absl::StatusOr<Queued<Node>> NodeCalls::QueueRegisterNode(Node node) {
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   {
     absl::MutexLock lock(&state_.mu());
+    lifecycle_.AssertHeld();
     SchedulerMemory& m = state_.memory();
     if (std::shared_ptr<const AcceleratorTypeSet> now = state_.types();
         now != types) {
@@ -67,7 +67,8 @@ absl::StatusOr<Queued<Node>> NodeCalls::QueueRegisterNode(Node node) {
 
 absl::StatusOr<Node> NodeCalls::GetNode(absl::string_view name) const {
   absl::ReaderMutexLock lock(&state_.mu());
-  ASSIGN_OR_RETURN(const Node* node, state_.memory().catalog.FindNode(name));
+  lifecycle_.AssertReaderHeld();
+  ASSIGN_OR_RETURN(const Node* node, state_.view().catalog.FindNode(name));
   return WithAvailable(*node);
 }
 
@@ -77,8 +78,9 @@ absl::StatusOr<NodePage> NodeCalls::ListNodes(
   ASSIGN_OR_RETURN(const PageRequest request,
                    ParsePageRequest(page_size, page_token));
   absl::ReaderMutexLock lock(&state_.mu());
+  lifecycle_.AssertReaderHeld();
   NodePage page =
-      state_.memory().catalog.ListNodes(selector, request.size, request.after);
+      state_.view().catalog.ListNodes(selector, request.size, request.after);
   for (Node& node : page.nodes) node = WithAvailable(std::move(node));
   return page;
 }
@@ -93,6 +95,7 @@ absl::StatusOr<Queued<bool>> NodeCalls::QueueRemoveNode(absl::string_view name,
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   {
     absl::MutexLock lock(&state_.mu());
+    lifecycle_.AssertHeld();
     SchedulerMemory& m = state_.memory();
     RETURN_IF_ERROR(m.catalog.FindNode(name).status());
     const std::set<std::string> live = m.catalog.HoldersOn(name);
@@ -133,6 +136,7 @@ absl::StatusOr<Queued<Node>> NodeCalls::QueueSetNodeSchedulable(
   Node updated;
   {
     absl::MutexLock lock(&state_.mu());
+    lifecycle_.AssertHeld();
     SchedulerMemory& m = state_.memory();
     ASSIGN_OR_RETURN(updated, m.catalog.SetSchedulable(name, schedulable));
     Write write;
@@ -169,6 +173,7 @@ absl::StatusOr<Queued<NodeCalls::MigPlans>> NodeCalls::QueueHeartbeat(
   MigPlans plans;
   {
     absl::MutexLock lock(&state_.mu());
+    lifecycle_.AssertHeld();
     SchedulerMemory& m = state_.memory();
     const absl::Time now = state_.clock().Now();
     // A node heard from again after going stale may take pending requests.
@@ -217,7 +222,8 @@ absl::StatusOr<Queued<NodeCalls::MigPlans>> NodeCalls::QueueHeartbeat(
 
 std::vector<CapacityEntry> NodeCalls::GetCapacity() const {
   absl::ReaderMutexLock lock(&state_.mu());
-  return state_.memory().catalog.index().Capacity();
+  lifecycle_.AssertReaderHeld();
+  return state_.view().catalog.index().Capacity();
 }
 
 std::shared_ptr<const AcceleratorTypeSet> NodeCalls::accelerator_types() const {
@@ -227,6 +233,7 @@ std::shared_ptr<const AcceleratorTypeSet> NodeCalls::accelerator_types() const {
 absl::Status NodeCalls::ReplaceAcceleratorTypes(
     std::shared_ptr<const AcceleratorTypeSet> next) {
   absl::MutexLock lock(&state_.mu());
+  lifecycle_.AssertHeld();
   const std::shared_ptr<const AcceleratorTypeSet> current = state_.types();
   RETURN_IF_ERROR(
       state_.memory().catalog.CheckAcceleratorTypes(*current, *next));

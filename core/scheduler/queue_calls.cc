@@ -25,7 +25,8 @@ absl::StatusOr<QueuePage> QueueCalls::GetQueue(
   }
   QueuePage page;
   absl::ReaderMutexLock lock(&state_.mu());
-  const SchedulerMemory& m = state_.memory();
+  lifecycle_.AssertReaderHeld();
+  const SchedulerMemory& m = state_.view();
   const std::shared_ptr<const std::vector<std::string>> order =
       lifecycle_.PendingOrder(/*fresh=*/true);
   size_t seen = 0;
@@ -45,12 +46,13 @@ absl::StatusOr<QueuePage> QueueCalls::GetQueue(
 std::vector<TenantStanding> QueueCalls::TenantStandings(
     absl::string_view tenant) const {
   absl::ReaderMutexLock lock(&state_.mu());
+  lifecycle_.AssertReaderHeld();
   return TenantStandingsLocked(tenant);
 }
 
 std::vector<TenantStanding> QueueCalls::TenantStandingsLocked(
     absl::string_view tenant) const {
-  const SchedulerMemory& m = state_.memory();
+  const SchedulerMemory& m = state_.view();
   const std::map<std::string, int64_t> pending = m.queue.CountByTenant();
   std::set<std::string> names;
   for (const auto& entry : m.book.usage_milli()) names.insert(entry.first);
@@ -97,6 +99,7 @@ absl::Status QueueCalls::SetTenantPolicies(
   std::shared_ptr<GroupCommitter::Ticket> ticket;
   {
     absl::MutexLock lock(&state_.mu());
+    lifecycle_.AssertHeld();
     // Not in force while memory is stale: the admission write after it would
     // be refused, and the caller told the policies did not change.
     RETURN_IF_ERROR(state_.CheckFresh());
@@ -106,8 +109,7 @@ absl::Status QueueCalls::SetTenantPolicies(
     ticket = lifecycle_.Admit(state_.clock().Now());
   }
   state_.committer().Flush();
-  return ticket == nullptr ? absl::OkStatus()
-                           : state_.committer().Wait(ticket);
+  return ticket == nullptr ? absl::OkStatus() : state_.committer().Wait(ticket);
 }
 
 }  // namespace accelsched

@@ -34,6 +34,10 @@ class QueueCalls {
   // TenantStandings, with the state's lock held (Scheduler::Stats).
   std::vector<TenantStanding> TenantStandingsLocked(
       absl::string_view tenant) const ABSL_SHARED_LOCKS_REQUIRED(state_.mu());
+  // As Lifecycle::AssertReaderHeld, for this reference to the state.
+  void AssertReaderHeld() const ABSL_ASSERT_SHARED_LOCK(state_.mu()) {
+    state_.mu().AssertReaderHeld();
+  }
   // Makes `next` the tenants' weights, quotas and cohorts from now on, and
   // admits what they let in; blocks until that is durable. UNAVAILABLE while
   // memory is stale (a reload failed): the policies do not change.

@@ -47,6 +47,7 @@ Scheduler::~Scheduler() = default;
 
 absl::Status Scheduler::Load() {
   absl::MutexLock lock(&state_->mu());
+  lifecycle_.AssertHeld();
   return state_->LoadLocked();
 }
 
@@ -57,6 +58,7 @@ absl::StatusOr<int> Scheduler::Sweep() {
   int expired = 0;
   {
     absl::MutexLock lock(&state_->mu());
+    lifecycle_.AssertHeld();
     RETURN_IF_ERROR(state_->ReloadIfStale());
     SchedulerMemory& m = state_->memory();
     const absl::Time now = state_->clock().Now();
@@ -88,10 +90,11 @@ absl::StatusOr<int> Scheduler::Sweep() {
 SchedulerStats Scheduler::Stats() const {
   SchedulerStats stats;
   absl::ReaderMutexLock lock(&state_->mu());
-  const SchedulerMemory& m = state_->memory();
+  const SchedulerMemory& m = state_->view();
   stats.capacity = m.catalog.index().Capacity();
   stats.active_by_tenant = m.book.ActiveByTenant();
   stats.pending_by_tenant = m.queue.CountByTenant();
+  queue_.AssertReaderHeld();
   stats.tenants = queue_.TenantStandingsLocked("");
   std::tie(stats.schedulable_nodes, stats.cordoned_nodes) =
       m.catalog.NodeCounts();

@@ -135,7 +135,8 @@ class SchedulerState {
   SchedulerMemory& memory() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return memory_;
   }
-  const SchedulerMemory& memory() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+  // The same, read only (a shared lock is enough).
+  const SchedulerMemory& view() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return memory_;
   }
   const Clock& clock() const { return *clock_; }
