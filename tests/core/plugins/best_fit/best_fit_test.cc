@@ -19,6 +19,7 @@
 #include "core/plugins/index_placer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/packed_nodes.h"
 
 namespace accelsched {
 namespace {
@@ -29,27 +30,8 @@ const absl::Time kNow = absl::FromUnixSeconds(1000);
 const PoolKey kT4{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", ""};
 const PoolKey kL4{DeviceClass::kNvidiaGpu, "nvidia-l4", ""};
 
-Unit Whole(const PoolKey& pool, const std::string& key, const std::string& node,
-           int order) {
-  Unit u;
-  u.key = key;
-  u.pool = pool;
-  u.home = node;
-  u.hosts = {node};
-  u.devices = {{node, key, "", ""}};
-  u.order = order;
-  return u;
-}
 Unit T4(const std::string& key, const std::string& node, int order) {
   return Whole(kT4, key, node, order);
-}
-
-// Heard from at kNow.
-Node Healthy(const std::string& name) {
-  Node n;
-  n.name = name;
-  n.last_heartbeat = kNow;
-  return n;
 }
 
 // Best fit on `index` at kNow, nodes heard from in the last 5 minutes.
@@ -69,18 +51,9 @@ std::vector<std::string> Keys(const std::vector<const Unit*>& units) {
 
 // Nodes of 8 T4s named by `free`'s keys, with all but that many held by
 // allocation "held-<node>".
-struct PackedCluster {
-  CapacityIndex index;
-  NodeMap nodes;
+struct PackedCluster : PackedNodes {
   explicit PackedCluster(const std::map<std::string, int>& free) {
-    for (const auto& [name, n] : free) {
-      nodes[name] = Healthy(name);
-      for (int g = 0; g < 8; ++g) {
-        const std::string key = absl::StrCat(name, "-", g);
-        index.Put(T4(key, name, g));
-        if (g >= n) index.SetHolder(key, "held-" + name);
-      }
-    }
+    Add(free, kT4, kNow);
   }
   std::string NodeFor(int count, const RequestMix* mix = nullptr) {
     IndexPlacer placer(&index, &nodes,
@@ -98,17 +71,17 @@ TEST(BestFitTest, MatchCostDoesNotDependOnNodesThatCannotFit) {
   for (int i = 0; i < 100; ++i) {
     const std::string name = "small-" + std::to_string(i);
     index.Put(T4(name + "-g", name, 0));
-    nodes[name] = Healthy(name);
+    nodes[name] = HeardFrom(name, kNow);
   }
   for (int g = 0; g < 4; ++g)
     index.Put(T4("big-g" + std::to_string(g), "big", g));
-  nodes["big"] = Healthy("big");
+  nodes["big"] = HeardFrom("big", kNow);
   auto chosen = Match(index, nodes, MatchSpec::ForPool(kT4, 4));
   ASSERT_TRUE(chosen.has_value());
   ASSERT_EQ(chosen->size(), 4u);
   EXPECT_EQ((*chosen)[0]->home, "big");
-  EXPECT_THAT(Keys(*chosen), ElementsAre("big-g0", "big-g1", "big-g2",
-                                         "big-g3"));
+  EXPECT_THAT(Keys(*chosen),
+              ElementsAre("big-g0", "big-g1", "big-g2", "big-g3"));
 }
 
 TEST(BestFitTest, AcrossModelsTheBestEligiblePairWins) {
@@ -120,7 +93,7 @@ TEST(BestFitTest, AcrossModelsTheBestEligiblePairWins) {
   index.Put(Whole(kL4, "l1", "l", 1));
   index.Put(T4("u0", "u", 0));
   index.Put(T4("u1", "u", 1));
-  for (const char* n : {"t", "l", "u"}) nodes[n] = Healthy(n);
+  for (const char* n : {"t", "l", "u"}) nodes[n] = HeardFrom(n, kNow);
   nodes["t"].schedulable = false;
   MatchSpec any;  // any NVIDIA GPU
   // l and u both leave one free; T4 has three free units to L4's two.
@@ -202,7 +175,7 @@ TEST(BestFitTest, EqualFreeCountsAcrossModelsGoToTheMoreFreeModel) {
     for (int g = 0; g < c.spare_t4s; ++g) {
       index.Put(T4(absl::StrCat("s", g), "t-spare", g));
     }
-    for (const char* n : {"t", "l", "t-spare"}) nodes[n] = Healthy(n);
+    for (const char* n : {"t", "l", "t-spare"}) nodes[n] = HeardFrom(n, kNow);
     MatchSpec any;
     any.count = 2;
     auto chosen = Match(index, nodes, any);
@@ -216,7 +189,7 @@ TEST(BestFitTest, EqualFreeCountsAcrossModelsGoToTheMoreFreeModel) {
 TEST(BestFitTest, WithinANodeTheGpuWithTheFewestFreeSlicesGoesFirst) {
   const PoolKey slice{DeviceClass::kNvidiaGpu, "nvidia-tesla-a100", "1g.5gb"};
   CapacityIndex index;
-  NodeMap nodes{{"n1", Healthy("n1")}};
+  NodeMap nodes{{"n1", HeardFrom("n1", kNow)}};
   for (const char* gpu : {"g0", "g1"}) {
     for (int s = 0; s < 3; ++s) {
       const std::string key = absl::StrCat(gpu, "-s", s);
@@ -244,25 +217,7 @@ TEST(BestFitTest, WithinANodeTheGpuWithTheFewestFreeSlicesGoesFirst) {
 // Best fit places one group of whole units: a gang is topology's, a share
 // the shares plugin's.
 TEST(BestFitTest, PlacesOneGroupOfWholeUnitsOnly) {
-  CapacityIndex index;
-  NodeMap nodes;
-  Snapshot snapshot;
-  snapshot.index = &index;
-  snapshot.nodes = &nodes;
-  Allocation request;
-  MatchSpec whole = MatchSpec::ForPool(kT4, 2);
-  MatchSpec gang = whole;
-  gang.replicas = 2;
-  MatchSpec share = MatchSpec::ForPool(kT4, 1);
-  share.share = GpuShare{500, 0};
-  BestFitPlugin plugin;
-  for (const auto& [spec, places] :
-       std::vector<std::pair<const MatchSpec*, bool>>{
-           {&whole, true}, {&gang, false}, {&share, false}}) {
-    CycleState cycle(CycleMode::kAllocate, snapshot, *spec, request, nullptr);
-    EXPECT_EQ(plugin.Places(cycle), places)
-        << spec->replicas << " " << spec->share.has_value();
-  }
+  ExpectPlacesOneGroupOfWholeUnitsOnly(BestFitPlugin(), kT4);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "core/plugins/index_placer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/packed_nodes.h"
 
 namespace accelsched {
 namespace {
@@ -26,44 +27,12 @@ const absl::Time kNow = absl::FromUnixSeconds(1000);
 const PoolKey kT4{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", ""};
 const PoolKey kL4{DeviceClass::kNvidiaGpu, "nvidia-l4", ""};
 
-Unit Whole(const PoolKey& pool, const std::string& key, const std::string& node,
-           int order) {
-  Unit u;
-  u.key = key;
-  u.pool = pool;
-  u.home = node;
-  u.hosts = {node};
-  u.devices = {{node, key, "", ""}};
-  u.order = order;
-  return u;
-}
-
-// Heard from at kNow.
-Node Healthy(const std::string& name) {
-  Node n;
-  n.name = name;
-  n.last_heartbeat = kNow;
-  return n;
-}
-
 // Nodes of 8 units of `pool` named by `free`'s keys, with all but that many
 // held by allocation "held-<node>".
-struct PackedCluster {
-  CapacityIndex index;
-  NodeMap nodes;
+struct PackedCluster : PackedNodes {
   explicit PackedCluster(const std::map<std::string, int>& free,
                          const PoolKey& pool = kT4) {
-    Add(free, pool);
-  }
-  void Add(const std::map<std::string, int>& free, const PoolKey& pool) {
-    for (const auto& [name, n] : free) {
-      nodes[name] = Healthy(name);
-      for (int g = 0; g < 8; ++g) {
-        const std::string key = absl::StrCat(name, "-", g);
-        index.Put(Whole(pool, key, name, g));
-        if (g >= n) index.SetHolder(key, "held-" + name);
-      }
-    }
+    Add(free, pool, kNow);
   }
   std::optional<std::vector<const Unit*>> Place(const MatchSpec& spec) {
     IndexPlacer placer(&index, &nodes, {Packing::kFirstFit, absl::Minutes(5)});
@@ -104,7 +73,7 @@ TEST(FirstFitTest, ANodeTheFiltersRefuseIsPassedOver) {
 // of that model before any of the next, whatever the names.
 TEST(FirstFitTest, ThePoolWithTheMostFreeUnitsIsWalkedFirst) {
   PackedCluster c({{"b", 5}}, kT4);
-  c.Add({{"a", 2}}, kL4);
+  c.Add({{"a", 2}}, kL4, kNow);
   MatchSpec any;
   auto units = c.Place(any);
   ASSERT_TRUE(units.has_value());
@@ -115,7 +84,7 @@ TEST(FirstFitTest, ThePoolWithTheMostFreeUnitsIsWalkedFirst) {
   ASSERT_TRUE(units.has_value());
   EXPECT_EQ(units->front()->home, "a");
   // With more L4s free than T4s, a comes first.
-  c.Add({{"c", 8}}, kL4);
+  c.Add({{"c", 8}}, kL4, kNow);
   units = c.Place(any);
   ASSERT_TRUE(units.has_value());
   EXPECT_EQ(units->front()->home, "a");
@@ -133,25 +102,7 @@ TEST(FirstFitTest, WithinTheNodeUnitsGoInOrder) {
 }
 
 TEST(FirstFitTest, PlacesOneGroupOfWholeUnitsOnly) {
-  CapacityIndex index;
-  NodeMap nodes;
-  Snapshot snapshot;
-  snapshot.index = &index;
-  snapshot.nodes = &nodes;
-  Allocation request;
-  MatchSpec whole = MatchSpec::ForPool(kT4, 2);
-  MatchSpec gang = whole;
-  gang.replicas = 2;
-  MatchSpec share = MatchSpec::ForPool(kT4, 1);
-  share.share = GpuShare{500, 0};
-  FirstFitPlugin plugin;
-  for (const auto& [spec, places] :
-       std::vector<std::pair<const MatchSpec*, bool>>{
-           {&whole, true}, {&gang, false}, {&share, false}}) {
-    CycleState cycle(CycleMode::kAllocate, snapshot, *spec, request, nullptr);
-    EXPECT_EQ(plugin.Places(cycle), places)
-        << spec->replicas << " " << spec->share.has_value();
-  }
+  ExpectPlacesOneGroupOfWholeUnitsOnly(FirstFitPlugin(), kT4);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "core/plugins/index_placer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/packed_nodes.h"
 
 namespace accelsched {
 namespace {
@@ -37,22 +38,14 @@ Unit T4(const std::string& key, const std::string& node, int order) {
   return u;
 }
 
-// Heard from at kNow.
-Node Healthy(const std::string& name) {
-  Node n;
-  n.name = name;
-  n.last_heartbeat = kNow;
-  return n;
-}
-
 // Four two-host TPU slices, slice-i on a-i (its home) and b-i; the first
 // `cordoned` have their b- host cordoned.
 void AddTwoHostSlices(CapacityIndex& index, NodeMap& nodes, int cordoned) {
   for (int i = 0; i < 4; ++i) {
     const std::string home = absl::StrCat("a-", i);
     const std::string other = absl::StrCat("b-", i);
-    nodes[home] = Healthy(home);
-    nodes[other] = Healthy(other);
+    nodes[home] = HeardFrom(home, kNow);
+    nodes[other] = HeardFrom(other, kNow);
     if (i < cordoned) nodes[other].schedulable = false;
     const std::string key = TpuUnitKey(absl::StrCat("slice-", i));
     Unit u;
@@ -75,18 +68,9 @@ IndexPlacer Placer(const CapacityIndex& index, const NodeMap& nodes,
 
 // Nodes of 8 T4s named by `free`'s keys, with all but that many held by
 // allocation "held-<node>".
-struct PackedCluster {
-  CapacityIndex index;
-  NodeMap nodes;
+struct PackedCluster : PackedNodes {
   explicit PackedCluster(const std::map<std::string, int>& free) {
-    for (const auto& [name, n] : free) {
-      nodes[name] = Healthy(name);
-      for (int g = 0; g < 8; ++g) {
-        const std::string key = absl::StrCat(name, "-", g);
-        index.Put(T4(key, name, g));
-        if (g >= n) index.SetHolder(key, "held-" + name);
-      }
-    }
+    Add(free, kT4, kNow);
   }
   std::string NodeFor(int count, const RequestMix* mix,
                       const LeaseView* leases = nullptr,
@@ -161,9 +145,8 @@ TEST(FragmentationTest, RankingIsBoundedInAll) {
   for (const auto& [name, f] : free) {
     leases.ends["held-" + name] = kNow + absl::Hours(1 + f);
   }
-  std::vector<RankedPlacement> ranked =
-      c.Rank(MatchSpec::ForPool(kT4, 1), nullptr, &leases,
-             kNow + absl::Hours(100));
+  std::vector<RankedPlacement> ranked = c.Rank(
+      MatchSpec::ForPool(kT4, 1), nullptr, &leases, kNow + absl::Hours(100));
   EXPECT_EQ(ranked.size(), FragmentationPlugin::kMaxScored);
   for (size_t i = 1; i < ranked.size(); ++i) {
     EXPECT_LE(ranked[i - 1].score.total, ranked[i].score.total);
@@ -197,7 +180,8 @@ TEST(FragmentationTest, FragmentationRatioWeighsEachShapeByItsShare) {
   ASSERT_NE(pool, nullptr);
   for (const Case& k : std::vector<Case>{
            {"ones fit everywhere", {{1, 0, 0, 1}}, 0},
-           {"nines fit nowhere, eights on b", {{8, 0, 0, 0.5}, {9, 0, 0, 0.5}},
+           {"nines fit nowhere, eights on b",
+            {{8, 0, 0, 0.5}, {9, 0, 0, 0.5}},
             (1.0 * 2 + 0.5 * 8) / 10},
            {"a pod b lacks the CPU for", {{1, 8000, 0, 1}}, 8.0 / 10},
            {"half of a mix of pairs and fours",
@@ -220,7 +204,7 @@ TEST(FragmentationTest, ANodeShortOfCpuForTheMixIsWeighed) {
   NodeMap nodes;
   for (const auto& [name, size, free] :
        {std::tuple<const char*, int, int>{"a", 8, 2}, {"b", 10, 8}}) {
-    nodes[name] = Healthy(name);
+    nodes[name] = HeardFrom(name, kNow);
     for (int g = 0; g < size; ++g) {
       const std::string key = absl::StrCat(name, "-", g);
       index.Put(T4(key, name, g));
@@ -281,25 +265,7 @@ TEST(FragmentationTest, NoNodeWithTheFreeUnitsIsNoPlacement) {
 }
 
 TEST(FragmentationTest, PlacesOneGroupOfWholeUnitsOnly) {
-  CapacityIndex index;
-  NodeMap nodes;
-  Snapshot snapshot;
-  snapshot.index = &index;
-  snapshot.nodes = &nodes;
-  Allocation request;
-  MatchSpec whole = MatchSpec::ForPool(kT4, 2);
-  MatchSpec gang = whole;
-  gang.replicas = 2;
-  MatchSpec share = MatchSpec::ForPool(kT4, 1);
-  share.share = GpuShare{500, 0};
-  FragmentationPlugin plugin;
-  for (const auto& [spec, places] :
-       std::vector<std::pair<const MatchSpec*, bool>>{
-           {&whole, true}, {&gang, false}, {&share, false}}) {
-    CycleState cycle(CycleMode::kAllocate, snapshot, *spec, request, nullptr);
-    EXPECT_EQ(plugin.Places(cycle), places)
-        << spec->replicas << " " << spec->share.has_value();
-  }
+  ExpectPlacesOneGroupOfWholeUnitsOnly(FragmentationPlugin(), kT4);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "core/plugins/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/packed_nodes.h"
 
 namespace accelsched {
 namespace {
@@ -37,14 +38,6 @@ Unit T4(const std::string& key, const std::string& node, int order) {
   return u;
 }
 
-// Heard from at kNow.
-Node Healthy(const std::string& name) {
-  Node n;
-  n.name = name;
-  n.last_heartbeat = kNow;
-  return n;
-}
-
 class MapLeases : public LeaseView {
  public:
   absl::Time FreeAt(absl::string_view allocation) const override {
@@ -56,18 +49,9 @@ class MapLeases : public LeaseView {
 
 // Nodes of 8 T4s named by `free`'s keys, with all but that many held by
 // allocation "held-<node>".
-struct PackedCluster {
-  CapacityIndex index;
-  NodeMap nodes;
+struct PackedCluster : PackedNodes {
   explicit PackedCluster(const std::map<std::string, int>& free) {
-    for (const auto& [name, n] : free) {
-      nodes[name] = Healthy(name);
-      for (int g = 0; g < 8; ++g) {
-        const std::string key = absl::StrCat(name, "-", g);
-        index.Put(T4(key, name, g));
-        if (g >= n) index.SetHolder(key, "held-" + name);
-      }
-    }
+    Add(free, kT4, kNow);
   }
   std::string NodeFor(int count, Packing packing, const RequestMix* mix,
                       const LeaseView* leases, absl::Time ends_at) {
@@ -162,7 +146,7 @@ TEST(LeaseTermTest, ScoreIsTheLeaseMismatchInUnits) {
            {"no leases (a bare index)", 5, 2 * h, 1, kNow + h, false, 0},
        }) {
     CapacityIndex index;
-    NodeMap nodes{{"n1", Healthy("n1")}};
+    NodeMap nodes{{"n1", HeardFrom("n1", kNow)}};
     for (int g = 0; g < 8; ++g) {
       const std::string key = absl::StrCat("n1-", g);
       index.Put(T4(key, "n1", g));

@@ -17,6 +17,7 @@
 #include "core/plugins/index_placer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/packed_nodes.h"
 
 namespace accelsched {
 namespace {
@@ -25,44 +26,12 @@ const absl::Time kNow = absl::FromUnixSeconds(1000);
 const PoolKey kT4{DeviceClass::kNvidiaGpu, "nvidia-tesla-t4", ""};
 const PoolKey kL4{DeviceClass::kNvidiaGpu, "nvidia-l4", ""};
 
-Unit Whole(const PoolKey& pool, const std::string& key, const std::string& node,
-           int order) {
-  Unit u;
-  u.key = key;
-  u.pool = pool;
-  u.home = node;
-  u.hosts = {node};
-  u.devices = {{node, key, "", ""}};
-  u.order = order;
-  return u;
-}
-
-// Heard from at kNow.
-Node Healthy(const std::string& name) {
-  Node n;
-  n.name = name;
-  n.last_heartbeat = kNow;
-  return n;
-}
-
 // Nodes of 8 units of `pool` named by `free`'s keys, with all but that many
 // held by allocation "held-<node>".
-struct PackedCluster {
-  CapacityIndex index;
-  NodeMap nodes;
+struct PackedCluster : PackedNodes {
   explicit PackedCluster(const std::map<std::string, int>& free,
                          const PoolKey& pool = kT4) {
-    Add(free, pool);
-  }
-  void Add(const std::map<std::string, int>& free, const PoolKey& pool) {
-    for (const auto& [name, n] : free) {
-      nodes[name] = Healthy(name);
-      for (int g = 0; g < 8; ++g) {
-        const std::string key = absl::StrCat(name, "-", g);
-        index.Put(Whole(pool, key, name, g));
-        if (g >= n) index.SetHolder(key, "held-" + name);
-      }
-    }
+    Add(free, pool, kNow);
   }
   std::string NodeFor(const MatchSpec& spec) {
     IndexPlacer placer(&index, &nodes, {Packing::kSpread, absl::Minutes(5)});
@@ -106,7 +75,7 @@ TEST(SpreadTest, EqualFreeCountsGoToTheLeastCpuThenTheName) {
 // with the most free units in the cluster.
 TEST(SpreadTest, AcrossModelsTheMostFreeNodeWins) {
   PackedCluster c({{"t1", 3}, {"t2", 3}}, kT4);
-  c.Add({{"l1", 5}}, kL4);
+  c.Add({{"l1", 5}}, kL4, kNow);
   MatchSpec any;
   EXPECT_EQ(c.NodeFor(any), "l1");
   c.index.SetHolder("l1-0", "x");
@@ -116,25 +85,7 @@ TEST(SpreadTest, AcrossModelsTheMostFreeNodeWins) {
 }
 
 TEST(SpreadTest, PlacesOneGroupOfWholeUnitsOnly) {
-  CapacityIndex index;
-  NodeMap nodes;
-  Snapshot snapshot;
-  snapshot.index = &index;
-  snapshot.nodes = &nodes;
-  Allocation request;
-  MatchSpec whole = MatchSpec::ForPool(kT4, 2);
-  MatchSpec gang = whole;
-  gang.replicas = 2;
-  MatchSpec share = MatchSpec::ForPool(kT4, 1);
-  share.share = GpuShare{500, 0};
-  SpreadPlugin plugin;
-  for (const auto& [spec, places] :
-       std::vector<std::pair<const MatchSpec*, bool>>{
-           {&whole, true}, {&gang, false}, {&share, false}}) {
-    CycleState cycle(CycleMode::kAllocate, snapshot, *spec, request, nullptr);
-    EXPECT_EQ(plugin.Places(cycle), places)
-        << spec->replicas << " " << spec->share.has_value();
-  }
+  ExpectPlacesOneGroupOfWholeUnitsOnly(SpreadPlugin(), kT4);
 }
 
 }  // namespace
