@@ -22,7 +22,7 @@ class FuzzCluster {
                                     {Gpu("g0", "T4", 0), Gpu("g1", "T4", 1)},
                                     {{"pool", "a"}}))
              .ok() ||
-        !scheduler_.nodes().RegisterNode(MakeNode("mig", {MigA100("M", 0)})).ok() ||
+        !scheduler_.RegisterNode(MakeNode("mig", {MigA100("M", 0)})).ok() ||
         !scheduler_
              .RegisterNode(MakeNode(
                  "tpu",
