@@ -10,16 +10,12 @@ namespace accelsched {
 
 void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
   allocations_.clear();
-  unit_holder_.clear();
-  unit_shares_.clear();
+  holdings_->Clear();
+  tallies_.Clear();
   by_request_.clear();
   expiry_.clear();
   ended_.clear();
-  usage_milli_.clear();
-  preempted_usage_milli_.clear();
   live_by_pool_.clear();
-  victims_.clear();
-  active_priorities_.clear();
   for (StoredAllocation& stored : allocations) {
     Allocation& a = stored.allocation;
     if (a.live() || a.pending()) {
@@ -76,133 +72,26 @@ std::string AllocationBook::NewId(absl::Time now) {
                          absl::Uniform<uint32_t>(id_bits) & 0xffff);
 }
 
-PoolKey PoolOf(const Allocation& a) {
-  return PoolKey{a.device_class, a.model, a.partition};
-}
-
-int64_t UsageMilliOf(const Allocation& a, size_t units) {
-  const GpuShare* share = a.held_share();
-  return static_cast<int64_t>(units) * kGpuMilli +
-         (share == nullptr ? 0 : share->compute_milli);
-}
-
-const std::string* SharedUnitOf(const Allocation& a) {
-  return a.held_share() == nullptr ? nullptr : &a.devices.front().device_id;
-}
-
-std::set<std::string> NodesOf(const Allocation& a) {
-  std::set<std::string> nodes;
-  for (const AllocatedDevice& d : a.devices) nodes.insert(d.node);
-  return nodes;
-}
-
-namespace {
-
-// Usage maps keep no zero entries.
-void AddUsage(
-    std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage,
-    const std::string& tenant, const PoolKey& pool, int64_t n) {
-  if (n != 0) usage[tenant][pool] += n;
-}
-
-void Subtract(
-    std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage,
-    const std::string& tenant, const PoolKey& pool, int64_t n) {
-  if (n == 0) return;
-  auto t = usage.find(tenant);
-  auto p = t->second.find(pool);
-  p->second -= n;
-  if (p->second == 0) t->second.erase(p);
-  if (t->second.empty()) usage.erase(t);
-}
-
-int64_t Lookup(
-    const std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>& usage,
-    absl::string_view tenant, const PoolKey& pool) {
-  auto t = usage.find(tenant);
-  if (t == usage.end()) return 0;
-  auto p = t->second.find(pool);
-  return p == t->second.end() ? 0 : p->second;
-}
-
-}  // namespace
-
-void AllocationBook::HoldResources(const Allocation& a, int sign) {
-  if (!a.pod_resources.has_value()) return;
-  for (const std::string& node : NodesOf(a)) {
-    index_->AddHeld(node, *a.pod_resources, sign);
-  }
-}
-
 void AllocationBook::MarkHeldResources() {
   for (const auto& [id, record] : allocations_) {
-    if (record.allocation.live()) HoldResources(record.allocation, +1);
+    if (record.allocation.live()) holdings_->MarkResources(record.allocation);
   }
-}
-
-void AllocationBook::HoldShare(const Allocation& a, int sign, bool mark_index) {
-  const GpuShare* share = a.held_share();
-  if (share == nullptr) return;
-  const std::string& key = *SharedUnitOf(a);
-  UnitShares& on = unit_shares_[key];
-  on.sum.compute_milli += sign * share->compute_milli;
-  on.sum.memory_bytes += sign * share->memory_bytes;
-  on.sum.group = share->group;  // every share on one GPU has one group
-  if (sign > 0) {
-    on.holders.insert(a.id);
-  } else {
-    on.holders.erase(a.id);
-  }
-  if (on.holders.empty()) unit_shares_.erase(key);
-  if (mark_index) index_->AddShare(key, *share, sign);
 }
 
 void AllocationBook::Hold(const Record& record, bool mark_index) {
   const Allocation& a = record.allocation;
-  for (const std::string& key : record.units) {
-    unit_holder_[key] = a.id;
-    if (mark_index) index_->SetHolder(key, a.id);
-  }
-  HoldShare(a, +1, mark_index);
-  if (mark_index) HoldResources(a, +1);
-  const int64_t milli = UsageMilliOf(a, record.units.size());
-  AddUsage(usage_milli_, a.tenant, PoolOf(a), milli);
+  holdings_->Hold(a, record.units, mark_index);
+  tallies_.Hold(a, record.units.size());
   live_by_pool_[PoolOf(a)].insert(&record);
-  if (a.state == AllocationState::kPreempted) {
-    victims_[a.preempted_by].insert(a.id);
-    AddUsage(preempted_usage_milli_, a.tenant, PoolOf(a), milli);
-  } else {
-    active_priorities_[PoolOf(a)].insert(a.priority);
-  }
-}
-
-void AllocationBook::ForgetPriority(const Allocation& a) {
-  auto pool = active_priorities_.find(PoolOf(a));
-  pool->second.erase(pool->second.find(a.priority));
-  if (pool->second.empty()) active_priorities_.erase(pool);
 }
 
 void AllocationBook::Free(const Record& record) {
   const Allocation& a = record.allocation;
-  for (const std::string& key : record.units) {
-    unit_holder_.erase(key);
-    index_->SetHolder(key, "");
-  }
-  HoldShare(a, -1, /*mark_index=*/true);
-  HoldResources(a, -1);
+  holdings_->Free(a, record.units);
+  tallies_.Free(a, record.units.size());
   auto live = live_by_pool_.find(PoolOf(a));
   live->second.erase(&record);
   if (live->second.empty()) live_by_pool_.erase(live);
-  const int64_t milli = UsageMilliOf(a, record.units.size());
-  Subtract(usage_milli_, a.tenant, PoolOf(a), milli);
-  if (a.state == AllocationState::kPreempted) {
-    auto victims = victims_.find(a.preempted_by);
-    victims->second.erase(a.id);
-    if (victims->second.empty()) victims_.erase(victims);
-    Subtract(preempted_usage_milli_, a.tenant, PoolOf(a), milli);
-  } else {
-    ForgetPriority(a);
-  }
 }
 
 AllocationBook::Record& AllocationBook::Add(Record record) {
@@ -229,12 +118,9 @@ void AllocationBook::Admit(Record& record, Allocation admitted,
 void AllocationBook::Preempt(Record& record, const std::string& preemptor,
                              absl::Time grace_end) {
   Allocation& a = record.allocation;
-  ForgetPriority(a);
-  AddUsage(preempted_usage_milli_, a.tenant, PoolOf(a),
-           UsageMilliOf(a, record.units.size()));
   a.state = AllocationState::kPreempted;
   a.preempted_by = preemptor;
-  victims_[preemptor].insert(a.id);
+  tallies_.Preempt(a, record.units.size());
   SetExpiry(record, grace_end);
 }
 
@@ -282,30 +168,6 @@ void AllocationBook::ForEachLiveByExpiry(
   }
 }
 
-const std::set<std::string>& AllocationBook::VictimsOf(
-    absl::string_view preemptor) const {
-  static const std::set<std::string>* const kNone = new std::set<std::string>();
-  auto it = victims_.find(preemptor);
-  return it == victims_.end() ? *kNone : it->second;
-}
-
-std::optional<int> AllocationBook::LowestActivePriority(
-    const PoolKey& pool) const {
-  auto it = active_priorities_.find(pool);
-  if (it == active_priorities_.end()) return std::nullopt;
-  return *it->second.begin();
-}
-
-int64_t AllocationBook::UsageMilli(absl::string_view tenant,
-                                   const PoolKey& pool) const {
-  return Lookup(usage_milli_, tenant, pool);
-}
-
-int64_t AllocationBook::PreemptedUsageMilli(absl::string_view tenant,
-                                            const PoolKey& pool) const {
-  return Lookup(preempted_usage_milli_, tenant, pool);
-}
-
 std::vector<std::string> AllocationBook::ForgetEnded(absl::Time cutoff) {
   std::vector<std::string> forgotten;
   while (!ended_.empty() && ended_.begin()->first < cutoff) {
@@ -318,28 +180,6 @@ std::vector<std::string> AllocationBook::ForgetEnded(absl::Time cutoff) {
     forgotten.push_back(std::move(id));
   }
   return forgotten;
-}
-
-absl::string_view AllocationBook::HolderOf(absl::string_view key) const {
-  auto it = unit_holder_.find(key);
-  return it == unit_holder_.end() ? absl::string_view() : it->second;
-}
-
-GpuShare AllocationBook::SharedOf(absl::string_view key) const {
-  auto it = unit_shares_.find(key);
-  return it == unit_shares_.end() ? GpuShare{} : it->second.sum;
-}
-
-std::vector<std::string> AllocationBook::ShareHoldersOf(
-    absl::string_view key) const {
-  auto it = unit_shares_.find(key);
-  if (it == unit_shares_.end()) return {};
-  return {it->second.holders.begin(), it->second.holders.end()};
-}
-
-size_t AllocationBook::ShareHolderCount(absl::string_view key) const {
-  auto it = unit_shares_.find(key);
-  return it == unit_shares_.end() ? 0 : it->second.holders.size();
 }
 
 AllocationPage AllocationBook::List(const AllocationFilter& filter,

@@ -1,12 +1,9 @@
 // The allocation book: every allocation kept (live, pending and ended until
-// retention forgets it), which live allocation holds each unit, the units
-// each tenant holds per pool, request ids, preemptions in their grace, and
-// the lease and retention timelines. Not thread-safe: it relies on its
-// owner's lock, as the catalog does.
-//
-// Unit ownership is kept here only. The capacity index carries a copy of it
-// for matching; the book is that copy's only writer, and the catalog reads
-// the truth (UnitHolders) when it re-derives units.
+// retention forgets it), request ids, and the lease and retention timelines.
+// As allocations are held and end it keeps the unit holdings (who holds each
+// unit: unit_holdings.h, not owned) and the live tallies (what each tenant
+// holds per pool, preemptions in their grace: live_tallies.h). Not
+// thread-safe: it relies on its owner's lock, as the catalog does.
 #ifndef ACCELSCHED_CORE_BOOK_ALLOCATION_BOOK_H_
 #define ACCELSCHED_CORE_BOOK_ALLOCATION_BOOK_H_
 
@@ -24,8 +21,10 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/book/allocation_holds.h"
+#include "core/book/live_tallies.h"
+#include "core/book/unit_holdings.h"
 #include "core/catalog/capacity_index.h"
-#include "core/catalog/catalog.h"
 #include "core/commit/group_committer.h"
 #include "core/commit/store.h"
 #include "core/model/allocation_model.h"
@@ -50,19 +49,7 @@ struct AllocationPage {
   std::string next_page_token;
 };
 
-// The pool an allocation's units are of.
-PoolKey PoolOf(const Allocation& a);
-// What a live allocation holding `units` units holds of its pool in
-// thousandths of a unit: kGpuMilli per unit, or its share's compute_milli
-// (a share holds no unit): what quotas and dominant shares count.
-int64_t UsageMilliOf(const Allocation& a, size_t units);
-// The unit key of the GPU an allocation holds a share of (a sharing GPU's
-// unit is its whole device's: its device id); nullptr when it holds no share.
-const std::string* SharedUnitOf(const Allocation& a);
-// The nodes an allocation's devices are on (where its pod_resources are held).
-std::set<std::string> NodesOf(const Allocation& a);
-
-class AllocationBook : public UnitHolders, public LeaseView {
+class AllocationBook : public LeaseView {
  public:
   struct Record {
     Allocation allocation;
@@ -71,15 +58,16 @@ class AllocationBook : public UnitHolders, public LeaseView {
     std::shared_ptr<GroupCommitter::Ticket> ticket;
   };
 
-  // `index` is not owned and must outlive the book; the book marks in it the
-  // units it holds and frees.
-  explicit AllocationBook(CapacityIndex* index) : index_(index) {}
+  // `holdings` is not owned and must outlive the book; the book is its only
+  // writer.
+  explicit AllocationBook(UnitHoldings* holdings) : holdings_(holdings) {}
   AllocationBook(const AllocationBook&) = delete;
   AllocationBook& operator=(const AllocationBook&) = delete;
 
-  // Replaces everything with `allocations` as the store returned them. Marks
-  // nothing in the index: the catalog, loaded after, asks HolderOf, and
-  // MarkHeldResources then enters what they hold of their nodes.
+  // Replaces everything with `allocations` as the store returned them, the
+  // holdings and tallies included. Marks nothing in the index: the catalog,
+  // loaded after, asks the holdings' HolderOf, and MarkHeldResources then
+  // enters what they hold of their nodes.
   void Load(std::vector<StoredAllocation> allocations);
   // Enters in the index every live allocation's pod_resources on its nodes;
   // once, after the catalog has loaded (it resets the index).
@@ -124,32 +112,9 @@ class AllocationBook : public UnitHolders, public LeaseView {
   void ForEachLiveByExpiry(
       const PoolKey& pool,
       absl::FunctionRef<bool(const Record& record)> visit) const;
-  // Ids of the PREEMPTED allocations still in their grace that made way for
-  // `preemptor`.
-  const std::set<std::string>& VictimsOf(absl::string_view preemptor) const;
-  // The lowest priority among ACTIVE allocations holding units of `pool`;
-  // nullopt when there are none.
-  std::optional<int> LowestActivePriority(const PoolKey& pool) const;
-  // What `tenant`'s live allocations hold of `pool`, in thousandths of a
-  // unit (UsageMilliOf: a unit is 1000, a share its compute_milli); of
-  // that, the PREEMPTED ones' (in their grace).
-  int64_t UsageMilli(absl::string_view tenant, const PoolKey& pool) const;
-  int64_t PreemptedUsageMilli(absl::string_view tenant,
-                              const PoolKey& pool) const;
-  // Every tenant's UsageMilli per pool (tenants holding none left out).
-  const std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>&
-  usage_milli() const {
-    return usage_milli_;
-  }
   // Forgets ended allocations that ended before `cutoff`; returns their ids.
   std::vector<std::string> ForgetEnded(absl::Time cutoff);
 
-  absl::string_view HolderOf(absl::string_view key) const override;
-  GpuShare SharedOf(absl::string_view key) const override;
-  std::vector<std::string> ShareHoldersOf(absl::string_view key) const override;
-  // How many live allocations hold a share of the GPU whose unit key is
-  // `key` (ShareHoldersOf's size, without the copy).
-  size_t ShareHolderCount(absl::string_view key) const;
   // `page_size` and `after` as ParsePageRequest gives them; id order.
   AllocationPage List(const AllocationFilter& filter, int page_size,
                       absl::string_view after) const;
@@ -158,28 +123,18 @@ class AllocationBook : public UnitHolders, public LeaseView {
   // Every PENDING allocation, in id order.
   std::vector<const Record*> Pending() const;
 
+  const UnitHoldings& holdings() const { return *holdings_; }
+  const LiveTallies& tallies() const { return tallies_; }
+
  private:
   // `mark_index`: also mark the units held in the index (not at load).
   void Hold(const Record& record, bool mark_index);
-  // Adds (+1) or removes (-1) `a`'s share, if it holds one, on its unit.
-  void HoldShare(const Allocation& a, int sign, bool mark_index);
   void Free(const Record& record);
-  // Adds (+1) or removes (-1) `a`'s pod_resources on each of its nodes.
-  void HoldResources(const Allocation& a, int sign);
-  void ForgetPriority(const Allocation& active);
 
-  CapacityIndex* const index_;
+  UnitHoldings* const holdings_;
+  LiveTallies tallies_;
   // Every allocation kept, by id (ids sort by creation time).
   std::map<std::string, Record, std::less<>> allocations_;
-  // Unit key -> the live allocation holding it.
-  absl::flat_hash_map<std::string, std::string> unit_holder_;
-  // The live shares on one unit: what they hold together, and whose.
-  struct UnitShares {
-    GpuShare sum;
-    std::set<std::string> holders;  // allocation ids
-  };
-  // Unit key -> its live shares (units with shares only).
-  absl::flat_hash_map<std::string, UnitShares> unit_shares_;
   // request id -> its newest allocation.
   absl::flat_hash_map<std::string, std::string> by_request_;
   // Live and pending allocations by lease end; ended ones by end.
@@ -192,13 +147,6 @@ class AllocationBook : public UnitHolders, public LeaseView {
     }
   };
   std::map<PoolKey, std::set<const Record*, ByExpiry>> live_by_pool_;
-  std::map<std::string, std::map<PoolKey, int64_t>, std::less<>> usage_milli_;
-  std::map<std::string, std::map<PoolKey, int64_t>, std::less<>>
-      preempted_usage_milli_;
-  // preemptor id -> its victims still in their grace.
-  absl::flat_hash_map<std::string, std::set<std::string>> victims_;
-  // Priorities of the ACTIVE allocations per pool.
-  std::map<PoolKey, std::multiset<int>> active_priorities_;
   std::set<std::pair<absl::Time, std::string>> ended_;
   uint64_t id_counter_ = 0;
 };

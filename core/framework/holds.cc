@@ -150,7 +150,7 @@ ReservationState Holds::Take() {
     }
   }
   for (auto& [holder, start] : starts) {
-    for (const std::string& victim : book_->VictimsOf(holder)) {
+    for (const std::string& victim : book_->tallies().VictimsOf(holder)) {
       start = std::max(start, book_->Find({victim, ""})->allocation.expires_at);
     }
   }

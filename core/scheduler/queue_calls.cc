@@ -55,7 +55,7 @@ std::vector<TenantStanding> QueueCalls::TenantStandingsLocked(
   const SchedulerMemory& m = state_.view();
   const std::map<std::string, int64_t> pending = m.queue.CountByTenant();
   std::set<std::string> names;
-  for (const auto& entry : m.book.usage_milli()) names.insert(entry.first);
+  for (const auto& entry : m.book.tallies().usage_milli()) names.insert(entry.first);
   for (const auto& entry : m.tenants->tenants()) names.insert(entry.first);
   for (const auto& entry : pending) names.insert(entry.first);
   std::vector<TenantStanding> out;
@@ -74,8 +74,8 @@ std::vector<TenantStanding> QueueCalls::TenantStandingsLocked(
     for (const auto& [key, quota] : policy.quotas) {
       pools[key] = TenantStanding::Pool{key, 0, quota.nominal_milli, 0};
     }
-    if (auto u = m.book.usage_milli().find(name);
-        u != m.book.usage_milli().end()) {
+    if (auto u = m.book.tallies().usage_milli().find(name);
+        u != m.book.tallies().usage_milli().end()) {
       for (const auto& [key, used] : u->second) {
         auto [it, fresh] =
             pools.try_emplace(key, TenantStanding::Pool{key, 0, -1, 0});

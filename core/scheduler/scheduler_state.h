@@ -98,15 +98,17 @@ struct Queued {
   std::shared_ptr<GroupCommitter::Ticket> ticket;
 };
 
-// What mu() guards. Each part relies on it; the book marks the units it
-// holds in the catalog's index, the catalog asks the MIG re-layouts which
-// slices lapsed plans keep.
+// What mu() guards. Each part relies on it; the book keeps the unit
+// holdings, which mark what is held in the catalog's index; the catalog asks
+// the holdings who holds a unit, and the MIG re-layouts which slices lapsed
+// plans keep.
 struct SchedulerMemory {
   explicit SchedulerMemory(absl::Duration mig_relayout_timeout)
       : mig(mig_relayout_timeout) {}
   MigRelayouts mig;
-  Catalog catalog{&book, &mig};
-  AllocationBook book{&catalog.mutable_index()};
+  Catalog catalog{&holdings, &mig};
+  UnitHoldings holdings{&catalog.mutable_index()};
+  AllocationBook book{&holdings};
   Queue queue;
   // Every request asked for (Allocate, a retry excepted): what the
   // fragmentation policy measures free capacity against.

@@ -8,8 +8,8 @@ namespace accelsched {
 
 double DominantShare(const CapacityIndex& index, const AllocationBook& book,
                      const TenantPolicies& tenants, absl::string_view tenant) {
-  auto usage = book.usage_milli().find(tenant);
-  if (usage == book.usage_milli().end()) return 0;
+  auto usage = book.tallies().usage_milli().find(tenant);
+  if (usage == book.tallies().usage_milli().end()) return 0;
   double share = 0;
   for (const auto& [key, used_milli] : usage->second) {
     const CapacityIndex::Pool* pool = index.FindPool(key);

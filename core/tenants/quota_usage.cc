@@ -21,7 +21,7 @@ std::string QuotaBlock(const AllocationBook& book,
                        int64_t demand_milli, int64_t* excess_milli) {
   auto q = policy.quotas.find(pool);
   if (q == policy.quotas.end()) return "";
-  const int64_t used = book.UsageMilli(tenant, pool);
+  const int64_t used = book.tallies().UsageMilli(tenant, pool);
   const int64_t nominal = q->second.nominal_milli;
   const bool within = used + demand_milli <= nominal;
   if (within && policy.cohort.empty()) return "";
@@ -46,7 +46,7 @@ std::string QuotaBlock(const AllocationBook& book,
     auto mq = m.quotas.find(pool);
     if (mq == m.quotas.end()) continue;
     cohort_nominal += mq->second.nominal_milli;
-    cohort_used += book.UsageMilli(member, pool);
+    cohort_used += book.tallies().UsageMilli(member, pool);
   }
   if (cohort_used + demand_milli > cohort_nominal) {
     if (within && excess_milli != nullptr) {
@@ -66,7 +66,7 @@ bool WithinNominal(const AllocationBook& book, const TenantPolicies& tenants,
   const TenantPolicy& policy = tenants.Find(tenant);
   auto q = policy.quotas.find(pool);
   return q != policy.quotas.end() &&
-         book.UsageMilli(tenant, pool) + demand_milli <=
+         book.tallies().UsageMilli(tenant, pool) + demand_milli <=
              q->second.nominal_milli;
 }
 
@@ -76,8 +76,8 @@ int64_t BorrowedMilli(const AllocationBook& book,
   const TenantPolicy& policy = tenants.Find(tenant);
   auto q = policy.quotas.find(pool);
   if (q == policy.quotas.end()) return 0;
-  return std::max<int64_t>(0, book.UsageMilli(tenant, pool) -
-                                  book.PreemptedUsageMilli(tenant, pool) -
+  return std::max<int64_t>(0, book.tallies().UsageMilli(tenant, pool) -
+                                  book.tallies().PreemptedUsageMilli(tenant, pool) -
                                   q->second.nominal_milli);
 }
 

@@ -210,8 +210,9 @@ class FrameworkFixture : public testing::Test {
   }
 
   std::shared_ptr<const AcceleratorTypeSet> types_ = BuiltinAcceleratorTypes();
-  Catalog catalog_{&book_, nullptr};
-  AllocationBook book_{&catalog_.mutable_index()};
+  Catalog catalog_{&holdings_, nullptr};
+  UnitHoldings holdings_{&catalog_.mutable_index()};
+  AllocationBook book_{&holdings_};
   TenantPolicies tenants_;
   Snapshot snapshot_;
   std::unique_ptr<const Framework> framework_;

@@ -64,7 +64,7 @@ PostFilterResult MigRelayoutPlugin::PostFilter(
   const MatchSpec& spec = cycle.spec();
   Relayout outcome = Relayout::kNone;
   const bool explain = cycle.mode() == CycleMode::kExplain;
-  if (snap.book->VictimsOf(id).empty() && snap.types != nullptr &&
+  if (snap.book->tallies().VictimsOf(id).empty() && snap.types != nullptr &&
       snap.catalog != nullptr && !spec.partition.empty() &&
       spec.replicas <= 1 && !spec.share.has_value() &&
       std::any_of(spec.requested_models.begin(), spec.requested_models.end(),

@@ -22,7 +22,7 @@ int PreemptFor(Session& session, const CycleState& cycle, const Plugin& owner,
   }
   session.holds().HoldVictimNodes(*session.snapshot().index, id,
                                   request.priority,
-                                  session.snapshot().book->VictimsOf(id));
+                                  session.snapshot().book->tallies().VictimsOf(id));
   return static_cast<int>(choice->victims.size());
 }
 
@@ -40,7 +40,7 @@ PostFilterResult PreemptionPlugin::PostFilter(
   const std::string id(cycle.request().id);
   const Allocation& p = cycle.request();
   PostFilterResult r;
-  if (const std::set<std::string>& victims = snap.book->VictimsOf(id);
+  if (const std::set<std::string>& victims = snap.book->tallies().VictimsOf(id);
       !victims.empty()) {
     r.code = PostFilterResult::Code::kWaiting;
     r.reason = WaitingForVictims(victims.size());

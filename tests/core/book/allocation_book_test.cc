@@ -52,17 +52,18 @@ class AllocationBookTest : public testing::Test {
   }
 
   CapacityIndex index_;
-  AllocationBook book_{&index_};
+  UnitHoldings holdings_{&index_};
+  AllocationBook book_{&holdings_};
 };
 
 TEST_F(AllocationBookTest, HoldingAndEndingMoveOwnerAndIndexTogether) {
   book_.Add(Live("a-1", "r1", {"g0", "g1"}, kT0 + absl::Hours(1)));
-  EXPECT_EQ(book_.HolderOf("g0"), "a-1");
+  EXPECT_EQ(book_.holdings().HolderOf("g0"), "a-1");
   EXPECT_EQ(index_.Find("g1")->holder, "a-1");
   EXPECT_EQ(Allocated(), 2);
   AllocationBook::Record& r = *book_.FindMutable("a-1");
   book_.End(r, AllocationState::kReleased, kReasonReleased, kT0);
-  EXPECT_EQ(book_.HolderOf("g0"), "");
+  EXPECT_EQ(book_.holdings().HolderOf("g0"), "");
   EXPECT_EQ(Allocated(), 0);
   EXPECT_EQ(r.allocation.state, AllocationState::kReleased);
   EXPECT_EQ(r.allocation.end_reason, "released");
@@ -106,8 +107,8 @@ TEST_F(AllocationBookTest, LoadTakesOwnersWithoutMarkingTheIndex) {
   StoredAllocation ended{Live("a-2", "r2", {"g1"}, kT0).allocation, {"g1"}};
   ended.allocation.state = AllocationState::kReleased;
   book_.Load({live, ended});
-  EXPECT_EQ(book_.HolderOf("g0"), "a-1");
-  EXPECT_EQ(book_.HolderOf("g1"), "");
+  EXPECT_EQ(book_.holdings().HolderOf("g0"), "a-1");
+  EXPECT_EQ(book_.holdings().HolderOf("g1"), "");
   EXPECT_EQ(Allocated(), 0);  // the catalog, loaded next, asks HolderOf
   EXPECT_EQ(book_.ActiveByTenant(), (std::map<std::string, int64_t>{{"", 1}}));
 }

@@ -208,7 +208,7 @@ TEST_F(HoldsTest, APreemptorTakesOverALowerHoldWhole) {
   Preempted("x-1", "p-1", absl::Seconds(30));
   Holds holds(&book_, nullptr, /*refresh=*/true, NoneWaiting);
   holds.HoldAhead("a-1", 0, "n1", {GpuPool(kT4)}, T0() + absl::Hours(5), "");
-  holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.VictimsOf("p-1"));
+  holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.tallies().VictimsOf("p-1"));
   EXPECT_EQ(Held(holds.reservations()),
             (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}}}));
   const Reservation& r = holds.reservations().at(GpuPool(kT4)).at("n1");
@@ -225,7 +225,7 @@ TEST_F(HoldsTest, APreemptorHoldsItsVictimsNodesUntilGraceEnds) {
   Preempted("x-1", "p-1", absl::Seconds(30));
   Preempted("x-2", "p-1", absl::Seconds(45));
   Holds holds(&book_, nullptr, /*refresh=*/true, NoneWaiting);
-  holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.VictimsOf("p-1"));
+  holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.tallies().VictimsOf("p-1"));
   EXPECT_EQ(Held(holds.reservations()),
             (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}},
                      {"n2", {"p-1", T0() + absl::Seconds(45)}}}));
@@ -251,7 +251,7 @@ TEST_F(HoldsTest, APreemptorLeavesANodeHeldForAnotherThatDoesNotYield) {
   holds.Hold(GpuPool(kT4), "n1", Reservation{T0() + absl::Hours(1), "b-1"});
   holds.Hold(GpuPool(kT4), "n2",
              Reservation{T0(), "q-1", /*nominated=*/true, 9});
-  holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.VictimsOf("p-1"));
+  holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.tallies().VictimsOf("p-1"));
   EXPECT_EQ(
       Held(holds.reservations()),
       (HeldMap{{"n1", {"b-1", T0() + absl::Hours(1)}}, {"n2", {"q-1", T0()}}}));
@@ -283,7 +283,7 @@ TEST_F(HoldsTest, EachHolderStartsWhenItsLastHoldFrees) {
   holds.Hold(GpuPool(kL4), "n1", Reservation{T0() + absl::Hours(1), "g-1"});
   holds.Hold(GpuPool(kL4), "n2", Reservation{T0() + absl::Hours(2), "g-1"});
   holds.HoldVictimNodes(catalog_.index(), "p-2", 7,
-                        book_.VictimsOf("p-2"));  // n3
+                        book_.tallies().VictimsOf("p-2"));  // n3
   // A reclaimer's hold of n4's free GPU, from now (the reclaim plugin's).
   holds.Hold(GpuPool(kT4), "n4",
              Reservation{T0(), "p-3", /*nominated=*/true, 0});

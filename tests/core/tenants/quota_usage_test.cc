@@ -183,7 +183,7 @@ TEST_F(QuotaUsageTest, BorrowedLeavesOutPreemptedUnits) {
   EXPECT_EQ(BorrowedMilli(book_, tenants_, "nobody", GpuPool(kT4)), 0);
   Preempted("a-2", "b-1");
   // Still used (in its grace), but being given back.
-  EXPECT_EQ(book_.UsageMilli("a", GpuPool(kT4)), 4000);
+  EXPECT_EQ(book_.tallies().UsageMilli("a", GpuPool(kT4)), 4000);
   EXPECT_EQ(BorrowedMilli(book_, tenants_, "a", GpuPool(kT4)), 0);
 }
 

@@ -257,7 +257,7 @@ TEST_F(VictimSearchTest, ANodeHeldForAHigherPreemptorIsPassedBy) {
     EXPECT_EQ(choice->node, "n1");
   }
   std::unique_ptr<PassSession> s = NewSession();
-  s->holds.HoldVictimNodes(catalog_.index(), "q-1", 9, book_.VictimsOf("q-1"));
+  s->holds.HoldVictimNodes(catalog_.index(), "q-1", 9, book_.tallies().VictimsOf("q-1"));
   std::unique_ptr<CycleState> cycle = CycleOf(*s, p);
   VictimSearch search(s->session);
   std::optional<VictimChoice> choice =
