@@ -95,7 +95,8 @@ class Pass {
     // A copy: a visit may take a holder out of the kept ones.
     const std::set<std::string> holders = session_.holds().kept_preemptors();
     for (const std::string& id : holders) {
-      if (!snap_.book->tallies().VictimsOf(id).empty()) continue;  // still in grace
+      if (!snap_.book->tallies().VictimsOf(id).empty())
+        continue;  // still in grace
       Visit(id);
       session_.holds().Release(id);
       visited_.insert(id);

@@ -55,7 +55,8 @@ std::vector<TenantStanding> QueueCalls::TenantStandingsLocked(
   const SchedulerMemory& m = state_.view();
   const std::map<std::string, int64_t> pending = m.queue.CountByTenant();
   std::set<std::string> names;
-  for (const auto& entry : m.book.tallies().usage_milli()) names.insert(entry.first);
+  for (const auto& entry : m.book.tallies().usage_milli())
+    names.insert(entry.first);
   for (const auto& entry : m.tenants->tenants()) names.insert(entry.first);
   for (const auto& entry : pending) names.insert(entry.first);
   std::vector<TenantStanding> out;

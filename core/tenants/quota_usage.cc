@@ -70,15 +70,15 @@ bool WithinNominal(const AllocationBook& book, const TenantPolicies& tenants,
              q->second.nominal_milli;
 }
 
-int64_t BorrowedMilli(const AllocationBook& book,
-                      const TenantPolicies& tenants, absl::string_view tenant,
-                      const PoolKey& pool) {
+int64_t BorrowedMilli(const AllocationBook& book, const TenantPolicies& tenants,
+                      absl::string_view tenant, const PoolKey& pool) {
   const TenantPolicy& policy = tenants.Find(tenant);
   auto q = policy.quotas.find(pool);
   if (q == policy.quotas.end()) return 0;
-  return std::max<int64_t>(0, book.tallies().UsageMilli(tenant, pool) -
-                                  book.tallies().PreemptedUsageMilli(tenant, pool) -
-                                  q->second.nominal_milli);
+  return std::max<int64_t>(
+      0, book.tallies().UsageMilli(tenant, pool) -
+             book.tallies().PreemptedUsageMilli(tenant, pool) -
+             q->second.nominal_milli);
 }
 
 bool ReclaimPossible(const AllocationBook& book, const TenantPolicies& tenants,

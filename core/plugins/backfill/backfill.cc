@@ -234,7 +234,8 @@ std::string Walk::Reserve(const CycleState& cycle, const std::string& id,
             }
             if (const std::string* gpu = SharedUnitOf(a); !done && gpu) {
               auto [left, fresh] = shares_left.try_emplace(*gpu, 0);
-              if (fresh) left->second = snap_.book->holdings().ShareHolderCount(*gpu);
+              if (fresh)
+                left->second = snap_.book->holdings().ShareHolderCount(*gpu);
               done = left->second > 0 && --left->second == 0 && frees(*gpu);
             }
             if (done) start = a.expires_at;

@@ -20,9 +20,9 @@ int PreemptFor(Session& session, const CycleState& cycle, const Plugin& owner,
   for (const std::string& victim : choice->victims) {
     session.statement().Preempt(victim, id);
   }
-  session.holds().HoldVictimNodes(*session.snapshot().index, id,
-                                  request.priority,
-                                  session.snapshot().book->tallies().VictimsOf(id));
+  session.holds().HoldVictimNodes(
+      *session.snapshot().index, id, request.priority,
+      session.snapshot().book->tallies().VictimsOf(id));
   return static_cast<int>(choice->victims.size());
 }
 

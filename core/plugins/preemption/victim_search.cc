@@ -41,7 +41,8 @@ std::vector<std::string> VictimSearch::ChooseReclaimVictims(
       // Quota is what a reclaim takes back: a share gives back its
       // fraction, wherever it is.
       if (u->shared_milli > 0) {
-        for (const std::string& holder : snap_.book->holdings().ShareHoldersOf(u->key)) {
+        for (const std::string& holder :
+             snap_.book->holdings().ShareHoldersOf(u->key)) {
           consider(holder);
         }
       }
@@ -98,7 +99,8 @@ std::optional<VictimChoice> VictimSearch::ChooseVictims(
     // Cheap gates before a look at every unit of the pool: some
     // preemptible allocation of lower priority, or a cohort member to
     // reclaim from; and once per pass per (pool, rights).
-    const std::optional<int> lowest = snap_.book->tallies().LowestActivePriority(key);
+    const std::optional<int> lowest =
+        snap_.book->tallies().LowestActivePriority(key);
     const bool reclaim = ReclaimPossible(*snap_.book, *snap_.tenants, p, key);
     const bool lower =
         !borrowed_only && lowest.has_value() && *lowest < p.priority;
@@ -189,7 +191,8 @@ std::optional<VictimChoice> VictimSearch::ChooseVictims(
                     1,
                     0,
                     std::nullopt};
-        for (const std::string& holder : snap_.book->holdings().ShareHoldersOf(u->key)) {
+        for (const std::string& holder :
+             snap_.book->holdings().ShareHoldersOf(u->key)) {
           const Allocation& a = snap_.book->Find({holder, ""})->allocation;
           if (!victim_rank(a).has_value() || a.priority >= p.priority) {
             c.members.clear();
@@ -287,7 +290,8 @@ std::optional<VictimChoice> VictimSearch::ChooseShareVictims(
   for (const PoolKey& key : PoolsFor(index_, spec)) {
     const CapacityIndex::Pool* pool = index_.FindPool(key);
     if (pool == nullptr || pool->shared_milli == 0) continue;
-    const std::optional<int> lowest = snap_.book->tallies().LowestActivePriority(key);
+    const std::optional<int> lowest =
+        snap_.book->tallies().LowestActivePriority(key);
     if (!lowest.has_value() || *lowest >= p.priority) continue;
     const std::string gate = absl::StrCat("share|", key.model, "|", p.priority,
                                           "|", p.KeyFor(RequestSpec::kShape));
@@ -308,7 +312,8 @@ std::optional<VictimChoice> VictimSearch::ChooseShareVictims(
         const bool other_group = u->share_group != share.group;
         std::vector<const Allocation*> holders;
         bool all = true;
-        for (const std::string& holder : snap_.book->holdings().ShareHoldersOf(u->key)) {
+        for (const std::string& holder :
+             snap_.book->holdings().ShareHoldersOf(u->key)) {
           const Allocation& a = snap_.book->Find({holder, ""})->allocation;
           if (IsShareVictim(a, p.priority)) {
             holders.push_back(&a);

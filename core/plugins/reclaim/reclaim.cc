@@ -54,7 +54,8 @@ PostFilterResult ReclaimPlugin::PostFilter(Session& session, CycleState& cycle,
   CycleState fit(cycle.mode(), snap, pool, p, &session.holds());
   session.framework().Prepare(fit);
   PostFilterResult r;
-  if (const auto& victims = snap.book->tallies().VictimsOf(id); !victims.empty()) {
+  if (const auto& victims = snap.book->tallies().VictimsOf(id);
+      !victims.empty()) {
     r.code = PostFilterResult::Code::kWaiting;
     r.reason = WaitingForVictims(victims.size());
     // A share's reclaim victims free quota, not the room it fits in (held

@@ -208,7 +208,8 @@ TEST_F(HoldsTest, APreemptorTakesOverALowerHoldWhole) {
   Preempted("x-1", "p-1", absl::Seconds(30));
   Holds holds(&book_, nullptr, /*refresh=*/true, NoneWaiting);
   holds.HoldAhead("a-1", 0, "n1", {GpuPool(kT4)}, T0() + absl::Hours(5), "");
-  holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.tallies().VictimsOf("p-1"));
+  holds.HoldVictimNodes(catalog_.index(), "p-1", 7,
+                        book_.tallies().VictimsOf("p-1"));
   EXPECT_EQ(Held(holds.reservations()),
             (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}}}));
   const Reservation& r = holds.reservations().at(GpuPool(kT4)).at("n1");
@@ -225,7 +226,8 @@ TEST_F(HoldsTest, APreemptorHoldsItsVictimsNodesUntilGraceEnds) {
   Preempted("x-1", "p-1", absl::Seconds(30));
   Preempted("x-2", "p-1", absl::Seconds(45));
   Holds holds(&book_, nullptr, /*refresh=*/true, NoneWaiting);
-  holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.tallies().VictimsOf("p-1"));
+  holds.HoldVictimNodes(catalog_.index(), "p-1", 7,
+                        book_.tallies().VictimsOf("p-1"));
   EXPECT_EQ(Held(holds.reservations()),
             (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}},
                      {"n2", {"p-1", T0() + absl::Seconds(45)}}}));
@@ -251,7 +253,8 @@ TEST_F(HoldsTest, APreemptorLeavesANodeHeldForAnotherThatDoesNotYield) {
   holds.Hold(GpuPool(kT4), "n1", Reservation{T0() + absl::Hours(1), "b-1"});
   holds.Hold(GpuPool(kT4), "n2",
              Reservation{T0(), "q-1", /*nominated=*/true, 9});
-  holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.tallies().VictimsOf("p-1"));
+  holds.HoldVictimNodes(catalog_.index(), "p-1", 7,
+                        book_.tallies().VictimsOf("p-1"));
   EXPECT_EQ(
       Held(holds.reservations()),
       (HeldMap{{"n1", {"b-1", T0() + absl::Hours(1)}}, {"n2", {"q-1", T0()}}}));

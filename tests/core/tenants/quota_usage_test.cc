@@ -219,14 +219,11 @@ struct ReclaimCase {
   int count;                        // what b asks for
   bool possible;
 
-  friend void PrintTo(const ReclaimCase& c, std::ostream* os) {
-    *os << c.name;
-  }
+  friend void PrintTo(const ReclaimCase& c, std::ostream* os) { *os << c.name; }
 };
 
 class ReclaimPossibleTest : public FrameworkFixture,
-                            public testing::WithParamInterface<ReclaimCase> {
-};
+                            public testing::WithParamInterface<ReclaimCase> {};
 
 // Each condition of ReclaimPossible on its own: b asks, a may borrow.
 TEST_P(ReclaimPossibleTest, ForTenantB) {

@@ -597,7 +597,8 @@ TEST_F(BackfillTest, AfterAPreemptorsHoldTheNextRequestHoldsNothing) {
   AddLive({.id = "x-1", .tenant = "x", .node = "n1", .units = 2});
   Preempted("x-1", "p-1", absl::Seconds(30));
   std::unique_ptr<PassSession> s = NewSession();
-  s->holds.HoldVictimNodes(catalog_.index(), "p-1", 7, book_.tallies().VictimsOf("p-1"));
+  s->holds.HoldVictimNodes(catalog_.index(), "p-1", 7,
+                           book_.tallies().VictimsOf("p-1"));
   EXPECT_EQ(Reserve(*s, "p-2", T4s(1), 0), "");
   EXPECT_EQ(Held(s->holds.reservations()),
             (HeldMap{{"n1", {"p-1", T0() + absl::Seconds(30)}}}));

@@ -157,7 +157,8 @@ TEST_P(PreemptTest, PreemptsThroughTheStatementAndHoldsTheNode) {
     return;
   }
   EXPECT_EQ(r.code, PostFilterResult::Code::kWaiting);
-  EXPECT_THAT(book_.tallies().VictimsOf("p-1"), UnorderedElementsAreArray(c.victims));
+  EXPECT_THAT(book_.tallies().VictimsOf("p-1"),
+              UnorderedElementsAreArray(c.victims));
 }
 
 using L = FrameworkFixture::Live;

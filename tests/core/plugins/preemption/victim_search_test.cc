@@ -229,9 +229,8 @@ TEST_F(VictimSearchTest, GangsWait) {
   std::unique_ptr<CycleState> gang_cycle = CycleOf(*s, p, gang);
   std::unique_ptr<CycleState> cycle = CycleOf(*s, p);
   VictimSearch search(s->session);
-  EXPECT_FALSE(
-      search.ChooseVictims(*gang_cycle, "p-1", p, gang_cycle->spec())
-          .has_value());
+  EXPECT_FALSE(search.ChooseVictims(*gang_cycle, "p-1", p, gang_cycle->spec())
+                   .has_value());
   // One replica would preempt.
   EXPECT_TRUE(
       search.ChooseVictims(*cycle, "p-1", p, cycle->spec()).has_value());
@@ -257,7 +256,8 @@ TEST_F(VictimSearchTest, ANodeHeldForAHigherPreemptorIsPassedBy) {
     EXPECT_EQ(choice->node, "n1");
   }
   std::unique_ptr<PassSession> s = NewSession();
-  s->holds.HoldVictimNodes(catalog_.index(), "q-1", 9, book_.tallies().VictimsOf("q-1"));
+  s->holds.HoldVictimNodes(catalog_.index(), "q-1", 9,
+                           book_.tallies().VictimsOf("q-1"));
   std::unique_ptr<CycleState> cycle = CycleOf(*s, p);
   VictimSearch search(s->session);
   std::optional<VictimChoice> choice =
