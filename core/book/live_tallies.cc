@@ -38,39 +38,42 @@ void LiveTallies::Clear() {
 }
 
 void LiveTallies::Hold(const Allocation& a, size_t units) {
+  const PoolKey pool = PoolOf(a);
   const int64_t milli = UsageMilliOf(a, units);
-  Add(usage_milli_, a.tenant, PoolOf(a), milli);
+  Add(usage_milli_, a.tenant, pool, milli);
   if (a.state == AllocationState::kPreempted) {
     victims_[a.preempted_by].insert(a.id);
-    Add(preempted_usage_milli_, a.tenant, PoolOf(a), milli);
+    Add(preempted_usage_milli_, a.tenant, pool, milli);
   } else {
-    active_priorities_[PoolOf(a)].insert(a.priority);
+    active_priorities_[pool].insert(a.priority);
   }
 }
 
 void LiveTallies::Free(const Allocation& a, size_t units) {
+  const PoolKey pool = PoolOf(a);
   const int64_t milli = UsageMilliOf(a, units);
-  Subtract(usage_milli_, a.tenant, PoolOf(a), milli);
+  Subtract(usage_milli_, a.tenant, pool, milli);
   if (a.state == AllocationState::kPreempted) {
     auto victims = victims_.find(a.preempted_by);
     victims->second.erase(a.id);
     if (victims->second.empty()) victims_.erase(victims);
-    Subtract(preempted_usage_milli_, a.tenant, PoolOf(a), milli);
+    Subtract(preempted_usage_milli_, a.tenant, pool, milli);
   } else {
-    ForgetPriority(a);
+    ForgetPriority(pool, a.priority);
   }
 }
 
 void LiveTallies::Preempt(const Allocation& a, size_t units) {
-  ForgetPriority(a);
-  Add(preempted_usage_milli_, a.tenant, PoolOf(a), UsageMilliOf(a, units));
+  const PoolKey pool = PoolOf(a);
+  ForgetPriority(pool, a.priority);
+  Add(preempted_usage_milli_, a.tenant, pool, UsageMilliOf(a, units));
   victims_[a.preempted_by].insert(a.id);
 }
 
-void LiveTallies::ForgetPriority(const Allocation& a) {
-  auto pool = active_priorities_.find(PoolOf(a));
-  pool->second.erase(pool->second.find(a.priority));
-  if (pool->second.empty()) active_priorities_.erase(pool);
+void LiveTallies::ForgetPriority(const PoolKey& pool, int priority) {
+  auto it = active_priorities_.find(pool);
+  it->second.erase(it->second.find(priority));
+  if (it->second.empty()) active_priorities_.erase(it);
 }
 
 int64_t LiveTallies::UsageMilli(absl::string_view tenant,

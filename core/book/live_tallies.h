@@ -56,7 +56,8 @@ class LiveTallies {
   std::optional<int> LowestActivePriority(const PoolKey& pool) const;
 
  private:
-  void ForgetPriority(const Allocation& active);
+  // One ACTIVE allocation of `priority` in `pool` is no longer counted.
+  void ForgetPriority(const PoolKey& pool, int priority);
 
   UsageMap usage_milli_;
   UsageMap preempted_usage_milli_;

@@ -5,8 +5,8 @@
 // lock around every call).
 //
 // Who holds a unit is not the catalog's to know: it asks a UnitHolders (the
-// allocation book) whenever it re-derives units, so that ownership is kept in
-// one place only.
+// allocation book's unit holdings, core/book/unit_holdings.h) whenever it
+// re-derives units, so that ownership is kept in one place only.
 #ifndef ACCELSCHED_CORE_CATALOG_CATALOG_H_
 #define ACCELSCHED_CORE_CATALOG_CATALOG_H_
 
@@ -110,7 +110,8 @@ class Catalog {
   // NOT_FOUND naming the node when absent.
   absl::StatusOr<const Node*> FindNode(absl::string_view name) const;
   const CapacityIndex& index() const { return index_; }
-  // For the allocation book only, which mirrors ownership into it.
+  // For the unit holdings only (core/book/unit_holdings.h), which mirror
+  // ownership into it.
   CapacityIndex& mutable_index() { return index_; }
 
   // Enters `node` (normalised and validated on its own against `types`)
