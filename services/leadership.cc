@@ -26,15 +26,15 @@ class Lockable {
 }  // namespace
 
 Leadership::Leadership()
-    : replicated_(false),
-      renew_deadline_(absl::InfiniteDuration()),
-      retry_period_(absl::ZeroDuration()) {}
+    : config_{.replicated = false,
+              .renew_deadline = absl::InfiniteDuration(),
+              .retry_period = absl::ZeroDuration()} {}
 
 Leadership::Leadership(absl::Duration renew_deadline,
                        absl::Duration retry_period, Callbacks callbacks)
-    : replicated_(true),
-      renew_deadline_(renew_deadline),
-      retry_period_(retry_period),
+    : config_{.replicated = true,
+              .renew_deadline = renew_deadline,
+              .retry_period = retry_period},
       callbacks_(std::move(callbacks)) {}
 
 Leadership::~Leadership() { Stop(); }
@@ -50,7 +50,7 @@ void Leadership::Stop() {
   if (thread_.joinable()) thread_.join();
   {
     absl::MutexLock lock(&mu_);
-    stopped_ = true;
+    term_.stopped = true;
     watch_cv_.notify_all();
   }
   if (watch_thread_.joinable()) watch_thread_.join();
@@ -59,18 +59,18 @@ void Leadership::Stop() {
 void Leadership::Watch() {
   absl::MutexLock lock(&mu_);
   Lockable held(&mu_);
-  while (!stopped_) {
-    if (!serving_) {
+  while (!term_.stopped) {
+    if (!term_.serving) {
       watch_cv_.wait(held);
       continue;
     }
-    if (std::chrono::steady_clock::now() >= valid_until_) {
+    if (std::chrono::steady_clock::now() >= term_.valid_until) {
       SetServing(false);
       continue;
     }
     // Woken early by a renewal or a change of serving. A copy: the wait reads
     // its deadline while mu_ is released, when a renewal may write it.
-    const SteadyTime until = valid_until_;
+    const SteadyTime until = term_.valid_until;
     watch_cv_.wait_until(held, until);
   }
 }
@@ -79,8 +79,8 @@ void Leadership::Resign() {
   int64_t epoch = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (election_ == nullptr || lost_ || epoch_ == 0) return;
-    epoch = epoch_;
+    if (election_ == nullptr || term_.lost || term_.epoch == 0) return;
+    epoch = term_.epoch;
   }
   if (absl::Status s = election_->Resign(epoch); !s.ok()) {
     std::fprintf(stderr, "accelschedd: resigning epoch %lld: %s\n",
@@ -89,56 +89,57 @@ void Leadership::Resign() {
 }
 
 absl::Status Leadership::Check() const {
-  if (!replicated_) return absl::OkStatus();
+  if (!config_.replicated) return absl::OkStatus();
   absl::ReaderMutexLock lock(&mu_);
-  const std::string leader = leader_address_.empty()
+  const std::string leader = term_.leader_address.empty()
                                  ? std::string("not known yet")
-                                 : absl::StrCat("at ", leader_address_);
-  if (lost_) {
+                                 : absl::StrCat("at ", term_.leader_address);
+  if (term_.lost) {
     return absl::UnavailableError(absl::StrCat(
         "this server is no longer the leader; the leader is ", leader));
   }
-  if (epoch_ == 0) {
+  if (term_.epoch == 0) {
     return absl::UnavailableError(
         absl::StrCat("this server is a follower; the leader is ", leader));
   }
-  if (!loaded_) {
+  if (!term_.loaded) {
     return absl::UnavailableError(
         "this server was just elected leader and is loading its state");
   }
-  if (std::chrono::steady_clock::now() >= valid_until_) {
+  if (std::chrono::steady_clock::now() >= term_.valid_until) {
     return absl::UnavailableError(
         absl::StrCat("this server could not renew its leadership within ",
-                     absl::FormatDuration(renew_deadline_), ": ",
-                     last_error_.empty() ? "renewing" : last_error_));
+                     absl::FormatDuration(config_.renew_deadline), ": ",
+                     term_.last_error.empty() ? "renewing" : term_.last_error));
   }
   return absl::OkStatus();
 }
 
 bool Leadership::lost() const {
   absl::ReaderMutexLock lock(&mu_);
-  return lost_;
+  return term_.lost;
 }
 
 int64_t Leadership::epoch() const {
   absl::ReaderMutexLock lock(&mu_);
-  return epoch_;
+  return term_.epoch;
 }
 
 void Leadership::SetServing(bool serving) {
-  if (serving == serving_) return;
-  serving_ = serving;
+  if (serving == term_.serving) return;
+  term_.serving = serving;
   watch_cv_.notify_all();
-  if (callbacks_.serving && !stopped_) callbacks_.serving(serving, epoch_);
+  if (callbacks_.serving && !term_.stopped)
+    callbacks_.serving(serving, term_.epoch);
 }
 
 void Leadership::Lose(const std::string& why) {
   {
     absl::MutexLock lock(&mu_);
-    if (lost_) return;
-    lost_ = true;
+    if (term_.lost) return;
+    term_.lost = true;
     SetServing(false);
-    if (stopped_) return;
+    if (term_.stopped) return;
   }
   std::fprintf(stderr, "accelschedd: lost the leadership: %s\n", why.c_str());
   if (callbacks_.lost) callbacks_.lost(why);
@@ -148,8 +149,8 @@ void Leadership::LogOnce(const absl::Status& error) {
   const std::string text = error.ToString();
   {
     absl::MutexLock lock(&mu_);
-    if (text == last_error_) return;
-    last_error_ = text;
+    if (text == term_.last_error) return;
+    term_.last_error = text;
   }
   std::fprintf(stderr, "accelschedd: leader election: %s\n", text.c_str());
 }
@@ -160,10 +161,10 @@ void Leadership::Run() {
     int64_t epoch = 0;
     {
       absl::ReaderMutexLock lock(&mu_);
-      if (lost_) return;
-      epoch = epoch_;
+      if (term_.lost) return;
+      epoch = term_.epoch;
     }
-    wait = retry_period_;
+    wait = config_.retry_period;
     if (epoch == 0) {
       wait = std::min(wait, Campaign());
     } else {
@@ -177,7 +178,7 @@ absl::Duration Leadership::Campaign() {
   absl::StatusOr<int64_t> epoch = election_->TryAcquire();
   if (!epoch.ok()) {
     LogOnce(epoch.status());
-    return retry_period_;
+    return config_.retry_period;
   }
   if (*epoch == 0) {
     // Tried again as the holder's lease or deadline runs out (a killed
@@ -190,19 +191,20 @@ absl::Duration Leadership::Campaign() {
       return next;
     }
     absl::MutexLock lock(&mu_);
-    leader_address_ = leader->address;
+    term_.leader_address = leader->address;
     return next;
   }
   {
     absl::MutexLock lock(&mu_);
-    epoch_ = *epoch;
-    valid_until_ = start + absl::ToChronoNanoseconds(renew_deadline_);
-    last_error_.clear();
+    term_.epoch = *epoch;
+    term_.valid_until =
+        start + absl::ToChronoNanoseconds(config_.renew_deadline);
+    term_.last_error.clear();
   }
   std::fprintf(stderr, "accelschedd: elected leader, epoch %lld\n",
                static_cast<long long>(*epoch));
   Promote(*epoch);
-  return retry_period_;
+  return config_.retry_period;
 }
 
 void Leadership::Promote(int64_t epoch) {
@@ -224,8 +226,8 @@ void Leadership::Promote(int64_t epoch) {
     return Lose(absl::StrCat(error.message(), "; resigned the leadership"));
   }
   absl::MutexLock lock(&mu_);
-  loaded_ = true;
-  SetServing(std::chrono::steady_clock::now() < valid_until_);
+  term_.loaded = true;
+  SetServing(std::chrono::steady_clock::now() < term_.valid_until);
   std::fprintf(stderr,
                "accelschedd: serving as leader, epoch %lld (state "
                "loaded in %s)\n",
@@ -238,8 +240,8 @@ void Leadership::Renew() {
   bool loaded = false;
   {
     absl::ReaderMutexLock lock(&mu_);
-    epoch = epoch_;
-    loaded = loaded_;
+    epoch = term_.epoch;
+    loaded = term_.loaded;
   }
   const SteadyTime start = std::chrono::steady_clock::now();
   absl::Status s = election_->Renew(epoch);
@@ -248,10 +250,12 @@ void Leadership::Renew() {
   if (!s.ok()) return LogOnce(s);
   {
     absl::MutexLock lock(&mu_);
-    valid_until_ = start + absl::ToChronoNanoseconds(renew_deadline_);
+    term_.valid_until =
+        start + absl::ToChronoNanoseconds(config_.renew_deadline);
     watch_cv_.notify_all();
-    last_error_.clear();
-    if (loaded_) SetServing(std::chrono::steady_clock::now() < valid_until_);
+    term_.last_error.clear();
+    if (term_.loaded)
+      SetServing(std::chrono::steady_clock::now() < term_.valid_until);
   }
   if (!loaded) Promote(epoch);
 }

@@ -99,10 +99,28 @@ class Leadership {
   void LogOnce(const absl::Status& error);
   void SetServing(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const bool replicated_;  // false: the only server
+  // What the constructor fixed.
+  struct Config {
+    bool replicated = false;  // false: the only server
+    absl::Duration renew_deadline;
+    absl::Duration retry_period;
+  };
+  // Where this server stands; every field under mu_.
+  struct Term {
+    int64_t epoch = 0;  // ours once elected
+    bool loaded = false;
+    // Up to when our last renewal holds: its start + the renew deadline, on
+    // the monotonic clock (a step of the wall clock changes nothing).
+    SteadyTime valid_until = SteadyTime::min();
+    bool serving = false;
+    bool lost = false;
+    bool stopped = false;
+    std::string leader_address;
+    std::string last_error;
+  };
+
+  const Config config_;
   std::unique_ptr<PgLeaderElection> election_;
-  const absl::Duration renew_deadline_;
-  const absl::Duration retry_period_;
   Callbacks callbacks_;
   std::thread thread_;
   std::thread watch_thread_;
@@ -112,18 +130,9 @@ class Leadership {
   MonotonicNotification stop_;
 
   mutable absl::Mutex mu_;
-  int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // ours once elected
-  bool loaded_ ABSL_GUARDED_BY(mu_) = false;
-  // Up to when our last renewal holds: its start + the renew deadline, on
-  // the monotonic clock (a step of the wall clock changes nothing).
-  SteadyTime valid_until_ ABSL_GUARDED_BY(mu_) = SteadyTime::min();
-  bool serving_ ABSL_GUARDED_BY(mu_) = false;
-  // valid_until_, serving_ or stopped_ changed; waited on with mu_ held.
+  Term term_ ABSL_GUARDED_BY(mu_);
+  // term_.valid_until, .serving or .stopped changed; waited on with mu_ held.
   std::condition_variable_any watch_cv_;
-  bool lost_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  std::string leader_address_ ABSL_GUARDED_BY(mu_);
-  std::string last_error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace accelsched

@@ -152,16 +152,17 @@ absl::Status Server::OpenScheduler(const Options& options) {
     // Leases on the database's clock: a replica whose clock runs ahead would
     // otherwise, once leader, end its predecessor's leases early.
     auto clock = std::make_unique<OffsetClock>();
-    database_clock_ = clock.get();
-    clock_ = std::move(clock);
+    storage_.database_clock = clock.get();
+    storage_.clock = std::move(clock);
     RETURN_IF_ERROR(OpenPostgres(options));
   } else {
-    clock_ = std::make_unique<RealClock>();
+    storage_.clock = std::make_unique<RealClock>();
     SqliteStore::Options store_options;
     store_options.max_pages = options.max_db_pages;
-    ASSIGN_OR_RETURN(store_, SqliteStore::Open(options.db, store_options));
-    db_description_ = options.db;
-    leadership_ = std::make_unique<Leadership>();
+    ASSIGN_OR_RETURN(storage_.store,
+                     SqliteStore::Open(options.db, store_options));
+    storage_.description = options.db;
+    storage_.leadership = std::make_unique<Leadership>();
   }
   Scheduler::Options scheduler_options;
   scheduler_options.default_lease = options.default_lease;
@@ -200,18 +201,19 @@ absl::Status Server::OpenScheduler(const Options& options) {
     }
     levels.emplace_back(level);
   }
-  accelerator_types_ = options.accelerator_types;
-  tenants_ = options.tenants;
-  scheduler_ = std::make_unique<Scheduler>(
-      store_.get(), clock_.get(), *std::move(registry), scheduler_options);
+  files_.accelerator_types = options.accelerator_types;
+  files_.tenants = options.tenants;
+  scheduler_ =
+      std::make_unique<Scheduler>(storage_.store.get(), storage_.clock.get(),
+                                  *std::move(registry), scheduler_options);
   // A replica loads once elected (Leadership's promote).
-  if (pg_store_ == nullptr) RETURN_IF_ERROR(scheduler_->Load());
+  if (storage_.pg_store == nullptr) RETURN_IF_ERROR(scheduler_->Load());
   return scheduler_->queue().SetTenantPolicies(
       std::make_shared<const TenantPolicies>(*std::move(tenants)));
 }
 
 absl::Status Server::OpenPostgres(const Options& options) {
-  db_description_ = PgConnection::Describe(options.db);
+  storage_.description = PgConnection::Describe(options.db);
   PgStore::Options store_options;
   // A write transaction left open by a leader frozen mid-way (SIGSTOP, a VM
   // paused) holds the share lock a takeover waits for: the takeover ends
@@ -225,41 +227,41 @@ absl::Status Server::OpenPostgres(const Options& options) {
       "idle_in_transaction_session_timeout", lease_ms);
   store_options.connection.settings.emplace_back("lock_timeout", lease_ms);
   store_options.on_fenced = [this] {
-    leadership_->Lose(
+    storage_.leadership->Lose(
         "a write was refused: another server holds a later "
         "epoch");
   };
   ASSIGN_OR_RETURN(std::unique_ptr<PgStore> store,
                    PgStore::Open(options.db, std::move(store_options)));
-  pg_store_ = store.get();
-  store_ = std::move(store);
+  storage_.pg_store = store.get();
+  storage_.store = std::move(store);
   Leadership::Callbacks callbacks;
   callbacks.promote = [this](int64_t epoch) {
     // Loaded first: until the state is whole, nothing this server would
     // write (the sweeper's expiries) may commit.
     RETURN_IF_ERROR(scheduler_->Load());
-    pg_store_->set_epoch(epoch);
+    storage_.pg_store->set_epoch(epoch);
     return absl::OkStatus();
   };
   callbacks.serving = [this](bool serving, int64_t epoch) {
     grpc_server_->GetHealthCheckService()->SetServingStatus(
         v1::AcceleratorScheduler::service_full_name(), serving);
-    metrics_->SetLeader(serving, epoch);
+    exporter_.metrics->SetLeader(serving, epoch);
   };
   callbacks.lost = [this](const std::string&) {
-    lost_leadership_.store(true);
+    storage_.lost_leadership.store(true);
     // main() waits for signals: this one stops the server, and main exits 1
     // so that a supervisor restarts it as a follower.
     kill(getpid(), SIGTERM);
   };
-  leadership_ = std::make_unique<Leadership>(RenewDeadline(options),
-                                             options.leader_retry_period,
-                                             std::move(callbacks));
+  storage_.leadership = std::make_unique<Leadership>(
+      RenewDeadline(options), options.leader_retry_period,
+      std::move(callbacks));
   return absl::OkStatus();
 }
 
 absl::Status Server::StartElection(const Options& options) {
-  if (pg_store_ == nullptr) return absl::OkStatus();
+  if (storage_.pg_store == nullptr) return absl::OkStatus();
   std::string address = options.advertise_address;
   if (address.empty()) {
     char host[HOST_NAME_MAX + 1] = {};
@@ -273,48 +275,49 @@ absl::Status Server::StartElection(const Options& options) {
   election_options.address = address;
   election_options.lease = options.leader_lease;
   election_options.renew_deadline = RenewDeadline(options);
-  election_options.clock = database_clock_;
+  election_options.clock = storage_.database_clock;
   election_options.connection.application_name =
       absl::StrCat("accelschedd ", address);
   ASSIGN_OR_RETURN(std::unique_ptr<PgLeaderElection> election,
                    PgLeaderElection::Open(options.db, election_options));
-  leadership_->Start(std::move(election));
+  storage_.leadership->Start(std::move(election));
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> Server::ReloadTenants() {
-  if (tenants_.empty()) {
+  if (files_.tenants.empty()) {
     return absl::FailedPreconditionError("no --tenants file to re-read");
   }
   ASSIGN_OR_RETURN(
       TenantPolicies next,
-      LoadTenantPolicies(tenants_, *scheduler_->nodes().accelerator_types()));
+      LoadTenantPolicies(files_.tenants,
+                         *scheduler_->nodes().accelerator_types()));
   const size_t count = next.tenants().size();
   RETURN_IF_ERROR(scheduler_->queue().SetTenantPolicies(
       std::make_shared<const TenantPolicies>(std::move(next))));
-  return absl::StrCat("tenants re-read from ", tenants_, ": ", count,
+  return absl::StrCat("tenants re-read from ", files_.tenants, ": ", count,
                       " tenants");
 }
 
 absl::StatusOr<std::string> Server::ReloadAcceleratorTypes() {
-  if (accelerator_types_.empty()) {
+  if (files_.accelerator_types.empty()) {
     return absl::FailedPreconditionError(
         "no --accelerator_types file to re-read; the built-in types stay");
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const AcceleratorTypeSet> next,
-                   LoadAcceleratorTypes(accelerator_types_));
+                   LoadAcceleratorTypes(files_.accelerator_types));
   const size_t types = next->types().size();
   RETURN_IF_ERROR(scheduler_->nodes().ReplaceAcceleratorTypes(std::move(next)));
-  return absl::StrCat("accelerator types re-read from ", accelerator_types_,
-                      ": ", types, " types in use");
+  return absl::StrCat("accelerator types re-read from ",
+                      files_.accelerator_types, ": ", types, " types in use");
 }
 
 void Server::StartSweeper(absl::Duration interval) {
-  sweeper_ = std::thread([this, interval] {
-    while (!stop_sweeper_.WaitForNotificationWithTimeout(interval)) {
+  sweeper_.thread = std::thread([this, interval] {
+    while (!sweeper_.stop.WaitForNotificationWithTimeout(interval)) {
       // Only a serving leader sweeps: a follower's or a deposed leader's
       // expiries would be refused, and a half-loaded state's be wrong.
-      if (!leadership_->Check().ok()) continue;
+      if (!storage_.leadership->Check().ok()) continue;
       absl::Status s = scheduler_->Sweep().status();
       if (!s.ok()) {
         std::fprintf(stderr, "accelschedd: lease sweep: %s\n",
@@ -325,26 +328,29 @@ void Server::StartSweeper(absl::Duration interval) {
 }
 
 absl::Status Server::StartMetrics(const Options& options) {
-  registry_ = std::make_shared<prometheus::Registry>();
+  exporter_.registry = std::make_shared<prometheus::Registry>();
   // A node silent for longer than the heartbeat timeout is stale: so are its
   // statistics.
   device_stats_ = std::make_unique<DeviceStatsTable>(options.heartbeat_timeout);
-  metrics_ = std::make_unique<Metrics>(
-      *registry_, scheduler_.get(), device_stats_.get(),
+  exporter_.metrics = std::make_unique<Metrics>(
+      *exporter_.registry, scheduler_.get(), device_stats_.get(),
       options.metrics_per_device, ACCELSCHED_VERSION);
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+    exporter_.exposer =
+        std::make_unique<prometheus::Exposer>(options.metrics_listen);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot serve metrics on \"",
                                                options.metrics_listen,
                                                "\": ", e.what()));
   }
-  metrics_->SetLeader(leadership_->Check().ok(), 0);
-  exposer_->RegisterCollectable(registry_);
-  exposer_->RegisterCollectable(metrics_->catalog_collector());
-  exposer_->RegisterCollectable(metrics_->device_stats_collector());
-  std::vector<int> ports = exposer_->GetListeningPorts();
-  metrics_port_ = ports.empty() ? 0 : ports.front();
+  exporter_.metrics->SetLeader(storage_.leadership->Check().ok(), 0);
+  exporter_.exposer->RegisterCollectable(exporter_.registry);
+  exporter_.exposer->RegisterCollectable(
+      exporter_.metrics->catalog_collector());
+  exporter_.exposer->RegisterCollectable(
+      exporter_.metrics->device_stats_collector());
+  std::vector<int> ports = exporter_.exposer->GetListeningPorts();
+  exporter_.port = ports.empty() ? 0 : ports.front();
   return absl::OkStatus();
 }
 
@@ -399,8 +405,8 @@ absl::Status Server::StartGrpc(const Options& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    Credentials(options));
   service_ = std::make_unique<SchedulerService>(
-      scheduler_.get(), metrics_.get(), auth_.get(), options.placement,
-      device_stats_.get(), leadership_.get());
+      scheduler_.get(), exporter_.metrics.get(), auth_.get(), options.placement,
+      device_stats_.get(), storage_.leadership.get());
   grpc::ServerBuilder builder;
   // Without this, Linux's SO_REUSEPORT would let a second server share a busy
   // port silently.
@@ -421,7 +427,7 @@ absl::Status Server::StartGrpc(const Options& options) {
   // service serves once elected (Leadership's serving callback).
   health->SetServingStatus(true);
   health->SetServingStatus(v1::AcceleratorScheduler::service_full_name(),
-                           leadership_->Check().ok());
+                           storage_.leadership->Check().ok());
   return absl::OkStatus();
 }
 
@@ -429,10 +435,10 @@ void Server::Shutdown(absl::Duration grace) {
   // The metrics endpoint (civetweb) takes one to two seconds to stop, waiting
   // out its polls: let it do so while gRPC stops. Its collectors read the
   // scheduler, which goes after it.
-  std::thread stop_metrics([this] { exposer_.reset(); });
+  std::thread stop_metrics([this] { exporter_.exposer.reset(); });
   // No promotion, renewal or health change from here on; still leader (if it
   // was) until every write in flight has committed.
-  if (leadership_ != nullptr) leadership_->Stop();
+  if (storage_.leadership != nullptr) storage_.leadership->Stop();
   if (grpc_server_ != nullptr) {
     grpc_server_->GetHealthCheckService()->SetServingStatus(false);
     // Watch streams would otherwise run to the grace deadline.
@@ -469,17 +475,17 @@ void Server::Shutdown(absl::Duration grace) {
     grpc_completion_queue_destroy(notified);
     grpc_server_.reset();
   }
-  if (sweeper_.joinable()) {
-    stop_sweeper_.Notify();
-    sweeper_.join();
+  if (sweeper_.thread.joinable()) {
+    sweeper_.stop.Notify();
+    sweeper_.thread.join();
   }
   // No scrape may read the scheduler once it is gone, and destroying it drains
   // its commit queue, whose commits still report to metrics: metrics go last.
   stop_metrics.join();
   scheduler_.reset();
-  metrics_.reset();
+  exporter_.metrics.reset();
   // Everything acknowledged is committed: a follower may take over now.
-  if (leadership_ != nullptr) leadership_->Resign();
+  if (storage_.leadership != nullptr) storage_.leadership->Resign();
 }
 
 }  // namespace accelsched

@@ -110,12 +110,12 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   int grpc_port() const { return grpc_port_; }
-  int metrics_port() const { return metrics_port_; }
+  int metrics_port() const { return exporter_.port; }
   // --db for the log: a PostgreSQL URI without its password.
-  const std::string& db_description() const { return db_description_; }
+  const std::string& db_description() const { return storage_.description; }
   // True once another server has taken over from this one (which then raises
   // SIGTERM, so that it exits and restarts as a follower).
-  bool lost_leadership() const { return lost_leadership_.load(); }
+  bool lost_leadership() const { return storage_.lost_leadership.load(); }
 
   // Re-reads the accelerator-type file (on SIGHUP) and, when it is valid and
   // no registered device would lose its type, uses it for every later
@@ -145,30 +145,48 @@ class Server {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
       const Options& options);
 
-  std::string accelerator_types_;  // the file's path
-  std::string tenants_;            // the --tenants file's path
-  std::unique_ptr<Clock> clock_;
-  // clock_ on PostgreSQL, set by the election (null on SQLite).
-  OffsetClock* database_clock_ = nullptr;
-  std::unique_ptr<Store> store_;
-  PgStore* pg_store_ = nullptr;  // store_, when it is PostgreSQL
-  std::unique_ptr<Leadership> leadership_;
-  std::atomic<bool> lost_leadership_{false};
-  std::string db_description_;
+  // The files the server reloads (SIGHUP): their paths.
+  struct ConfigFiles {
+    std::string accelerator_types;
+    std::string tenants;  // --tenants
+  };
+  // The store, who may write it and the clock the leases read.
+  struct Storage {
+    std::unique_ptr<Clock> clock;
+    // `clock` on PostgreSQL, set by the election (null on SQLite).
+    OffsetClock* database_clock = nullptr;
+    std::unique_ptr<Store> store;
+    PgStore* pg_store = nullptr;  // `store`, when it is PostgreSQL
+    std::unique_ptr<Leadership> leadership;
+    std::atomic<bool> lost_leadership{false};
+    std::string description;
+  };
+  // The Prometheus endpoint.
+  struct Exporter {
+    std::shared_ptr<prometheus::Registry> registry;
+    std::unique_ptr<Metrics> metrics;
+    std::unique_ptr<prometheus::Exposer> exposer;
+    int port = 0;
+  };
+  // The periodic sweeps' thread.
+  struct Sweeper {
+    // Monotonic: a step of the wall clock back must not stop the sweeps (the
+    // reload retried after a failed commit among them).
+    MonotonicNotification stop;
+    std::thread thread;
+  };
+
+  // Declared in the order they are made: destroyed in reverse.
+  ConfigFiles files_;
+  Storage storage_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<DeviceStatsTable> device_stats_;
   std::unique_ptr<AdminAuth> auth_;
   std::unique_ptr<SchedulerService> service_;
-  std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  Exporter exporter_;
   std::unique_ptr<grpc::Server> grpc_server_;
-  // Monotonic: a step of the wall clock back must not stop the sweeps (the
-  // reload retried after a failed commit among them).
-  MonotonicNotification stop_sweeper_;
-  std::thread sweeper_;
+  Sweeper sweeper_;
   int grpc_port_ = 0;
-  int metrics_port_ = 0;
 };
 
 }  // namespace accelsched

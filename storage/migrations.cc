@@ -14,8 +14,8 @@ absl::Status CheckForeignKeys(SqliteDb& db) {
   ASSIGN_OR_RETURN(bool row, q->Step());
   if (!row) return absl::OkStatus();
   absl::Status s = absl::FailedPreconditionError(
-      absl::StrCat("row ", q->ColumnInt(1), " of table ", q->ColumnText(0),
-                   " refers to a missing row of ", q->ColumnText(2)));
+      absl::StrCat("row ", q->ColumnInt(1), " of table ", q->Text(0),
+                   " refers to a missing row of ", q->Text(2)));
   RETURN_IF_ERROR(q->Reset());
   return s;
 }

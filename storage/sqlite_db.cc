@@ -194,11 +194,11 @@ int64_t Statement::ColumnInt(int i) {
   return v;
 }
 
-bool Statement::ColumnIsNull(int i) {
+bool Statement::IsNull(int i) {
   return sqlite3_column_type(stmt_, i) == SQLITE_NULL;
 }
 
-std::string Statement::ColumnText(int i) {
+std::string Statement::Text(int i) {
   const bool null = sqlite3_column_type(stmt_, i) == SQLITE_NULL;
   const unsigned char* text = sqlite3_column_text(stmt_, i);
   if (text == nullptr) {
@@ -245,7 +245,7 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(
                         absl::StrCat("cannot open database \"", path,
                                      "\": ", row.status().message()));
   }
-  const bool in_wal = *row && (*wal)->ColumnText(0) == "wal";
+  const bool in_wal = *row && (*wal)->Text(0) == "wal";
   if (absl::Status s = (*wal)->Reset(); !s.ok()) return s;
   if (!in_wal) {
     return absl::FailedPreconditionError(

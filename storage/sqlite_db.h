@@ -65,14 +65,12 @@ class Statement final : public RowReader {
   // Column values of the current row. A value SQLite cannot produce (out of
   // memory) is kept as the statement's error, returned by the next Step.
   int64_t ColumnInt(int i);
-  std::string ColumnText(int i);
-  // True when the value is NULL (ColumnInt reads it as 0). Ask before reading
-  // the value: SQLite's type of a column changes with a conversion.
-  bool ColumnIsNull(int i);
-  // RowReader: ColumnIsNull; ColumnText; ColumnInt, which never fails here (a
-  // failed read is kept as above); ColumnInt != 0.
-  bool IsNull(int col) override { return ColumnIsNull(col); }
-  std::string Text(int col) override { return ColumnText(col); }
+  // RowReader. IsNull: true when the value is NULL (ColumnInt reads it as 0);
+  // ask before reading the value: SQLite's type of a column changes with a
+  // conversion. Text: NULL reads as "". Int: ColumnInt, which never fails
+  // here (a failed read is kept as above). Bool: ColumnInt != 0.
+  bool IsNull(int col) override;
+  std::string Text(int col) override;
   absl::StatusOr<int64_t> Int(int col) override { return ColumnInt(col); }
   bool Bool(int col) override { return ColumnInt(col) != 0; }
 

@@ -123,9 +123,9 @@ absl::Status GroupCommitter::Wait(const std::shared_ptr<Ticket>& ticket) {
 void GroupCommitter::FailQueued(const absl::Status& status) {
   absl::MutexLock lock(&mu_);
   // Their events were never committed: the next commit reuses the numbers.
-  for (Write& w : queue_) failed_.push_back(std::move(w));
+  for (Write& w : queue_) failed_.writes.push_back(std::move(w));
   queue_.clear();
-  failed_status_ = status;
+  failed_.status = status;
 }
 
 std::shared_ptr<GroupCommitter::Ticket> GroupCommitter::Refused(
@@ -210,14 +210,13 @@ void GroupCommitter::CommitOneBatch() {
     if (!events.empty()) hub_->Publish(std::move(events));
   }
   Finish(batch, status);
-  std::vector<Write> failed;
-  absl::Status failed_status;
+  Failed failed;
   {
     absl::MutexLock lock(&mu_);
-    failed.swap(failed_);
-    failed_status = failed_status_;
+    failed.writes.swap(failed_.writes);
+    failed.status = failed_.status;
   }
-  Finish(failed, failed_status);
+  Finish(failed.writes, failed.status);
 }
 
 }  // namespace accelsched

@@ -142,8 +142,11 @@ class GroupCommitter {
   mutable absl::Mutex mu_;
   std::deque<Write> queue_ ABSL_GUARDED_BY(mu_);
   // Writes failed by FailQueued, told once the failure handler returned.
-  std::vector<Write> failed_ ABSL_GUARDED_BY(mu_);
-  absl::Status failed_status_ ABSL_GUARDED_BY(mu_);
+  struct Failed {
+    std::vector<Write> writes;
+    absl::Status status;
+  };
+  Failed failed_ ABSL_GUARDED_BY(mu_);
   // A thread is committing (kLeader: a leader is at work).
   bool committing_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // kThread: the destructor ran

@@ -182,7 +182,7 @@ TEST(SqliteStoreTest, FreshFileHasLatestSchemaInWalMode) {
   auto mode = (*db)->Prepare("PRAGMA journal_mode");
   ASSERT_OK(mode);
   ASSERT_TRUE(*(*mode)->Step());
-  EXPECT_EQ((*mode)->ColumnText(0), "wal");
+  EXPECT_EQ((*mode)->Text(0), "wal");
   auto fk = (*db)->Prepare("PRAGMA foreign_keys");
   ASSERT_OK(fk);
   ASSERT_TRUE(*(*fk)->Step());
@@ -210,7 +210,7 @@ TEST(SqliteStoreTest, OlderFileIsMigratedKeepingItsData) {
   ASSERT_OK(q);
   ASSERT_TRUE(*(*q)->Step());
   EXPECT_EQ((*q)->ColumnInt(0), 7);
-  EXPECT_EQ((*q)->ColumnText(1), "x");
+  EXPECT_EQ((*q)->Text(1), "x");
   // Migrating again is a no-op.
   EXPECT_OK((*q)->Reset());
   EXPECT_OK(Migrate(**db, v2));
