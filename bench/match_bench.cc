@@ -15,9 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "config/accelerator_types_file.h"
 #include "core/catalog/capacity_index.h"
+#include "core/catalog/pool_queries.h"
+#include "core/model/node_resources.h"
 #include "core/plugins/index_placer.h"
 #include "core/plugins/request_mix/request_mix.h"
-#include "core/model/node_resources.h"
 
 namespace accelsched {
 namespace {
@@ -240,8 +241,7 @@ void BM_MatchPacking(benchmark::State& state) {
   IndexPlacer placer(&c.index, &c.nodes,
                      state.range(1) == 0
                          ? IndexPlacer::Options{Packing::kFragmentation,
-                                                absl::Minutes(5), &mix,
-                                                &leases}
+                                                absl::Minutes(5), &mix, &leases}
                          : kBestFit);
   const absl::Time ends_at = kNow + absl::Hours(2);
   size_t i = 0;
@@ -338,7 +338,8 @@ Cluster& BuildWideCluster(int n) { return Cached(FillWide, n); }
 // turn), of any model, and of three acceptable models.
 std::vector<MatchSpec> WideSpecs(const Cluster& c, int models_per_request) {
   std::vector<std::string> models;
-  for (const auto& [key, pool] : c.index.PoolsOf(DeviceClass::kNvidiaGpu, "")) {
+  for (const auto& [key, pool] :
+       PoolsOf(c.index, DeviceClass::kNvidiaGpu, "")) {
     models.push_back(key->model);
   }
   std::vector<MatchSpec> specs;

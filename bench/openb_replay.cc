@@ -47,9 +47,10 @@
 #include "absl/strings/str_split.h"
 #include "bench/openb_data.h"
 #include "core/catalog/capacity_index.h"
+#include "core/catalog/pool_queries.h"
+#include "core/model/node_resources.h"
 #include "core/plugins/index_placer.h"
 #include "core/plugins/request_mix/request_mix.h"
-#include "core/model/node_resources.h"
 
 ABSL_FLAG(std::string, data_dir, OPENB_DATA_DIR,
           "directory with nodes.csv and pods_<trace>.csv "
@@ -444,7 +445,7 @@ Run Replay(const std::vector<NodeSpec>& specs,
       spec.count = pod.gpus;
       if (v.accounting) spec.pod_resources = Need(pod);
       if (!pod.shares) CountInMix(spec, now, mix);
-      std::vector<const Unit*> units;
+      UnitGroup units;
       if (pod.shares) spec.share = GpuShare{milli, 0};
       if (auto placed = placer.PlaceOne(spec, now)) {
         units = *std::move(placed);
@@ -517,7 +518,7 @@ Run Replay(const std::vector<NodeSpec>& specs,
     // A GPU with a share or held whole counts as allocated; what shares
     // leave is free for shares (a GPU held whole leaves nothing).
     int64_t index_allocated = 0, index_free = 0;
-    for (const CapacityEntry& e : index.Capacity()) {
+    for (const CapacityEntry& e : CapacityOf(index)) {
       index_allocated += e.allocated;
       index_free += e.free_compute_milli;
     }

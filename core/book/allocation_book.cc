@@ -2,10 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/random/random.h"
-#include "absl/strings/str_format.h"
-#include "core/base/page_token.h"
-
 namespace accelsched {
 
 void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
@@ -37,6 +33,11 @@ void AllocationBook::Load(std::vector<StoredAllocation> allocations) {
   }
 }
 
+const AllocationBook::Record* AllocationBook::Find(absl::string_view id) const {
+  auto it = allocations_.find(id);
+  return it == allocations_.end() ? nullptr : &it->second;
+}
+
 const AllocationBook::Record* AllocationBook::Find(
     const AllocationKey& key) const {
   std::string id = key.allocation_id;
@@ -45,37 +46,7 @@ const AllocationBook::Record* AllocationBook::Find(
     if (it == by_request_.end()) return nullptr;
     id = it->second;
   }
-  auto it = allocations_.find(id);
-  return it == allocations_.end() ? nullptr : &it->second;
-}
-
-AllocationBook::Record* AllocationBook::FindMutable(absl::string_view id) {
-  auto it = allocations_.find(id);
-  return it == allocations_.end() ? nullptr : &it->second;
-}
-
-absl::Time AllocationBook::FreeAt(absl::string_view allocation) const {
-  auto it = allocations_.find(allocation);
-  if (it == allocations_.end() || !it->second.allocation.live()) {
-    return absl::InfinitePast();
-  }
-  return it->second.allocation.expires_at;
-}
-
-std::string AllocationBook::NewId(absl::Time now) {
-  // A counter and random bits keep ids unique across restarts and within one
-  // microsecond. absl::BitGen is not thread-safe, and books in one process
-  // (tests) share no lock.
-  thread_local absl::BitGen id_bits;
-  return absl::StrFormat("a-%013x-%04x%04x", absl::ToUnixMicros(now),
-                         ++id_counter_ & 0xffff,
-                         absl::Uniform<uint32_t>(id_bits) & 0xffff);
-}
-
-void AllocationBook::MarkHeldResources() {
-  for (const auto& [id, record] : allocations_) {
-    if (record.allocation.live()) holdings_->MarkResources(record.allocation);
-  }
+  return Find(id);
 }
 
 void AllocationBook::Hold(const Record& record, bool mark_index) {
@@ -180,50 +151,6 @@ std::vector<std::string> AllocationBook::ForgetEnded(absl::Time cutoff) {
     forgotten.push_back(std::move(id));
   }
   return forgotten;
-}
-
-AllocationPage AllocationBook::List(const AllocationFilter& filter,
-                                    int page_size,
-                                    absl::string_view after) const {
-  AllocationPage page;
-  auto it =
-      after.empty() ? allocations_.begin() : allocations_.upper_bound(after);
-  for (; it != allocations_.end(); ++it) {
-    const Allocation& a = it->second.allocation;
-    if (filter.state != AllocationState::kUnspecified &&
-        a.state != filter.state) {
-      continue;
-    }
-    if (!filter.tenant.empty() && a.tenant != filter.tenant) continue;
-    if (!filter.node.empty() && !a.touches(filter.node)) continue;
-    if (static_cast<int>(page.allocations.size()) == page_size) {
-      page.next_page_token = EncodePageToken(page.allocations.back().id);
-      break;
-    }
-    page.allocations.push_back(a);
-  }
-  return page;
-}
-
-std::map<std::string, int64_t> AllocationBook::ActiveByTenant() const {
-  std::map<std::string, int64_t> out;
-  for (const auto& entry : expiry_) {
-    const Allocation& a = allocations_.find(entry.second)->second.allocation;
-    if (a.state == AllocationState::kActive) ++out[a.tenant];
-  }
-  return out;
-}
-
-std::vector<const AllocationBook::Record*> AllocationBook::Pending() const {
-  std::vector<const Record*> out;
-  for (const auto& entry : expiry_) {
-    const Record& r = allocations_.find(entry.second)->second;
-    if (r.allocation.pending()) out.push_back(&r);
-  }
-  std::sort(out.begin(), out.end(), [](const Record* a, const Record* b) {
-    return a->allocation.id < b->allocation.id;
-  });
-  return out;
 }
 
 }  // namespace accelsched

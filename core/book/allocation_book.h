@@ -37,18 +37,7 @@ struct AllocationKey {
   std::string request_id;
 };
 
-struct AllocationFilter {
-  AllocationState state = AllocationState::kUnspecified;  // unspecified: any
-  std::string node;                                       // empty: any
-  std::string tenant;                                     // empty: any
-};
-
-struct AllocationPage {
-  std::vector<Allocation> allocations;
-  std::string next_page_token;
-};
-
-class AllocationBook : public LeaseView {
+class AllocationBook {
  public:
   struct Record {
     Allocation allocation;
@@ -56,6 +45,8 @@ class AllocationBook : public LeaseView {
     // The last write of it; null once durable at load.
     std::shared_ptr<GroupCommitter::Ticket> ticket;
   };
+  // Every allocation kept, by id (ids sort by creation time).
+  using Records = std::map<std::string, Record, std::less<>>;
 
   // `holdings` is not owned and must outlive the book; the book is its only
   // writer.
@@ -65,21 +56,20 @@ class AllocationBook : public LeaseView {
 
   // Replaces everything with `allocations` as the store returned them, the
   // holdings and tallies included. Marks nothing in the index: the catalog,
-  // loaded after, asks the holdings' HolderOf, and MarkHeldResources then
-  // enters what they hold of their nodes.
+  // loaded after, asks the holdings' HolderOf, and MarkHeldResources
+  // (book_records.h) then enters what they hold of their nodes.
   void Load(std::vector<StoredAllocation> allocations);
-  // Enters in the index every live allocation's pod_resources on its nodes;
-  // once, after the catalog has loaded (it resets the index).
-  void MarkHeldResources();
 
   // nullptr when unknown; by request id, the newest allocation of it.
   const Record* Find(const AllocationKey& key) const;
   Record* Find(const AllocationKey& key) {
     return const_cast<Record*>(std::as_const(*this).Find(key));
   }
-  Record* FindMutable(absl::string_view id);
-  // A new id: time first, so that ids sort by creation.
-  std::string NewId(absl::Time now);
+  // nullptr when unknown; by allocation id.
+  const Record* Find(absl::string_view id) const;
+  Record* Find(absl::string_view id) {
+    return const_cast<Record*>(std::as_const(*this).Find(id));
+  }
 
   // Enters a new live or pending `record` as the newest of its request id; a
   // live one holds its units from now on.
@@ -97,10 +87,6 @@ class AllocationBook : public LeaseView {
   void End(Record& record, AllocationState state, absl::string_view reason,
            absl::Time now);
   void SetExpiry(Record& record, absl::Time expires_at);
-  // LeaseView: when a live allocation's units come free (its expiry: the
-  // lease end, a PREEMPTED one's grace end); InfinitePast when `allocation`
-  // is not live.
-  absl::Time FreeAt(absl::string_view allocation) const override;
 
   // The live and pending allocations whose leases (for PREEMPTED ones, their
   // grace) end at or before `now`, in expiry order.
@@ -114,14 +100,8 @@ class AllocationBook : public LeaseView {
   // Forgets ended allocations that ended before `cutoff`; returns their ids.
   std::vector<std::string> ForgetEnded(absl::Time cutoff);
 
-  // `page_size` and `after` as ParsePageRequest gives them; id order.
-  AllocationPage List(const AllocationFilter& filter, int page_size,
-                      absl::string_view after) const;
-  // ACTIVE allocations per tenant.
-  std::map<std::string, int64_t> ActiveByTenant() const;
-  // Every PENDING allocation, in id order.
-  std::vector<const Record*> Pending() const;
-
+  // Every allocation kept; book_records.h walks them.
+  const Records& records() const { return allocations_; }
   const UnitHoldings& holdings() const { return *holdings_; }
   const LiveTallies& tallies() const { return tallies_; }
 
@@ -132,8 +112,7 @@ class AllocationBook : public LeaseView {
 
   UnitHoldings* const holdings_;
   LiveTallies tallies_;
-  // Every allocation kept, by id (ids sort by creation time).
-  std::map<std::string, Record, std::less<>> allocations_;
+  Records allocations_;
   // request id -> its newest allocation.
   absl::flat_hash_map<std::string, std::string> by_request_;
   // Live and pending allocations by lease end; ended ones by end.
@@ -147,7 +126,6 @@ class AllocationBook : public LeaseView {
   };
   std::map<PoolKey, std::set<const Record*, ByExpiry>> live_by_pool_;
   std::set<std::pair<absl::Time, std::string>> ended_;
-  uint64_t id_counter_ = 0;
 };
 
 }  // namespace accelsched

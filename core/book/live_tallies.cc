@@ -35,6 +35,7 @@ void LiveTallies::Clear() {
   preempted_usage_milli_.clear();
   victims_.clear();
   active_priorities_.clear();
+  active_by_tenant_.clear();
 }
 
 void LiveTallies::Hold(const Allocation& a, size_t units) {
@@ -46,6 +47,7 @@ void LiveTallies::Hold(const Allocation& a, size_t units) {
     Add(preempted_usage_milli_, a.tenant, pool, milli);
   } else {
     active_priorities_[pool].insert(a.priority);
+    ++active_by_tenant_[a.tenant];
   }
 }
 
@@ -60,14 +62,21 @@ void LiveTallies::Free(const Allocation& a, size_t units) {
     Subtract(preempted_usage_milli_, a.tenant, pool, milli);
   } else {
     ForgetPriority(pool, a.priority);
+    ForgetActive(a.tenant);
   }
 }
 
 void LiveTallies::Preempt(const Allocation& a, size_t units) {
   const PoolKey pool = PoolOf(a);
   ForgetPriority(pool, a.priority);
+  ForgetActive(a.tenant);
   Add(preempted_usage_milli_, a.tenant, pool, UsageMilliOf(a, units));
   victims_[a.preempted_by].insert(a.id);
+}
+
+void LiveTallies::ForgetActive(const std::string& tenant) {
+  auto it = active_by_tenant_.find(tenant);
+  if (--it->second == 0) active_by_tenant_.erase(it);
 }
 
 void LiveTallies::ForgetPriority(const PoolKey& pool, int priority) {

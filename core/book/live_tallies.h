@@ -48,6 +48,10 @@ class LiveTallies {
                               const PoolKey& pool) const;
   // Every tenant's UsageMilli per pool (tenants holding none left out).
   const UsageMap& usage_milli() const { return usage_milli_; }
+  // ACTIVE allocations per tenant (none: absent).
+  const std::map<std::string, int64_t>& active_by_tenant() const {
+    return active_by_tenant_;
+  }
   // Ids of the PREEMPTED allocations still in their grace that made way for
   // `preemptor`.
   const std::set<std::string>& VictimsOf(absl::string_view preemptor) const;
@@ -58,6 +62,7 @@ class LiveTallies {
  private:
   // One ACTIVE allocation of `priority` in `pool` is no longer counted.
   void ForgetPriority(const PoolKey& pool, int priority);
+  void ForgetActive(const std::string& tenant);
 
   UsageMap usage_milli_;
   UsageMap preempted_usage_milli_;
@@ -65,6 +70,7 @@ class LiveTallies {
   absl::flat_hash_map<std::string, std::set<std::string>> victims_;
   // Priorities of the ACTIVE allocations per pool.
   std::map<PoolKey, std::multiset<int>> active_priorities_;
+  std::map<std::string, int64_t> active_by_tenant_;
 };
 
 }  // namespace accelsched

@@ -125,8 +125,7 @@ void CapacityIndex::Remove(absl::string_view key) {
   units_.erase(it);
 }
 
-void CapacityIndex::SetHolder(absl::string_view key,
-                              absl::string_view holder) {
+void CapacityIndex::SetHolder(absl::string_view key, absl::string_view holder) {
   auto it = units_.find(key);
   if (it == units_.end()) return;
   Count(it->second, -1);
@@ -240,35 +239,11 @@ const CapacityIndex::Pool* CapacityIndex::FindPool(const PoolKey& key) const {
   return it == pools_.end() ? nullptr : &it->second;
 }
 
-std::vector<std::pair<const PoolKey*, const CapacityIndex::Pool*>>
-CapacityIndex::PoolsOf(DeviceClass device_class,
-                       absl::string_view partition) const {
-  std::vector<std::pair<const PoolKey*, const Pool*>> out;
-  for (auto it = pools_.lower_bound(PoolKey{device_class, "", ""});
-       it != pools_.end() && it->first.device_class == device_class; ++it) {
-    if (it->first.partition == partition)
-      out.emplace_back(&it->first, &it->second);
-  }
-  return out;
-}
-
 std::vector<std::string> CapacityIndex::UnitsOnNode(
     absl::string_view node) const {
   auto it = units_by_node_.find(node);
   if (it == units_by_node_.end()) return {};
   return std::vector<std::string>(it->second.begin(), it->second.end());
-}
-
-std::vector<CapacityEntry> CapacityIndex::Capacity() const {
-  std::vector<CapacityEntry> out;
-  out.reserve(pools_.size());
-  for (const auto& [key, pool] : pools_) {
-    out.push_back(CapacityEntry{key.device_class, key.model, key.partition,
-                                pool.total, pool.allocated, pool.free(),
-                                pool.unhealthy, pool.free_share_milli,
-                                pool.free_share_memory, pool.shared_milli});
-  }
-  return out;
 }
 
 }  // namespace accelsched

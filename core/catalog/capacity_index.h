@@ -138,15 +138,11 @@ class CapacityIndex {
 
   const Unit* Find(absl::string_view key) const;
   const Pool* FindPool(const PoolKey& key) const;
+  // Every pool; pool_queries.h reads them.
   const std::map<PoolKey, Pool>& pools() const { return pools_; }
-  // The pools of `device_class` with `partition`, in model order.
-  std::vector<std::pair<const PoolKey*, const Pool*>> PoolsOf(
-      DeviceClass device_class, absl::string_view partition) const;
   // Keys of the units that span `node` (for TPU slices, also those homed
   // elsewhere).
   std::vector<std::string> UnitsOnNode(absl::string_view node) const;
-
-  std::vector<CapacityEntry> Capacity() const;
 
  private:
   void Count(const Unit& u, int sign);

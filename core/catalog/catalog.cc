@@ -6,16 +6,12 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/accelerators/tpu_topology.h"
-#include "core/base/page_token.h"
 #include "core/base/status_macros.h"
+#include "core/catalog/node_queries.h"
 #include "core/catalog/node_validation.h"
 
 namespace accelsched {
 namespace {
-
-absl::Status NodeNotFound(absl::string_view name) {
-  return absl::NotFoundError(absl::StrCat("node \"", name, "\" not found"));
-}
 
 std::set<std::string> TpuSlicesOf(const Node& node) {
   std::set<std::string> slices;
@@ -25,44 +21,6 @@ std::set<std::string> TpuSlicesOf(const Node& node) {
   return slices;
 }
 
-bool Relayouts(const Node& node) {
-  auto it = node.labels.find(kMigRelayoutLabel);
-  return it != node.labels.end() && it->second == kMigRelayoutEnabled;
-}
-
-// Why `next` cannot describe `d`, a device the catalog holds as `current`
-// describes it; OK when it can.
-absl::Status TypeStillFits(const AcceleratorTypeSet& current,
-                           const AcceleratorTypeSet& next, const Device& d) {
-  const AcceleratorType* t = next.Find(d.model);
-  if (t == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model \"", d.model, "\" would no longer be known"));
-  }
-  if (t->canonical_model != d.canonical_model ||
-      t->device_class != d.device_class) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "model \"", d.model, "\" would become ", t->canonical_model, " (",
-        DeviceClassName(t->device_class), ") instead of ", d.canonical_model));
-  }
-  if (absl::Status s = ValidateDeviceGeometry(*t, d, "device"); !s.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("it would not fit: ", s.message()));
-  }
-  if (!d.tpu_topology.empty()) {
-    const std::optional<TpuTopology> was =
-        current.Find(d.model)->FindTopology(d.tpu_topology);
-    const std::optional<TpuTopology> will = t->FindTopology(d.tpu_topology);
-    if (!will || !was || will->chips != was->chips ||
-        will->hosts != was->hosts) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("TPU topology ", d.tpu_topology, " of ",
-                       t->canonical_model, " would be gone or changed"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status Catalog::Load(std::vector<Node> nodes,
@@ -70,8 +28,7 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
   nodes_.clear();
   node_of_.clear();
   tpu_slices_.clear();
-  planned_.clear();
-  relayout_gpus_.clear();
+  mig_gpus_.Clear();
   index_ = CapacityIndex();
   for (Node& node : nodes) {
     for (Device& d : node.devices) {
@@ -109,12 +66,6 @@ absl::Status Catalog::Load(std::vector<Node> nodes,
     RefreshUnits(name, {});
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<const Node*> Catalog::FindNode(absl::string_view name) const {
-  auto it = nodes_.find(name);
-  if (it == nodes_.end()) return NodeNotFound(name);
-  return &it->second;
 }
 
 absl::Status Catalog::CheckOwnership(const Node& node) const {
@@ -231,9 +182,8 @@ absl::Status Catalog::KeepAllocatedDevices(const Node& old_node,
       if (!same) {
         return absl::FailedPreconditionError(absl::StrCat(
             "node.devices: device \"", held.device_id, "\" is in live ",
-            unit->holder.empty()
-                ? "shares"
-                : absl::StrCat("allocation ", unit->holder),
+            unit->holder.empty() ? "shares"
+                                 : absl::StrCat("allocation ", unit->holder),
             " and cannot change its model, MIG layout or TPU slice "
             "until that is released"));
       }
@@ -262,13 +212,10 @@ absl::Status Catalog::KeepAllocatedDevices(const Node& old_node,
 }
 
 void Catalog::IndexNode(const Node& node) {
+  mig_gpus_.Enter(node);
   for (const Device& d : node.devices) {
     node_of_[d.id] = node.name;
     for (const MigSlice& s : d.mig_slices) node_of_[s.id] = node.name;
-    if (d.mig_plan.has_value()) planned_.emplace(node.name, d.id);
-    if (d.mig_enabled && !d.removed && Relayouts(node)) {
-      relayout_gpus_[d.canonical_model].emplace(node.name, d.id);
-    }
     if (!d.tpu_slice_id.empty()) {
       TpuSliceState& state = tpu_slices_[d.tpu_slice_id];
       state.canonical_model = d.canonical_model;
@@ -279,15 +226,10 @@ void Catalog::IndexNode(const Node& node) {
 }
 
 void Catalog::UnindexNode(const Node& node) {
+  mig_gpus_.Forget(node);
   for (const Device& d : node.devices) {
     node_of_.erase(d.id);
     for (const MigSlice& s : d.mig_slices) node_of_.erase(s.id);
-    planned_.erase({node.name, d.id});
-    if (auto it = relayout_gpus_.find(d.canonical_model);
-        it != relayout_gpus_.end()) {
-      it->second.erase({node.name, d.id});
-      if (it->second.empty()) relayout_gpus_.erase(it);
-    }
     if (!d.tpu_slice_id.empty()) {
       auto it = tpu_slices_.find(d.tpu_slice_id);
       if (it == tpu_slices_.end()) continue;
@@ -350,10 +292,10 @@ void Catalog::RefreshUnits(const std::string& node_name,
         std::vector<MigSlice> away;
         if (d.mig_plan.has_value()) {
           away = PlannedAway(*d.mig_plan, d.mig_slices);
-        } else if (const MigPlan* lapsed = lapsed_ == nullptr
-                                               ? nullptr
-                                               : lapsed_->LapsedPlan(
-                                                     node_name, d.id)) {
+        } else if (const MigPlan* lapsed =
+                       lapsed_ == nullptr
+                           ? nullptr
+                           : lapsed_->LapsedPlan(node_name, d.id)) {
           away = PlannedAway(*lapsed, d.mig_slices);
         }
         for (const MigSlice& s : d.mig_slices) {
@@ -452,14 +394,6 @@ void Catalog::CarryMigPlans(const Node& old_node, Node& node,
   }
 }
 
-const std::set<std::pair<std::string, std::string>>& Catalog::RelayoutGpus(
-    absl::string_view model) const {
-  static const auto* const kNone =
-      new std::set<std::pair<std::string, std::string>>();
-  auto it = relayout_gpus_.find(model);
-  return it == relayout_gpus_.end() ? *kNone : it->second;
-}
-
 absl::StatusOr<Node> Catalog::SetMigPlan(absl::string_view node_name,
                                          absl::string_view device_id,
                                          MigPlan plan) {
@@ -490,7 +424,7 @@ absl::StatusOr<Node> Catalog::SetMigPlan(absl::string_view node_name,
   }
   d->mig_generation = plan.generation;
   d->mig_plan = std::move(plan);
-  planned_.emplace(it->first, d->id);
+  mig_gpus_.Planned(it->first, d->id);
   RefreshUnits(it->first, {});
   return it->second;
 }
@@ -507,7 +441,7 @@ std::optional<std::pair<Node, MigPlan>> Catalog::DropMigPlan(
   }
   MigPlan plan = *std::move(d->mig_plan);
   d->mig_plan.reset();
-  planned_.erase({it->first, d->id});
+  mig_gpus_.Unplanned(it->first, d->id);
   RefreshUnits(it->first, {});
   return std::make_pair(it->second, std::move(plan));
 }
@@ -549,20 +483,6 @@ absl::StatusOr<Node> Catalog::Put(const AcceleratorTypeSet& types, Node node,
   index_.SetAllocatable(node.name, node.allocatable);
   RefreshUnits(node.name, old_slices);
   return node;
-}
-
-std::set<std::string> Catalog::HoldersOn(absl::string_view name) const {
-  std::set<std::string> live;
-  for (const std::string& key : index_.UnitsOnNode(name)) {
-    const Unit* u = index_.Find(key);
-    if (!u->holder.empty()) live.insert(u->holder);
-    if (u->shared_milli > 0) {
-      for (std::string& id : holders_->ShareHoldersOf(key)) {
-        live.insert(std::move(id));
-      }
-    }
-  }
-  return live;
 }
 
 absl::Status Catalog::Remove(absl::string_view name) {
@@ -651,42 +571,6 @@ std::optional<Node> Catalog::DropReleasedRemovedDevices(
   index_.SetAllocatable(node.name, node.allocatable);
   RefreshUnits(node.name, old_slices);
   return node;
-}
-
-NodePage Catalog::ListNodes(const LabelSelector& selector, int page_size,
-                            absl::string_view after) const {
-  NodePage page;
-  auto it = after.empty() ? nodes_.begin() : nodes_.upper_bound(after);
-  for (; it != nodes_.end(); ++it) {
-    if (!selector.Matches(it->second.labels)) continue;
-    if (static_cast<int>(page.nodes.size()) == page_size) {
-      page.next_page_token = EncodePageToken(page.nodes.back().name);
-      break;
-    }
-    page.nodes.push_back(it->second);
-  }
-  return page;
-}
-
-absl::Status Catalog::CheckAcceleratorTypes(
-    const AcceleratorTypeSet& current, const AcceleratorTypeSet& next) const {
-  for (const auto& [name, node] : nodes_) {
-    for (const Device& d : node.devices) {
-      absl::Status fits = TypeStillFits(current, next, d);
-      if (!fits.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "node \"", name, "\" device \"", d.id, "\": ", fits.message()));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-std::pair<int64_t, int64_t> Catalog::NodeCounts() const {
-  int64_t schedulable = 0;
-  for (const auto& entry : nodes_)
-    schedulable += entry.second.schedulable ? 1 : 0;
-  return {schedulable, static_cast<int64_t>(nodes_.size()) - schedulable};
 }
 
 }  // namespace accelsched

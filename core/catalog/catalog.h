@@ -24,8 +24,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/accelerators/accelerator_type_set.h"
-#include "core/base/labels.h"
 #include "core/catalog/capacity_index.h"
+#include "core/catalog/mig_gpus.h"
 #include "core/model/catalog_model.h"
 #include "core/model/mig_plan.h"
 
@@ -63,17 +63,6 @@ class LapsedPlans {
   virtual void NodeReported(absl::string_view node) = 0;
 };
 
-struct NodePage {
-  std::vector<Node> nodes;
-  std::string next_page_token;  // empty on the last page
-};
-
-// The node label with which an agent says it applies MIG re-layouts
-// (--allow_mig_relayout); the server plans them only on nodes where it is
-// kMigRelayoutEnabled.
-inline constexpr char kMigRelayoutLabel[] = "accelsched.io/mig-relayout";
-inline constexpr char kMigRelayoutEnabled[] = "enabled";
-
 // A MIG re-layout plan that a registration ended.
 struct MigPlanEnd {
   std::string node;
@@ -106,10 +95,11 @@ class Catalog {
   // catalog then has no node.
   absl::Status Load(std::vector<Node> nodes, const AcceleratorTypeSet& types);
 
+  // What the catalog holds; core/catalog/node_queries.h asks them.
   const NodeMap& nodes() const { return nodes_; }
-  // NOT_FOUND naming the node when absent.
-  absl::StatusOr<const Node*> FindNode(absl::string_view name) const;
   const CapacityIndex& index() const { return index_; }
+  // The MIG GPUs with plans, and those that may be re-laid out.
+  const MigGpus& mig_gpus() const { return mig_gpus_; }
   // For the unit holdings only (core/book/unit_holdings.h), which mirror
   // ownership into it.
   CapacityIndex& mutable_index() { return index_; }
@@ -147,21 +137,10 @@ class Catalog {
   // service. Returns the node to write and the plan ended; nullopt when
   // there was no such plan (nothing changes).
   std::optional<std::pair<Node, MigPlan>> DropMigPlan(
-      absl::string_view node, absl::string_view device_id,
-      uint64_t generation);
+      absl::string_view node, absl::string_view device_id, uint64_t generation);
   // Re-derives the units of `node` (a no-op for an unknown one): what
   // LapsedPlans answers for it changed.
   void RefreshNode(absl::string_view node);
-  // (node, device id) of the MIG GPUs of canonical `model` on nodes whose
-  // agent applies re-layouts (kMigRelayoutLabel), in that order.
-  const std::set<std::pair<std::string, std::string>>& RelayoutGpus(
-      absl::string_view model) const;
-  // Every (node, device id) with a MIG plan, in that order.
-  const std::set<std::pair<std::string, std::string>>& mig_plans() const {
-    return planned_;
-  }
-  // Ids of the live allocations holding any unit on the node.
-  std::set<std::string> HoldersOn(absl::string_view name) const;
   // Drops the node and its units. NOT_FOUND when absent. The caller ends the
   // allocations on it first.
   absl::Status Remove(absl::string_view name);
@@ -179,16 +158,6 @@ class Catalog {
   // Forgets the kept (removed) devices of `name` that no allocation holds any
   // more; returns the node to write when it changed.
   std::optional<Node> DropReleasedRemovedDevices(absl::string_view name);
-
-  // `page_size` and `after` as ParsePageRequest gives them.
-  NodePage ListNodes(const LabelSelector& selector, int page_size,
-                     absl::string_view after) const;
-  // FAILED_PRECONDITION naming the node and device when `next` could not
-  // type a device that `current` types now.
-  absl::Status CheckAcceleratorTypes(const AcceleratorTypeSet& current,
-                                     const AcceleratorTypeSet& next) const;
-  // Nodes by schedulable flag: {schedulable, cordoned}.
-  std::pair<int64_t, int64_t> NodeCounts() const;
 
  private:
   // Chips each node holds of one TPU slice.
@@ -221,13 +190,7 @@ class Catalog {
   // Device and MIG slice id -> owning node.
   absl::flat_hash_map<std::string, std::string> node_of_;
   absl::flat_hash_map<std::string, TpuSliceState> tpu_slices_;
-  // (node, device id) of every GPU with a MIG plan.
-  std::set<std::pair<std::string, std::string>> planned_;
-  // Canonical model -> (node, device id) of its MIG GPUs on nodes that
-  // re-layout.
-  std::map<std::string, std::set<std::pair<std::string, std::string>>,
-           std::less<>>
-      relayout_gpus_;
+  MigGpus mig_gpus_;
   CapacityIndex index_;
 };
 

@@ -2,23 +2,23 @@
 
 namespace accelsched {
 
-void FilterChain::Add(const FilterPlugin* filter) {
-  switch (filter->kind()) {
+void FilterChain::Add(const FilterEntry& filter) {
+  switch (filter.kind) {
     case FilterPlugin::Kind::kGate:
-      if (filter->home_only()) {
-        home_gates_.push_back(filter);
+      if (filter.home_only) {
+        home_gates_.push_back(filter.plugin);
       } else {
-        gates_.push_back(filter);
+        gates_.push_back(filter.plugin);
       }
       break;
     case FilterPlugin::Kind::kRoom:
-      room_.push_back(filter);
+      room_.push_back(filter.plugin);
       break;
     case FilterPlugin::Kind::kHeld:
-      held_.push_back(filter);
+      held_.push_back(filter.plugin);
       break;
   }
-  all_.push_back(filter);
+  all_.push_back(filter.plugin);
 }
 
 void FilterChain::Clear() {
@@ -70,6 +70,7 @@ bool FilterChain::Room(const CycleState& cycle, absl::string_view name,
 
 bool FilterChain::Held(const CycleState& cycle, const PoolKey& pool,
                        absl::string_view home) const {
+  if (held_.empty()) return true;
   const NodeView view{home, nullptr, &pool, NodeResources{}};
   for (const FilterPlugin* f : held_) {
     if (f->Filter(cycle, view) != nullptr) return false;

@@ -41,11 +41,41 @@ enum class CycleMode {
   kExplain,
 };
 
+// Up to kCapacity filters, in the order added: FilterChain's lists, fixed
+// in size so that a cycle's Prepare and end allocate and free nothing.
+class FilterList {
+ public:
+  static constexpr int kCapacity = 16;
+  FilterList() = default;
+  // Copies the filters held only (a copy of a chain is a saved state:
+  // diagnosis.cc's WhyRefused).
+  FilterList(const FilterList& other) { *this = other; }
+  FilterList& operator=(const FilterList& other) {
+    size_ = other.size_;
+    std::copy(other.begin(), other.end(), filters_);
+    return *this;
+  }
+  // `filter` last; at most kCapacity (PluginSet::Add refuses a profile with
+  // more Filter plugins).
+  void push_back(const FilterPlugin* filter) { filters_[size_++] = filter; }
+  void clear() { size_ = 0; }
+  bool empty() const { return size_ == 0; }
+  const FilterPlugin* const* begin() const { return filters_; }
+  const FilterPlugin* const* end() const { return filters_ + size_; }
+
+ private:
+  const FilterPlugin* filters_[kCapacity];
+  int size_ = 0;
+};
+
 // The Filter plugins that apply to one request (those whose Prepare said so),
 // by kind, in profile order.
 class FilterChain {
  public:
-  void Add(const FilterPlugin* filter);
+  // The most Filter plugins a profile may name.
+  static constexpr int kMaxFilters = FilterList::kCapacity;
+
+  void Add(const FilterEntry& filter);
   void Clear();
 
   // Whether node `name` passes every kGate filter, as a unit's home; `node`
@@ -85,7 +115,7 @@ class FilterChain {
   }
 
   // Every filter that applies, in profile order (Explain's account).
-  absl::Span<const FilterPlugin* const> all() const { return all_; }
+  const FilterList& all() const { return all_; }
 
   // The least available CPU and memory a node must have to pass the
   // filters, stated by them in Prepare: the index's order skips nodes below
@@ -103,11 +133,11 @@ class FilterChain {
 
  private:
   MinimumRoom min_room_;
-  absl::InlinedVector<const FilterPlugin*, 4> gates_;
-  absl::InlinedVector<const FilterPlugin*, 1> home_gates_;
-  absl::InlinedVector<const FilterPlugin*, 2> room_;
-  absl::InlinedVector<const FilterPlugin*, 2> held_;
-  absl::InlinedVector<const FilterPlugin*, 8> all_;
+  FilterList gates_;
+  FilterList home_gates_;
+  FilterList room_;
+  FilterList held_;
+  FilterList all_;
 };
 
 // What one plugin leaves in a cycle for another to read (Kubernetes'

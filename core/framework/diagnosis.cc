@@ -19,7 +19,7 @@ Explanation AccountNodes(const Framework& framework, const CycleState& cycle) {
   const CapacityIndex& index = *snap.index;
   const MatchSpec& spec = cycle.requested_spec();
   const PlacementPlugin* placer = framework.plugins().PlacerFor(cycle);
-  const std::vector<PoolCandidate> candidates = CandidatePools(index, spec);
+  const PoolCandidates candidates = CandidatePools(index, spec);
   const bool several = spec.requested_models.size() != 1;
   // Requested models that no node has.
   std::vector<std::string> missing;
@@ -225,7 +225,9 @@ std::string WhyRefused(const Framework& framework, const Session& session,
     FilterChain& without = cycle.filters();
     without.Clear();
     for (const FilterPlugin* g : all.all()) {
-      if (g != f && g->Prepare(cycle)) without.Add(g);
+      if (g != f && g->Prepare(cycle)) {
+        without.Add(FilterEntry{g, g->kind(), g->home_only()});
+      }
     }
     const bool fits = framework.Place(session, cycle).has_value();
     cycle.filters() = all;
@@ -247,7 +249,7 @@ std::vector<std::string> DescribeUnits(const PluginSet& plugins,
                                        const Groups& groups) {
   std::vector<std::string> out;
   if (plugins.unit_score() == nullptr) return out;
-  for (const std::vector<const Unit*>& group : groups) {
+  for (const UnitGroup& group : groups) {
     if (std::string s = plugins.unit_score()->Describe(cycle, group);
         !s.empty()) {
       out.push_back(std::move(s));

@@ -80,8 +80,8 @@ bool Framework::MayResolve(const Session& session, const CycleState& cycle,
 void Framework::Prepare(CycleState& cycle) const {
   FilterChain& chain = cycle.filters();
   chain.Clear();
-  for (const FilterPlugin* f : plugins_.filters()) {
-    if (f->Prepare(cycle)) chain.Add(f);
+  for (const FilterEntry& f : plugins_.filters()) {
+    if (f.plugin->Prepare(cycle)) chain.Add(f);
   }
 }
 

@@ -76,14 +76,16 @@ void Holds::Release(const std::string& id) {
   }
 }
 
-bool Holds::HeldForOther(const PoolKey& pool, const std::string& home,
-                         const std::string& id,
-                         std::optional<int> priority) const {
+const Reservation* Holds::HoldForOther(const PoolKey& pool,
+                                       absl::string_view home,
+                                       absl::string_view id,
+                                       std::optional<int> priority) const {
   auto p = reservations_->find(pool);
-  if (p == reservations_->end()) return false;
+  if (p == reservations_->end()) return nullptr;
   auto r = p->second.find(home);
-  if (r == p->second.end() || r->second.held_for == id) return false;
-  return !priority.has_value() || !r->second.YieldsTo(*priority);
+  if (r == p->second.end() || r->second.held_for == id) return nullptr;
+  if (priority.has_value() && r->second.YieldsTo(*priority)) return nullptr;
+  return &r->second;
 }
 
 void Holds::Hold(const PoolKey& pool, const std::string& node,
@@ -95,7 +97,7 @@ void Holds::HoldVictimNodes(const CapacityIndex& index, const std::string& id,
                             int priority,
                             const std::set<std::string>& victims) {
   for (const std::string& victim : victims) {
-    const AllocationBook::Record& r = *book_->Find({victim, ""});
+    const AllocationBook::Record& r = *book_->Find(victim);
     const PoolKey pool = PoolOf(r.allocation);
     turns_.insert(pool);
     // A share holds no unit of its own: its GPU is the unit it frees.
@@ -107,7 +109,7 @@ void Holds::HoldVictimNodes(const CapacityIndex& index, const std::string& id,
       const Unit* u = index.Find(unit);
       if (u == nullptr) continue;
       // A node an earlier request holds this pass stays its.
-      if (HeldForOther(pool, u->home, id, priority)) continue;
+      if (HoldForOther(pool, u->home, id, priority) != nullptr) continue;
       Reservation& res = state_.reservations[pool][u->home];
       if (res.held_for != id) {
         // Taken over from one of lower priority: nothing of its hold
@@ -151,7 +153,7 @@ ReservationState Holds::Take() {
   }
   for (auto& [holder, start] : starts) {
     for (const std::string& victim : book_->tallies().VictimsOf(holder)) {
-      start = std::max(start, book_->Find({victim, ""})->allocation.expires_at);
+      start = std::max(start, book_->Find(victim)->allocation.expires_at);
     }
   }
   return std::move(state_);

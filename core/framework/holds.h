@@ -133,13 +133,14 @@ class Holds {
     return released_.contains(id);
   }
 
-  // Whether node `home` of `pool` is held for a request other than `id`:
-  // by any hold, or, given the `priority` of the request that would take
-  // it, by one that does not yield to it (a nominated hold, or one for a
+  // The hold on node `home` of `pool` for a request other than `id`, or
+  // nullptr: any hold, or, given the `priority` of the request that would
+  // take it, one that does not yield to it (a nominated hold, or one for a
   // re-layout planned ahead, yields to a higher priority; a backfill one
   // never does).
-  bool HeldForOther(const PoolKey& pool, const std::string& home,
-                    const std::string& id, std::optional<int> priority) const;
+  const Reservation* HoldForOther(const PoolKey& pool, absl::string_view home,
+                                  absl::string_view id,
+                                  std::optional<int> priority) const;
   // Marks `pool`'s turn to hold this pass taken; false when it was already.
   bool TakeTurn(const PoolKey& pool) { return turns_.insert(pool).second; }
   bool TurnTaken(const PoolKey& pool) const { return turns_.contains(pool); }
@@ -160,7 +161,7 @@ class Holds {
   // a MIG re-layout planned ahead will destroy once their leases end, so
   // that no request of `priority` or lower takes them meanwhile (one whose
   // lease ends by `start` still may, as with a backfill hold). The caller has
-  // checked that none is held for another (HeldForOther). Kept, with the
+  // checked that none is held for another (HoldForOther). Kept, with the
   // returned reason, until the next refresh while `id` waits (KeptAhead).
   // Returns what to add to its reason: "; holds n7 from <start>" followed by
   // `what`.

@@ -6,16 +6,17 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/catalog/pool_queries.h"
 #include "core/framework/framework.h"
 
 namespace accelsched {
 
-std::vector<PoolCandidate> CandidatePools(const CapacityIndex& index,
-                                          const RequestSpec& spec) {
-  std::vector<PoolCandidate> out;
+PoolCandidates CandidatePools(const CapacityIndex& index,
+                              const RequestSpec& spec) {
+  PoolCandidates out;
   if (spec.requested_models.empty()) {
     for (const auto& [key, pool] :
-         index.PoolsOf(spec.device_class, spec.partition)) {
+         PoolsOf(index, spec.device_class, spec.partition)) {
       out.push_back(PoolCandidate{key, pool});
     }
     return out;
@@ -31,9 +32,9 @@ std::vector<PoolCandidate> CandidatePools(const CapacityIndex& index,
   return out;
 }
 
-std::vector<PoolCandidate> PoolsInRuleOrder(const CapacityIndex& index,
-                                            const RequestSpec& spec) {
-  std::vector<PoolCandidate> candidates = CandidatePools(index, spec);
+PoolCandidates PoolsInRuleOrder(const CapacityIndex& index,
+                                const RequestSpec& spec) {
+  PoolCandidates candidates = CandidatePools(index, spec);
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const PoolCandidate& a, const PoolCandidate& b) {
                      return a.pool->free() > b.pool->free();
@@ -41,7 +42,7 @@ std::vector<PoolCandidate> PoolsInRuleOrder(const CapacityIndex& index,
   return candidates;
 }
 
-int MostFree(const std::vector<PoolCandidate>& candidates) {
+int MostFree(const PoolCandidates& candidates) {
   int most = 0;
   for (const PoolCandidate& c : candidates) {
     most = std::max(most, static_cast<int>(c.pool->homes_with_free.size()) - 1);
@@ -75,10 +76,10 @@ bool HostsEligible(const CycleState& cycle, const Unit& unit) {
   return true;
 }
 
-std::optional<std::vector<const Unit*>> UnitsIn(const Session& session,
-                                                const CycleState& cycle,
-                                                const PoolCandidate& candidate,
-                                                const std::string& home) {
+std::optional<UnitGroup> UnitsIn(const Session& session,
+                                 const CycleState& cycle,
+                                 const PoolCandidate& candidate,
+                                 const std::string& home) {
   const MatchSpec& spec = cycle.spec();
   const Node* node = cycle.snapshot().FindNode(home);
   // Every unit spans its home, so an ineligible home rules them all out.
@@ -91,7 +92,7 @@ std::optional<std::vector<const Unit*>> UnitsIn(const Session& session,
       chooser != nullptr && node != nullptr
           ? chooser->Weighs(cycle, *node, *candidate.key, spec.count)
           : spec.count;
-  std::vector<const Unit*> eligible;
+  UnitGroup eligible;
   for (const Unit* u :
        FreeUnitsBestFit(index, candidate.pool->homes.find(home)->second)) {
     if (static_cast<int>(eligible.size()) == enough) break;
@@ -106,18 +107,19 @@ std::optional<std::vector<const Unit*>> UnitsIn(const Session& session,
     eligible.resize(spec.count);
     return eligible;
   }
-  std::vector<const Unit*> out;
+  UnitGroup out;
   out.reserve(chosen.size());
   for (int i : chosen) out.push_back(eligible[i]);
   return out;
 }
 
-std::optional<std::vector<const Unit*>> WalkByFree(
-    const Session& session, const CycleState& cycle,
-    const std::vector<PoolCandidate>& candidates, bool most_free_first) {
+std::optional<UnitGroup> WalkByFree(const Session& session,
+                                    const CycleState& cycle,
+                                    const PoolCandidates& candidates,
+                                    bool most_free_first) {
   const int count = cycle.spec().count;
   const int most = MostFree(candidates);
-  std::optional<std::vector<const Unit*>> found;
+  std::optional<UnitGroup> found;
   for (int i = 0; i <= most - count; ++i) {
     const int f = most_free_first ? most - i : count + i;
     for (const PoolCandidate& c : candidates) {

@@ -23,20 +23,23 @@ struct PoolCandidate {
   const PoolKey* key;
   const CapacityIndex::Pool* pool;
 };
+// A request names a few models at most: kept inline, as the per-request
+// path allocates nothing for them.
+using PoolCandidates = absl::InlinedVector<PoolCandidate, 4>;
 
 // The pools that can serve `spec`, in model order: its models' that the
 // index has, or, when it names none, every pool of its class and partition.
-std::vector<PoolCandidate> CandidatePools(const CapacityIndex& index,
-                                          const RequestSpec& spec);
+PoolCandidates CandidatePools(const CapacityIndex& index,
+                              const RequestSpec& spec);
 
 // CandidatePools in the tie order between models of best fit: most free
 // units first, model order kept for equal counts (so that scarce models stay
 // free for the requests that name them).
-std::vector<PoolCandidate> PoolsInRuleOrder(const CapacityIndex& index,
-                                            const RequestSpec& spec);
+PoolCandidates PoolsInRuleOrder(const CapacityIndex& index,
+                                const RequestSpec& spec);
 
 // The most free units any home of `candidates` has.
-int MostFree(const std::vector<PoolCandidate>& candidates);
+int MostFree(const PoolCandidates& candidates);
 
 // Free units of a home, best-fit order: groups (GPUs) with the fewest free
 // units first, then by group and order.
@@ -52,10 +55,10 @@ bool HostsEligible(const CycleState& cycle, const Unit& unit);
 // otherwise of its free units in best-fit order those whose hosts pass, the
 // first `count`, or, where the profile's unit plugin weighs more
 // (UnitScorePlugin::Weighs), the ones it chooses among them.
-std::optional<std::vector<const Unit*>> UnitsIn(const Session& session,
-                                                const CycleState& cycle,
-                                                const PoolCandidate& candidate,
-                                                const std::string& home);
+std::optional<UnitGroup> UnitsIn(const Session& session,
+                                 const CycleState& cycle,
+                                 const PoolCandidate& candidate,
+                                 const std::string& home);
 
 // Best fit's walk (`most_free_first` false) or spread's (true): pairs of
 // (pool, node) in the order fewest free units that fit (spread: most), then
@@ -64,15 +67,17 @@ std::optional<std::vector<const Unit*>> UnitsIn(const Session& session,
 // filters require, past every node short of the memory they require; the
 // first whose UnitsIn serves. O(models x log nodes) plus the homes skipped as
 // ineligible.
-std::optional<std::vector<const Unit*>> WalkByFree(
-    const Session& session, const CycleState& cycle,
-    const std::vector<PoolCandidate>& candidates, bool most_free_first);
+std::optional<UnitGroup> WalkByFree(const Session& session,
+                                    const CycleState& cycle,
+                                    const PoolCandidates& candidates,
+                                    bool most_free_first);
 
-// The placement of one group (a request that is not a gang), without a copy
-// (an initializer list would copy it).
-inline Groups OneGroup(std::vector<const Unit*> units) {
-  Groups groups;
-  groups.push_back(std::move(units));
+// The placement of one group (a request that is not a gang), as a
+// placement plugin returns it: made in place, without a copy (an initializer
+// list would copy it) or a move of the groups.
+inline std::optional<Groups> OneGroup(UnitGroup units) {
+  std::optional<Groups> groups(std::in_place);
+  groups->push_back(std::move(units));
   return groups;
 }
 

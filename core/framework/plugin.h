@@ -36,10 +36,13 @@ class CycleState;
 class Session;
 struct Snapshot;
 
+// The units one replica takes. A share's one GPU, and the one group of most
+// requests, are held inline: a cycle that places one allocates nothing for
+// them.
+using UnitGroup = absl::InlinedVector<const Unit*, 1>;
 // A group of units per replica (one for a request that is not a gang); for
-// a share, one group of the one GPU it goes on. The one group of most
-// requests is held inline.
-using Groups = absl::InlinedVector<std::vector<const Unit*>, 1>;
+// a share, one group of the one GPU it goes on.
+using Groups = absl::InlinedVector<UnitGroup, 1>;
 
 enum class ExtensionPoint {
   kQueueSort,
@@ -182,6 +185,14 @@ class FilterPlugin : public virtual Plugin {
   virtual bool home_only() const { return false; }
 };
 
+// A Filter plugin with its kind and home_only, asked once when the profile is
+// built: a cycle's Prepare sorts the filters that apply without asking again.
+struct FilterEntry {
+  const FilterPlugin* plugin = nullptr;
+  FilterPlugin::Kind kind = FilterPlugin::Kind::kGate;
+  bool home_only = false;
+};
+
 // One candidate a placement weighs, as a Score plugin sees it.
 struct ScoredNode {
   const PoolKey* pool = nullptr;
@@ -248,7 +259,7 @@ class UnitScorePlugin : public virtual Plugin {
   // Explain's word on one group of the placement (not yet booked): which
   // units it chose and why, or "" when it did not choose them.
   virtual std::string Describe(const CycleState& cycle,
-                               const std::vector<const Unit*>& group) const = 0;
+                               absl::Span<const Unit* const> group) const = 0;
 };
 
 // Reserve: the request is being given `groups` (the statement books them

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/framework/cycle_state.h"
 
 namespace accelsched {
 
@@ -25,6 +26,12 @@ absl::Status PluginSet::Add(std::unique_ptr<Plugin> plugin, double weight) {
         "profile: plugin \"", name, "\" is a second UnitScore plugin (",
         unit_score_->name(), " is the first)"));
   }
+  auto* filter = dynamic_cast<const FilterPlugin*>(plugin.get());
+  if (filter != nullptr && filters_.size() == FilterChain::kMaxFilters) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "profile: plugin \"", name, "\" is a Filter plugin past the ",
+        FilterChain::kMaxFilters, " a profile may name"));
+  }
   const Plugin* p = plugin.get();
   plugins_.push_back(std::move(plugin));
   if (q != nullptr) queue_sort_ = q;
@@ -32,7 +39,10 @@ absl::Status PluginSet::Add(std::unique_ptr<Plugin> plugin, double weight) {
   if (auto* f = dynamic_cast<const PreFilterPlugin*>(p)) {
     pre_filters_.push_back(f);
   }
-  if (auto* f = dynamic_cast<const FilterPlugin*>(p)) filters_.push_back(f);
+  if (filter != nullptr) {
+    filters_.push_back(
+        FilterEntry{filter, filter->kind(), filter->home_only()});
+  }
   if (auto* f = dynamic_cast<const PlacementPlugin*>(p)) {
     placements_.push_back(f);
   }

@@ -38,7 +38,7 @@ class PluginSet {
   absl::Span<const PreFilterPlugin* const> pre_filters() const {
     return pre_filters_;
   }
-  absl::Span<const FilterPlugin* const> filters() const { return filters_; }
+  absl::Span<const FilterEntry> filters() const { return filters_; }
   absl::Span<const PlacementPlugin* const> placements() const {
     return placements_;
   }
@@ -58,7 +58,7 @@ class PluginSet {
   const QueueSortPlugin* queue_sort_ = nullptr;
   const UnitScorePlugin* unit_score_ = nullptr;
   std::vector<const PreFilterPlugin*> pre_filters_;
-  std::vector<const FilterPlugin*> filters_;
+  std::vector<FilterEntry> filters_;
   std::vector<const PlacementPlugin*> placements_;
   std::vector<WeightedScore> scores_;
   std::vector<const ReservePlugin*> reserves_;

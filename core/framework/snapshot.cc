@@ -1,5 +1,7 @@
 #include "core/framework/snapshot.h"
 
+#include "core/catalog/pool_queries.h"
+
 namespace accelsched {
 
 std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
@@ -7,7 +9,7 @@ std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
   std::vector<PoolKey> out;
   if (spec.requested_models.empty()) {
     for (const auto& [key, pool] :
-         index.PoolsOf(spec.device_class, spec.partition)) {
+         PoolsOf(index, spec.device_class, spec.partition)) {
       out.push_back(*key);
     }
     return out;

@@ -46,8 +46,9 @@ std::optional<Groups> IndexPlacer::Place(const MatchSpec& spec, absl::Time now,
   return framework_->Place(session_, cycle);
 }
 
-std::optional<std::vector<const Unit*>> IndexPlacer::PlaceOne(
-    const MatchSpec& spec, absl::Time now, absl::Time ends_at) {
+std::optional<UnitGroup> IndexPlacer::PlaceOne(const MatchSpec& spec,
+                                               absl::Time now,
+                                               absl::Time ends_at) {
   std::optional<Groups> groups = Place(spec, now, ends_at);
   if (!groups.has_value()) return std::nullopt;
   return std::move(groups->front());

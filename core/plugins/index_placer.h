@@ -45,13 +45,14 @@ class IndexPlacer {
   std::optional<Groups> Place(const MatchSpec& spec, absl::Time now,
                               absl::Time ends_at = absl::InfiniteFuture());
   // Place's one group, for a request that is not a gang.
-  std::optional<std::vector<const Unit*>> PlaceOne(
+  std::optional<UnitGroup> PlaceOne(
       const MatchSpec& spec, absl::Time now,
       absl::Time ends_at = absl::InfiniteFuture());
   // The fragmentation policy's candidates, best first (empty for another
   // policy).
-  std::vector<RankedPlacement> Rank(const MatchSpec& spec, absl::Time now,
-                                    absl::Time ends_at = absl::InfiniteFuture());
+  std::vector<RankedPlacement> Rank(
+      const MatchSpec& spec, absl::Time now,
+      absl::Time ends_at = absl::InfiniteFuture());
 
  private:
   std::unique_ptr<const Framework> framework_;

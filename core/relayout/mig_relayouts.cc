@@ -40,14 +40,14 @@ void MigRelayouts::Plan(Catalog& catalog, const Allocation& pending,
     // left out, and the request plans again later.
     if (!node.ok()) continue;
     last_generation_ = generation;  // one per event (Load)
-    write.events.push_back(Event{
-        Event::Type::kMigRelayoutPlanned, now, pending, choice.node,
-        absl::StrCat(gpu.device_id, ": ", DescribeMigLayout(gpu.plan.layout),
-                     " (generation ", generation, "; destroys ",
-                     gpu.plan.destroyed, " free slice",
-                     gpu.plan.destroyed == 1 ? "" : "s", ", creates ",
-                     gpu.plan.created, ")"),
-        0});
+    write.events.push_back(
+        Event{Event::Type::kMigRelayoutPlanned, now, pending, choice.node,
+              absl::StrCat(gpu.device_id, ": ",
+                           DescribeMigLayout(gpu.plan.layout), " (generation ",
+                           generation, "; destroys ", gpu.plan.destroyed,
+                           " free slice", gpu.plan.destroyed == 1 ? "" : "s",
+                           ", creates ", gpu.plan.created, ")"),
+              0});
     planned = *std::move(node);
   }
   if (planned.has_value()) {
@@ -81,7 +81,7 @@ bool MigRelayouts::Drop(Catalog& catalog, const std::string& node,
 
 bool MigRelayouts::DropDue(Catalog& catalog, absl::Time now, Write& write) {
   std::vector<GpuKey> due;
-  for (const auto& [node, device] : catalog.mig_plans()) {
+  for (const auto& [node, device] : catalog.mig_gpus().planned()) {
     const Device* d = FindDevice(catalog.nodes().find(node)->second, device);
     if (d->mig_plan->deadline <= now) due.emplace_back(node, device);
   }

@@ -131,7 +131,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
       cycle.notes().queued = request.queue;
       CycleResult r = framework_.RunCycle(session, cycle);
       if (r.outcome == CycleResult::Outcome::kRefused) return r.refusal;
-      a.id = m.book.NewId(now);
+      a.id = m.ids.Next(now);
       a.created_at = now;
       if (r.outcome == CycleResult::Outcome::kPlaced) {
         std::vector<std::string> keys = lifecycle_.Assign(a, r.groups);
@@ -153,7 +153,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
             WhyRefused(framework_, session, cycle));
       } else {
         ticket = lifecycle_.Enqueue(a, now);
-        const Record& queued = *m.book.Find({a.id, ""});
+        const Record& queued = *m.book.Find(a.id);
         a = lifecycle_.WithQueueFields(queued.allocation,
                                        /*may_compute=*/false);
         ticket = queued.ticket;
@@ -180,7 +180,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRelease(
     lifecycle_.ExpireDue(now, nullptr);
     const Record* found = m.book.Find(key);
     if (found == nullptr) return AllocationNotFound(key);
-    Record& record = *m.book.FindMutable(found->allocation.id);
+    Record& record = *m.book.Find(found->allocation.id);
     if (record.allocation.live() || record.allocation.pending()) {
       Write write;
       // A preempted allocation released in its grace ends as preempted; a
@@ -226,7 +226,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueRenewLease(
     SchedulerMemory& m = state_.memory();
     const absl::Time now = state_.clock().Now();
     lifecycle_.ExpireDue(now, nullptr);
-    Record* found = m.book.FindMutable(allocation_id);
+    Record* found = m.book.Find(allocation_id);
     if (found == nullptr) {
       return AllocationNotFound({std::string(allocation_id), ""});
     }
@@ -298,7 +298,8 @@ absl::StatusOr<AllocationPage> AllocationCalls::ListAllocations(
   absl::ReaderMutexLock lock(&state_.mu());
   lifecycle_.AssertReaderHeld();
   const SchedulerMemory& m = state_.view();
-  AllocationPage page = m.book.List(filter, request.size, request.after);
+  AllocationPage page =
+      AllocationsPage(m.book, filter, request.size, request.after);
   for (Allocation& a : page.allocations) {
     if (a.pending()) a = lifecycle_.WithQueueFields(std::move(a));
   }

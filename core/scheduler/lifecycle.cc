@@ -16,7 +16,7 @@ class Lifecycle::PassStatement final : public CycleStatement {
       : life_(life), memory_(memory), now_(now) {}
 
   void Place(const std::string& id, const Groups& groups) override {
-    Record& r = *memory_.book.FindMutable(id);
+    Record& r = *memory_.book.Find(id);
     Allocation a = r.allocation;
     life_.AssertHeld();  // the pass runs under the state's lock
     std::vector<std::string> keys = life_.Assign(a, groups);
@@ -37,7 +37,7 @@ class Lifecycle::PassStatement final : public CycleStatement {
 
   void Preempt(const std::string& victim,
                const std::string& preemptor) override {
-    Record& r = *memory_.book.FindMutable(victim);
+    Record& r = *memory_.book.Find(victim);
     // The grace never outlasts the victim's own lease.
     memory_.book.Preempt(r, preemptor,
                          std::min(r.allocation.expires_at,
@@ -51,8 +51,8 @@ class Lifecycle::PassStatement final : public CycleStatement {
 
   void PlanMigRelayout(const std::string& id,
                        const RelayoutChoice& choice) override {
-    memory_.mig.Plan(memory_.catalog, memory_.book.Find({id, ""})->allocation,
-                     choice, now_, write);
+    memory_.mig.Plan(memory_.catalog, memory_.book.Find(id)->allocation, choice,
+                     now_, write);
   }
 
   Write write;
@@ -76,7 +76,7 @@ Snapshot Lifecycle::SnapshotAt(absl::Time now) const {
   // snapshot.
   snap.types = state_.types().get();
   snap.mix = &m.mix;
-  snap.leases = &m.book;
+  snap.leases = &m.leases;
   snap.now = now;
   snap.heartbeat_timeout = options_.heartbeat_timeout;
   snap.default_lease = options_.default_lease;
@@ -245,7 +245,7 @@ std::shared_ptr<const std::vector<std::string>> Lifecycle::PendingOrder(
           // What admitting it would add to its tenant's rank.
           return sort == nullptr
                      ? 0
-                     : sort->RankAdded(snap, m.book.Find({id, ""})->allocation);
+                     : sort->RankAdded(snap, m.book.Find(id)->allocation);
         });
   });
 }

@@ -7,7 +7,9 @@
 #include "absl/strings/str_join.h"
 #include "core/base/page_token.h"
 #include "core/base/status_macros.h"
+#include "core/catalog/node_queries.h"
 #include "core/catalog/node_validation.h"
+#include "core/catalog/pool_queries.h"
 
 namespace accelsched {
 
@@ -68,7 +70,8 @@ absl::StatusOr<Queued<Node>> NodeCalls::QueueRegisterNode(Node node) {
 absl::StatusOr<Node> NodeCalls::GetNode(absl::string_view name) const {
   absl::ReaderMutexLock lock(&state_.mu());
   lifecycle_.AssertReaderHeld();
-  ASSIGN_OR_RETURN(const Node* node, state_.view().catalog.FindNode(name));
+  ASSIGN_OR_RETURN(const Node* node,
+                   FindNode(state_.view().catalog.nodes(), name));
   return WithAvailable(*node);
 }
 
@@ -79,8 +82,8 @@ absl::StatusOr<NodePage> NodeCalls::ListNodes(
                    ParsePageRequest(page_size, page_token));
   absl::ReaderMutexLock lock(&state_.mu());
   lifecycle_.AssertReaderHeld();
-  NodePage page =
-      state_.view().catalog.ListNodes(selector, request.size, request.after);
+  NodePage page = NodesPage(state_.view().catalog.nodes(), selector,
+                            request.size, request.after);
   for (Node& node : page.nodes) node = WithAvailable(std::move(node));
   return page;
 }
@@ -97,8 +100,9 @@ absl::StatusOr<Queued<bool>> NodeCalls::QueueRemoveNode(absl::string_view name,
     absl::MutexLock lock(&state_.mu());
     lifecycle_.AssertHeld();
     SchedulerMemory& m = state_.memory();
-    RETURN_IF_ERROR(m.catalog.FindNode(name).status());
-    const std::set<std::string> live = m.catalog.HoldersOn(name);
+    RETURN_IF_ERROR(FindNode(m.catalog.nodes(), name).status());
+    const std::set<std::string> live =
+        HoldersOn(m.catalog.index(), m.book.holdings(), name);
     if (!live.empty() && !force) {
       return absl::FailedPreconditionError(absl::StrCat(
           "node \"", name, "\" holds ", live.size(), " live allocation",
@@ -108,7 +112,7 @@ absl::StatusOr<Queued<bool>> NodeCalls::QueueRemoveNode(absl::string_view name,
     const absl::Time now = state_.clock().Now();
     Write write;
     for (const std::string& id : live) {
-      lifecycle_.End(*m.book.FindMutable(id), AllocationState::kReleased,
+      lifecycle_.End(*m.book.Find(id), AllocationState::kReleased,
                      kReasonNodeRemoved, now, write);
     }
     const std::string node_name(name);
@@ -119,7 +123,7 @@ absl::StatusOr<Queued<bool>> NodeCalls::QueueRemoveNode(absl::string_view name,
     ticket = state_.Commit(std::move(write));
     if (!live.empty()) lifecycle_.Admit(now);
     // What the allocations now show is durable with this write only.
-    for (const std::string& id : live) m.book.FindMutable(id)->ticket = ticket;
+    for (const std::string& id : live) m.book.Find(id)->ticket = ticket;
   }
   return Queued<bool>{true, std::move(ticket)};
 }
@@ -178,7 +182,7 @@ absl::StatusOr<Queued<NodeCalls::MigPlans>> NodeCalls::QueueHeartbeat(
     const absl::Time now = state_.clock().Now();
     // A node heard from again after going stale may take pending requests.
     bool was_stale = false;
-    if (auto node = m.catalog.FindNode(name);
+    if (auto node = FindNode(m.catalog.nodes(), name);
         node.ok() && options_.heartbeat_timeout > absl::ZeroDuration()) {
       was_stale = now - (*node)->last_heartbeat > options_.heartbeat_timeout;
     }
@@ -206,7 +210,7 @@ absl::StatusOr<Queued<NodeCalls::MigPlans>> NodeCalls::QueueHeartbeat(
               freed;
     }
     // After the drops, which write the node whole.
-    const Node& node = **m.catalog.FindNode(name);  // found above
+    const Node& node = **FindNode(m.catalog.nodes(), name);  // found above
     write.mutations.push_back(PutNodeStatusMutation{node});
     // Every plan standing now was queued before this write (plans are made
     // under the lock), so it is durable when this write is.
@@ -223,7 +227,7 @@ absl::StatusOr<Queued<NodeCalls::MigPlans>> NodeCalls::QueueHeartbeat(
 std::vector<CapacityEntry> NodeCalls::GetCapacity() const {
   absl::ReaderMutexLock lock(&state_.mu());
   lifecycle_.AssertReaderHeld();
-  return state_.view().catalog.index().Capacity();
+  return CapacityOf(state_.view().catalog.index());
 }
 
 std::shared_ptr<const AcceleratorTypeSet> NodeCalls::accelerator_types() const {
@@ -236,7 +240,7 @@ absl::Status NodeCalls::ReplaceAcceleratorTypes(
   lifecycle_.AssertHeld();
   const std::shared_ptr<const AcceleratorTypeSet> current = state_.types();
   RETURN_IF_ERROR(
-      state_.memory().catalog.CheckAcceleratorTypes(*current, *next));
+      CheckAcceleratorTypes(state_.memory().catalog.nodes(), *current, *next));
   state_.ReplaceTypes(std::move(next));
   return absl::OkStatus();
 }

@@ -19,6 +19,7 @@
 #include "core/base/labels.h"
 #include "core/base/page_token.h"
 #include "core/catalog/catalog.h"
+#include "core/catalog/node_queries.h"
 #include "core/model/capacity.h"
 #include "core/model/catalog_model.h"
 #include "core/scheduler/lifecycle.h"

@@ -31,7 +31,7 @@ absl::StatusOr<QueuePage> QueueCalls::GetQueue(
       lifecycle_.PendingOrder(/*fresh=*/true);
   size_t seen = 0;
   for (const std::string& id : *order) {
-    const Allocation& a = m.book.Find({id, ""})->allocation;
+    const Allocation& a = m.book.Find(id)->allocation;
     if (!tenant.empty() && a.tenant != tenant) continue;
     if (seen++ < start) continue;
     if (static_cast<int>(page.pending.size()) == request.size) {

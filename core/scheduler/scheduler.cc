@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/base/status_macros.h"
+#include "core/catalog/pool_queries.h"
 #include "core/plugins/fragmentation/fragmentation.h"
 #include "core/plugins/registry.h"
 
@@ -91,13 +92,13 @@ SchedulerStats Scheduler::Stats() const {
   SchedulerStats stats;
   absl::ReaderMutexLock lock(&state_->mu());
   const SchedulerMemory& m = state_->view();
-  stats.capacity = m.catalog.index().Capacity();
-  stats.active_by_tenant = m.book.ActiveByTenant();
+  stats.capacity = CapacityOf(m.catalog.index());
+  stats.active_by_tenant = m.book.tallies().active_by_tenant();
   stats.pending_by_tenant = m.queue.CountByTenant();
   queue_.AssertReaderHeld();
   stats.tenants = queue_.TenantStandingsLocked("");
   std::tie(stats.schedulable_nodes, stats.cordoned_nodes) =
-      m.catalog.NodeCounts();
+      NodeCounts(m.catalog.nodes());
   for (const auto& [node, account] : m.catalog.index().accounts()) {
     if (account.allocatable.has_value()) stats.node_accounts[node] = account;
   }

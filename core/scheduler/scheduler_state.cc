@@ -43,13 +43,13 @@ absl::Status SchedulerState::LoadLocked() {
   // The book first: the catalog asks it who holds each unit.
   memory_.book.Load(std::move(state.allocations));
   memory_.queue.Clear();
-  for (const AllocationBook::Record* r : memory_.book.Pending()) {
+  for (const AllocationBook::Record* r : PendingRecords(memory_.book)) {
     memory_.queue.Add(r->allocation);
   }
   memory_.reservations = ReservationState();
   ++memory_.version;
   RETURN_IF_ERROR(memory_.catalog.Load(std::move(state.nodes), *types()));
-  memory_.book.MarkHeldResources();
+  MarkHeldResources(memory_.book, memory_.holdings);
   stale_reason_ = absl::OkStatus();
   stale_.store(false);
   return absl::OkStatus();

@@ -33,6 +33,8 @@
 #include "core/accelerators/accelerator_type_set.h"
 #include "core/base/clock.h"
 #include "core/book/allocation_book.h"
+#include "core/book/allocation_ids.h"
+#include "core/book/book_records.h"
 #include "core/catalog/catalog.h"
 #include "core/commit/event_hub.h"
 #include "core/commit/group_committer.h"
@@ -109,6 +111,8 @@ struct SchedulerMemory {
   Catalog catalog{&holdings, &mig};
   UnitHoldings holdings{&catalog.mutable_index()};
   AllocationBook book{&holdings};
+  BookLeases leases{&book};
+  AllocationIds ids;
   Queue queue;
   // Every request asked for (Allocate, a retry excepted): what the
   // fragmentation policy measures free capacity against.

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "config/accelerator_types_file.h"
 #include "core/book/allocation_book.h"
+#include "core/book/book_records.h"
 #include "core/catalog/catalog.h"
 #include "core/catalog/node_validation.h"
 #include "core/framework/cycle_state.h"
@@ -73,7 +74,7 @@ class FrameworkFixture : public testing::Test {
     snapshot_.book = &book_;
     snapshot_.tenants = &tenants_;
     snapshot_.types = types_.get();
-    snapshot_.leases = &book_;
+    snapshot_.leases = &leases_;
     snapshot_.now = T0();
     snapshot_.default_lease = absl::Hours(1);
   }
@@ -143,7 +144,7 @@ class FrameworkFixture : public testing::Test {
   // Marks live `victim` PREEMPTED for `preemptor`, in its grace for `grace`.
   void Preempted(const std::string& victim, const std::string& preemptor,
                  absl::Duration grace = absl::Seconds(30)) {
-    book_.Preempt(*book_.FindMutable(victim), preemptor, T0() + grace);
+    book_.Preempt(*book_.Find(victim), preemptor, T0() + grace);
   }
 
   // Puts a PENDING allocation for `count` units of `models` into the book.
@@ -213,6 +214,7 @@ class FrameworkFixture : public testing::Test {
   Catalog catalog_{&holdings_, nullptr};
   UnitHoldings holdings_{&catalog_.mutable_index()};
   AllocationBook book_{&holdings_};
+  BookLeases leases_{&book_};
   TenantPolicies tenants_;
   Snapshot snapshot_;
   std::unique_ptr<const Framework> framework_;

@@ -15,7 +15,7 @@ std::unique_ptr<Plugin> AcceleratorFitPlugin::New() {
 Verdict AcceleratorFitPlugin::PreFilter(Session& session,
                                         CycleState& cycle) const {
   const MatchSpec& spec = cycle.spec();
-  const std::vector<PoolCandidate> candidates =
+  const PoolCandidates candidates =
       CandidatePools(*cycle.snapshot().index, spec);
   if (candidates.empty()) {
     return Verdict::Unresolvable(

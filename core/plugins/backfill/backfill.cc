@@ -183,7 +183,8 @@ std::string Walk::Reserve(const CycleState& cycle, const std::string& id,
       }
       auto [e, fresh] = eligible.try_emplace(home, false);
       if (fresh) {
-        const bool other = holds_.HeldForOther(key, home, id, priority);
+        const bool other =
+            holds_.HoldForOther(key, home, id, priority) != nullptr;
         exact = exact && !other;
         e->second = !other && cycle.filters().Gates(cycle, home);
       }

@@ -14,9 +14,8 @@ bool BestFitPlugin::Places(const CycleState& cycle) const {
 
 std::optional<Groups> BestFitPlugin::Place(const Session& session,
                                            const CycleState& cycle) const {
-  std::optional<std::vector<const Unit*>> units = WalkByFree(
-      session, cycle,
-      PoolsInRuleOrder(*cycle.snapshot().index, cycle.spec()),
+  std::optional<UnitGroup> units = WalkByFree(
+      session, cycle, PoolsInRuleOrder(*cycle.snapshot().index, cycle.spec()),
       /*most_free_first=*/false);
   if (!units.has_value()) return std::nullopt;
   return OneGroup(*std::move(units));

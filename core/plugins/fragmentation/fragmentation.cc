@@ -19,9 +19,9 @@ struct Scored {
   PlacementScore score;
 };
 
-std::vector<Scored> ScoreCandidates(
-    const Session& session, const CycleState& cycle,
-    const std::vector<PoolCandidate>& candidates) {
+std::vector<Scored> ScoreCandidates(const Session& session,
+                                    const CycleState& cycle,
+                                    const PoolCandidates& candidates) {
   const MatchSpec& spec = cycle.spec();
   const Snapshot& snap = cycle.snapshot();
   std::vector<std::vector<RequestShape>> shapes(candidates.size());
@@ -149,7 +149,7 @@ bool FragmentationPlugin::Places(const CycleState& cycle) const {
 
 std::optional<Groups> FragmentationPlugin::Place(
     const Session& session, const CycleState& cycle) const {
-  const std::vector<PoolCandidate> candidates =
+  const PoolCandidates candidates =
       PoolsInRuleOrder(*cycle.snapshot().index, cycle.spec());
   const std::vector<Scored> scored =
       ScoreCandidates(session, cycle, candidates);
@@ -164,7 +164,7 @@ std::optional<Groups> FragmentationPlugin::Place(
   // Scoring looks at the home node only: every candidate it weighed may
   // have had a host of a multi-host slice ineligible. Best fit then, so
   // that whatever fits is found.
-  std::optional<std::vector<const Unit*>> units =
+  std::optional<UnitGroup> units =
       WalkByFree(session, cycle, candidates, /*most_free_first=*/false);
   if (!units.has_value()) return std::nullopt;
   return OneGroup(*std::move(units));
@@ -172,7 +172,7 @@ std::optional<Groups> FragmentationPlugin::Place(
 
 std::vector<RankedPlacement> FragmentationPlugin::Rank(
     const Session& session, const CycleState& cycle) const {
-  const std::vector<PoolCandidate> candidates =
+  const PoolCandidates candidates =
       PoolsInRuleOrder(*cycle.snapshot().index, cycle.spec());
   std::vector<RankedPlacement> out;
   for (const Scored& s : ScoreCandidates(session, cycle, candidates)) {

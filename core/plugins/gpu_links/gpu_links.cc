@@ -47,7 +47,7 @@ std::vector<int> GpuLinksPlugin::Choose(const CycleState& cycle,
 }
 
 std::string GpuLinksPlugin::Describe(
-    const CycleState& cycle, const std::vector<const Unit*>& group) const {
+    const CycleState& cycle, absl::Span<const Unit* const> group) const {
   // A share's GPU is chosen by its free compute, not by links.
   if (cycle.spec().share.has_value()) return "";
   if (group.empty() || !group[0]->pool.partition.empty()) return "";

@@ -38,7 +38,7 @@ class GpuLinksPlugin final : public UnitScorePlugin {
   // whose GPU is chosen by its free compute). O(free units of its node +
   // their links).
   std::string Describe(const CycleState& cycle,
-                       const std::vector<const Unit*>& group) const override;
+                       absl::Span<const Unit* const> group) const override;
 };
 
 }  // namespace accelsched

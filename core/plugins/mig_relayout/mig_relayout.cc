@@ -18,7 +18,7 @@ struct Relayouts : SessionState {
   explicit Relayouts(Session& session) {
     const Catalog* catalog = session.snapshot().catalog;
     if (catalog == nullptr) return;
-    for (const auto& [node, device] : catalog->mig_plans()) {
+    for (const auto& [node, device] : catalog->mig_gpus().planned()) {
       const Device* d = FindDevice(catalog->nodes().find(node)->second, device);
       auto& [where, gpus] = in_flight[d->mig_plan->allocation_id];
       where = node;
@@ -67,10 +67,11 @@ PostFilterResult MigRelayoutPlugin::PostFilter(
   if (snap.book->tallies().VictimsOf(id).empty() && snap.types != nullptr &&
       snap.catalog != nullptr && !spec.partition.empty() &&
       spec.replicas <= 1 && !spec.share.has_value() &&
-      std::any_of(spec.requested_models.begin(), spec.requested_models.end(),
-                  [&](const std::string& model) {
-                    return !snap.catalog->RelayoutGpus(model).empty();
-                  })) {
+      std::any_of(
+          spec.requested_models.begin(), spec.requested_models.end(),
+          [&](const std::string& model) {
+            return !snap.catalog->mig_gpus().RelayoutGpus(model).empty();
+          })) {
     if (!explain &&
         (!snap.plan_relayouts || relayouts.planned >= kMaxRelayoutsPerPass)) {
       outcome = Relayout::kLater;
@@ -78,8 +79,8 @@ PostFilterResult MigRelayoutPlugin::PostFilter(
       // Slices of a pool whose node is held for another request stay.
       const Holds& holds = session.holds();
       auto pinned = [&](const Unit& unit) {
-        return holds.HeldForOther(unit.pool, unit.home, id,
-                                  cycle.request().priority);
+        return holds.HoldForOther(unit.pool, unit.home, id,
+                                  cycle.request().priority) != nullptr;
       };
       if (std::optional<RelayoutChoice> choice =
               PlanRelayout(cycle, *snap.types, spec, pinned)) {

@@ -62,7 +62,8 @@ std::optional<RelayoutChoice> PlanRelayout(const CycleState& cycle,
                                            absl::Time frees_by) {
   const Snapshot& snap = cycle.snapshot();
   if (spec.partition.empty() || spec.replicas > 1 || spec.share.has_value() ||
-      spec.device_class != DeviceClass::kNvidiaGpu || spec.requested_models.empty()) {
+      spec.device_class != DeviceClass::kNvidiaGpu ||
+      spec.requested_models.empty()) {
     return std::nullopt;
   }
   if (snap.catalog == nullptr) return std::nullopt;
@@ -106,7 +107,7 @@ std::optional<RelayoutChoice> PlanRelayout(const CycleState& cycle,
       }
       return plan;
     };
-    const auto& gpus = snap.catalog->RelayoutGpus(model);
+    const auto& gpus = snap.catalog->mig_gpus().RelayoutGpus(model);
     for (auto it = gpus.begin(); it != gpus.end();) {
       const std::string& node_name = it->first;
       auto end = it;
@@ -237,7 +238,7 @@ bool RelayoutCouldServe(const Catalog& catalog, const AcceleratorTypeSet& types,
     std::string node;
     int slices = 0;
     bool holds = false;
-    for (const auto& [home, device] : catalog.RelayoutGpus(model)) {
+    for (const auto& [home, device] : catalog.mig_gpus().RelayoutGpus(model)) {
       if (home != node) {
         node = home;
         slices = 0;

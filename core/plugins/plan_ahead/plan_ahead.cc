@@ -56,8 +56,8 @@ PostFilterResult PlanAheadPlugin::PostFilter(
   // Unlike a plan made now, one ahead holds pools: it leaves alone every
   // hold of another, even a nominated one it would outrank.
   auto pinned = [&](const Unit& unit) {
-    return holds.HeldForOther(unit.pool, unit.home, id,
-                              /*priority=*/std::nullopt);
+    return holds.HoldForOther(unit.pool, unit.home, id,
+                              /*priority=*/std::nullopt) != nullptr;
   };
   ++searches.made;
   std::optional<RelayoutChoice> choice = PlanRelayout(

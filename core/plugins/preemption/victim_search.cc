@@ -132,7 +132,7 @@ std::optional<VictimChoice> VictimSearch::ChooseVictims(
       // Named, not a structured binding: the lambda below captures it.
       const std::string& home = home_entry.first;
       const auto& h = home_entry.second;
-      if (session_.holds().HeldForOther(key, home, id, p.priority) ||
+      if (session_.holds().HoldForOther(key, home, id, p.priority) ||
           !cycle.filters().Gates(cycle, home)) {
         continue;
       }
@@ -301,7 +301,7 @@ std::optional<VictimChoice> VictimSearch::ChooseShareVictims(
       // Named, not a structured binding: the lambda below captures it.
       const std::string& home = home_entry.first;
       const CapacityIndex::Home& h = home_entry.second;
-      if (session_.holds().HeldForOther(key, home, id, p.priority) ||
+      if (session_.holds().HoldForOther(key, home, id, p.priority) ||
           !cycle.filters().Gates(cycle, home)) {
         continue;
       }

@@ -22,7 +22,7 @@ void HoldFit(Session& session, const CycleState& cycle) {
   const std::string id(cycle.request().id);
   for (const auto& group : *groups) {
     const Unit& u = *group.front();
-    if (holds.HeldForOther(u.pool, u.home, id, cycle.request().priority))
+    if (holds.HoldForOther(u.pool, u.home, id, cycle.request().priority))
       continue;
     holds.TakeTurn(u.pool);
     holds.Hold(u.pool, u.home,

@@ -12,15 +12,11 @@ bool ReservationsPlugin::Prepare(CycleState& cycle) const {
 
 const char* ReservationsPlugin::Filter(const CycleState& cycle,
                                        const NodeView& node) const {
-  const Reservations& held = cycle.holds()->reservations();
-  auto pool = held.find(*node.pool);
-  if (pool == held.end()) return nullptr;
-  auto r = pool->second.find(node.name);
-  if (r == pool->second.end() || r->second.held_for == cycle.request().id) {
-    return nullptr;
-  }
-  if (r->second.YieldsTo(cycle.request().priority)) return nullptr;
-  return cycle.ends_at() > r->second.start ? kHeld : nullptr;
+  // A request whose lease ends before the hold starts may take the node
+  // meanwhile (a backfill).
+  const Reservation* r = cycle.holds()->HoldForOther(
+      *node.pool, node.name, cycle.request().id, cycle.request().priority);
+  return r != nullptr && cycle.ends_at() > r->start ? kHeld : nullptr;
 }
 
 absl::string_view ReservationsPlugin::ExcludedNote() const {

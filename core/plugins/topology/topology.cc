@@ -127,8 +127,7 @@ std::optional<Groups> TopologyPlugin::Place(const Session& session,
                                             const CycleState& cycle) const {
   const MatchSpec& spec = cycle.spec();
   const Snapshot& snap = cycle.snapshot();
-  const std::vector<PoolCandidate> candidates =
-      PoolsInRuleOrder(*snap.index, spec);
+  const PoolCandidates candidates = PoolsInRuleOrder(*snap.index, spec);
   const bool preferred = !spec.preferred_topology.empty();
   // Preferred domains interned per call; a node without the label is a
   // domain of its own (named by the node, apart from label values).
@@ -198,7 +197,7 @@ std::optional<Groups> TopologyPlugin::Place(const Session& session,
     bool served = true;
     for (size_t i : best->picked) {
       GangFit& fit = (*best->fits)[i];
-      std::optional<std::vector<const Unit*>> units =
+      std::optional<UnitGroup> units =
           UnitsIn(session, cycle, candidates[best->pool], *fit.home);
       if (!units.has_value()) {
         fit.out = true;
@@ -277,8 +276,7 @@ absl::Status CheckGangDomains(const CapacityIndex& index, const NodeMap& nodes,
                                most == 1 ? "" : "s", " that could")));
 }
 
-PostFilterResult TopologyPlugin::PostFilter(Session& session,
-                                            CycleState& cycle,
+PostFilterResult TopologyPlugin::PostFilter(Session& session, CycleState& cycle,
                                             const CycleFailure& failure) const {
   const Snapshot& snap = cycle.snapshot();
   absl::Status s =

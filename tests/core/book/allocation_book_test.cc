@@ -1,9 +1,11 @@
 // The allocation book on its own: no store, no scheduler.
 #include "core/book/allocation_book.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "core/book/book_records.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -61,7 +63,7 @@ TEST_F(AllocationBookTest, HoldingAndEndingMoveOwnerAndIndexTogether) {
   EXPECT_EQ(book_.holdings().HolderOf("g0"), "a-1");
   EXPECT_EQ(index_.Find("g1")->holder, "a-1");
   EXPECT_EQ(Allocated(), 2);
-  AllocationBook::Record& r = *book_.FindMutable("a-1");
+  AllocationBook::Record& r = *book_.Find("a-1");
   book_.End(r, AllocationState::kReleased, kReasonReleased, kT0);
   EXPECT_EQ(book_.holdings().HolderOf("g0"), "");
   EXPECT_EQ(Allocated(), 0);
@@ -70,7 +72,7 @@ TEST_F(AllocationBookTest, HoldingAndEndingMoveOwnerAndIndexTogether) {
   EXPECT_EQ(r.allocation.ended_at, kT0);
   // Ended, it is no longer due for expiry and no longer counted as active.
   EXPECT_THAT(book_.Due(kT0 + absl::Hours(2)), IsEmpty());
-  EXPECT_THAT(book_.ActiveByTenant(), IsEmpty());
+  EXPECT_THAT(book_.tallies().active_by_tenant(), IsEmpty());
 }
 
 TEST_F(AllocationBookTest, ARequestIdFindsItsNewestAllocation) {
@@ -79,21 +81,20 @@ TEST_F(AllocationBookTest, ARequestIdFindsItsNewestAllocation) {
   book_.End(first, AllocationState::kExpired, kReasonExpired, kT0);
   book_.Add(Live("a-2", "r1", {"g1"}, kT0 + absl::Hours(1)));
   EXPECT_EQ(book_.Find({"", "r1"})->allocation.id, "a-2");
-  EXPECT_EQ(book_.Find({"a-1", ""})->allocation.state,
-            AllocationState::kExpired);
+  EXPECT_EQ(book_.Find("a-1")->allocation.state, AllocationState::kExpired);
   EXPECT_EQ(book_.Find({"", "r9"}), nullptr);
-  EXPECT_EQ(book_.Find({"a-9", ""}), nullptr);
+  EXPECT_EQ(book_.Find("a-9"), nullptr);
   // Forgetting the older one keeps the request id's newest.
   EXPECT_THAT(book_.ForgetEnded(kT0 + absl::Seconds(1)), ElementsAre("a-1"));
   EXPECT_EQ(book_.Find({"", "r1"})->allocation.id, "a-2");
-  EXPECT_EQ(book_.Find({"a-1", ""}), nullptr);
+  EXPECT_EQ(book_.Find("a-1"), nullptr);
 }
 
 TEST_F(AllocationBookTest, LeasesComeDueInExpiryOrder) {
   book_.Add(Live("a-1", "r1", {"g0"}, kT0 + absl::Minutes(3)));
   book_.Add(Live("a-2", "r2", {"g1"}, kT0 + absl::Minutes(1)));
   book_.Add(Live("a-3", "r3", {"g2"}, kT0 + absl::Minutes(2)));
-  book_.SetExpiry(*book_.FindMutable("a-3"), kT0 + absl::Minutes(9));
+  book_.SetExpiry(*book_.Find("a-3"), kT0 + absl::Minutes(9));
   std::vector<std::string> due;
   for (auto* r : book_.Due(kT0 + absl::Minutes(3))) {
     due.push_back(r->allocation.id);
@@ -110,7 +111,8 @@ TEST_F(AllocationBookTest, LoadTakesOwnersWithoutMarkingTheIndex) {
   EXPECT_EQ(book_.holdings().HolderOf("g0"), "a-1");
   EXPECT_EQ(book_.holdings().HolderOf("g1"), "");
   EXPECT_EQ(Allocated(), 0);  // the catalog, loaded next, asks HolderOf
-  EXPECT_EQ(book_.ActiveByTenant(), (std::map<std::string, int64_t>{{"", 1}}));
+  EXPECT_EQ(book_.tallies().active_by_tenant(),
+            (std::map<std::string, int64_t>{{"", 1}}));
 }
 
 TEST_F(AllocationBookTest, ListFiltersAndPagesInIdOrder) {
@@ -119,26 +121,58 @@ TEST_F(AllocationBookTest, ListFiltersAndPagesInIdOrder) {
   book_.Add(Live("a-3", "r3", {"g2"}, kT0, "x"));
   AllocationFilter x;
   x.tenant = "x";
-  AllocationPage page = book_.List(x, 1, "");
+  AllocationPage page = AllocationsPage(book_, x, 1, "");
   ASSERT_EQ(page.allocations.size(), 1u);
   EXPECT_EQ(page.allocations[0].id, "a-1");
   EXPECT_FALSE(page.next_page_token.empty());
-  page = book_.List(x, 1, "a-1");
+  page = AllocationsPage(book_, x, 1, "a-1");
   ASSERT_EQ(page.allocations.size(), 1u);
   EXPECT_EQ(page.allocations[0].id, "a-3");
   EXPECT_TRUE(page.next_page_token.empty());
   AllocationFilter on_node;
   on_node.node = "n2";
-  EXPECT_THAT(book_.List(on_node, 10, "").allocations, IsEmpty());
+  EXPECT_THAT(AllocationsPage(book_, on_node, 10, "").allocations, IsEmpty());
 }
 
-TEST_F(AllocationBookTest, NewIdsSortByTime) {
-  const std::string a = book_.NewId(kT0);
-  const std::string b = book_.NewId(kT0);
-  const std::string c = book_.NewId(kT0 + absl::Microseconds(1));
-  EXPECT_NE(a, b);
-  EXPECT_LT(a, c);
-  EXPECT_LT(b, c);
+TEST_F(AllocationBookTest, ActiveCountsFollowPreemptionAndEnd) {
+  AllocationBook::Record& a =
+      book_.Add(Live("a-1", "r1", {"g0"}, kT0 + absl::Hours(1), "x"));
+  book_.Add(Live("a-2", "r2", {"g1"}, kT0 + absl::Hours(1), "x"));
+  EXPECT_EQ(book_.tallies().active_by_tenant(),
+            (std::map<std::string, int64_t>{{"x", 2}}));
+  // A PREEMPTED one is live (it holds its units through its grace) but no
+  // longer ACTIVE.
+  book_.Preempt(a, "a-9", kT0 + absl::Minutes(1));
+  EXPECT_EQ(book_.tallies().active_by_tenant(),
+            (std::map<std::string, int64_t>{{"x", 1}}));
+  book_.End(a, AllocationState::kPreempted, "preempted", kT0);
+  book_.End(*book_.Find("a-2"), AllocationState::kReleased, kReasonReleased,
+            kT0);
+  EXPECT_THAT(book_.tallies().active_by_tenant(), IsEmpty());
+}
+
+TEST_F(AllocationBookTest, PendingRecordsAndLeasesReadEveryRecord) {
+  AllocationBook::Record pending;
+  pending.allocation.id = "a-3";
+  pending.allocation.request_id = "r3";
+  pending.allocation.state = AllocationState::kPending;
+  pending.allocation.expires_at = kT0 + absl::Minutes(5);
+  book_.Add(std::move(pending));
+  book_.Add(Live("a-1", "r1", {"g0"}, kT0 + absl::Hours(1)));
+  AllocationBook::Record& ended =
+      book_.Add(Live("a-2", "r2", {"g1"}, kT0 + absl::Hours(2)));
+  book_.End(ended, AllocationState::kReleased, kReasonReleased, kT0);
+  std::vector<std::string> ids;
+  for (const AllocationBook::Record* r : PendingRecords(book_)) {
+    ids.push_back(r->allocation.id);
+  }
+  EXPECT_THAT(ids, ElementsAre("a-3"));
+  // Only a live allocation's units come free at its expiry.
+  const BookLeases leases(&book_);
+  EXPECT_EQ(leases.FreeAt("a-1"), kT0 + absl::Hours(1));
+  EXPECT_EQ(leases.FreeAt("a-2"), absl::InfinitePast());
+  EXPECT_EQ(leases.FreeAt("a-3"), absl::InfinitePast());
+  EXPECT_EQ(leases.FreeAt("a-9"), absl::InfinitePast());
 }
 
 }  // namespace

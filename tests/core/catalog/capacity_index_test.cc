@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/catalog/pool_queries.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -45,7 +46,7 @@ TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
   sick.healthy = false;
   index.Put(sick);
   index.SetHolder("a", "alloc-1");
-  EXPECT_THAT(index.Capacity(),
+  EXPECT_THAT(CapacityOf(index),
               ElementsAre(CapacityEntry{DeviceClass::kNvidiaGpu,
                                         "nvidia-tesla-t4", "", 3, 1, 1, 1}));
   const CapacityIndex::Pool* pool = index.FindPool(kT4);
@@ -59,7 +60,7 @@ TEST(CapacityIndexTest, CountsFollowHealthAndAllocation) {
   index.Remove("a");
   index.Remove("b");
   index.Remove("c");
-  EXPECT_TRUE(index.Capacity().empty());
+  EXPECT_TRUE(CapacityOf(index).empty());
   EXPECT_EQ(index.FindPool(kT4), nullptr);
   EXPECT_TRUE(index.UnitsOnNode("n1").empty());
 }
@@ -183,11 +184,11 @@ TEST(CapacityIndexTest, KnowsHowManyHomesHaveEachFreeCount) {
   EXPECT_EQ(t4->free(), 2);
   // Whole NVIDIA pools in model order; the MIG pool is not one.
   std::vector<std::string> models;
-  for (const auto& [key, pool] : index.PoolsOf(DeviceClass::kNvidiaGpu, "")) {
+  for (const auto& [key, pool] : PoolsOf(index, DeviceClass::kNvidiaGpu, "")) {
     models.push_back(key->model);
   }
   EXPECT_THAT(models, ElementsAre("nvidia-l4", "nvidia-tesla-t4"));
-  EXPECT_TRUE(index.PoolsOf(DeviceClass::kAmdGpu, "").empty());
+  EXPECT_TRUE(PoolsOf(index, DeviceClass::kAmdGpu, "").empty());
 }
 
 // The index keeps who holds a home's units whole, through every change.

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "config/accelerator_types_file.h"
+#include "core/catalog/node_queries.h"
 #include "core/catalog/node_validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -71,7 +72,7 @@ TEST_F(CatalogTest, UnitsDeriveFromDevicesMigSlicesAndTpuSlices) {
   slice = catalog_.index().Find(TpuUnitKey("s1"));
   EXPECT_TRUE(slice->healthy);
   EXPECT_THAT(slice->hosts, ElementsAre("t1", "t2"));
-  EXPECT_EQ(catalog_.NodeCounts(), (std::pair<int64_t, int64_t>{3, 0}));
+  EXPECT_EQ(NodeCounts(catalog_.nodes()), (std::pair<int64_t, int64_t>{3, 0}));
 }
 
 TEST_F(CatalogTest, ADeviceOfAnotherNodeIsRefusedAndNothingChanges) {
@@ -81,7 +82,7 @@ TEST_F(CatalogTest, ADeviceOfAnotherNodeIsRefusedAndNothingChanges) {
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("node.devices[1].id \"GPU-a\" is already "
                          "registered on node \"n1\"")));
-  EXPECT_THAT(catalog_.FindNode("n2"),
+  EXPECT_THAT(FindNode(catalog_.nodes(), "n2"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"n2\"")));
   EXPECT_EQ(Pool("nvidia-tesla-t4")->total, 1);
 }
@@ -97,7 +98,7 @@ TEST_F(CatalogTest, AHeldDeviceIsKeptUntilItsOwnerLetsGo) {
   EXPECT_FALSE(n->devices[1].healthy);
   // Still held, so still a unit, and still the holder's.
   EXPECT_EQ(catalog_.index().Find("GPU-b")->holder, "a-1");
-  EXPECT_THAT(catalog_.HoldersOn("n1"), ElementsAre("a-1"));
+  EXPECT_THAT(HoldersOn(catalog_.index(), holders_, "n1"), ElementsAre("a-1"));
   EXPECT_EQ(catalog_.DropReleasedRemovedDevices("n1"), std::nullopt);
   Hold("GPU-b", "");
   holders_.owners.clear();
@@ -126,7 +127,7 @@ TEST_F(CatalogTest, HeartbeatChecksEveryIdBeforeChangingHealth) {
   EXPECT_THAT(catalog_.Heartbeat("n1", {}, {"GPU-x"}, later),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("device_stats[\"GPU-x\"]")));
-  EXPECT_EQ((*catalog_.FindNode("n1"))->last_heartbeat, now_);
+  EXPECT_EQ((*FindNode(catalog_.nodes(), "n1"))->last_heartbeat, now_);
   EXPECT_EQ(Pool("nvidia-tesla-t4")->unhealthy, 0);
   absl::StatusOr<std::vector<HealthChange>> changes =
       catalog_.Heartbeat("n1", {"GPU-a"}, {"GPU-b"}, later);
@@ -135,7 +136,7 @@ TEST_F(CatalogTest, HeartbeatChecksEveryIdBeforeChangingHealth) {
   EXPECT_EQ((*changes)[0].device_id, "GPU-a");
   EXPECT_FALSE((*changes)[0].healthy);
   EXPECT_EQ(Pool("nvidia-tesla-t4")->unhealthy, 1);
-  EXPECT_EQ((*catalog_.FindNode("n1"))->last_heartbeat, later);
+  EXPECT_EQ((*FindNode(catalog_.nodes(), "n1"))->last_heartbeat, later);
   // The same report again changes nothing.
   EXPECT_THAT(*catalog_.Heartbeat("n1", {"GPU-a"}, {}, later), IsEmpty());
 }
@@ -146,7 +147,7 @@ TEST_F(CatalogTest, CordonSurvivesReRegistrationAndRemovalFreesIds) {
   absl::StatusOr<Node> n = Put(MakeNode("n1", {Gpu("GPU-a", "T4", 0)}));
   ASSERT_OK(n);
   EXPECT_FALSE(n->schedulable);
-  EXPECT_EQ(catalog_.NodeCounts(), (std::pair<int64_t, int64_t>{0, 1}));
+  EXPECT_EQ(NodeCounts(catalog_.nodes()), (std::pair<int64_t, int64_t>{0, 1}));
   ASSERT_OK(catalog_.Remove("n1"));
   EXPECT_THAT(catalog_.Remove("n1"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"n1\"")));
@@ -159,7 +160,7 @@ TEST_F(CatalogTest, LoadTakesOwnersAndRefusesAnUnknownModel) {
   Node stored = MakeNode("n1", {Gpu("GPU-a", "T4", 0), Gpu("GPU-b", "T4", 1)});
   ASSERT_OK(catalog_.Load({stored}, *registry_));
   EXPECT_EQ(Pool("nvidia-tesla-t4")->allocated, 1);
-  EXPECT_EQ((*catalog_.FindNode("n1"))->devices[0].canonical_model,
+  EXPECT_EQ((*FindNode(catalog_.nodes(), "n1"))->devices[0].canonical_model,
             "nvidia-tesla-t4");
   Node odd = MakeNode("n2", {Gpu("GPU-z", "no-such-gpu", 0)});
   EXPECT_THAT(catalog_.Load({stored, odd}, *registry_),

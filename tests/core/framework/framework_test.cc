@@ -161,7 +161,7 @@ class FakeUnitScore final : public UnitScorePlugin {
     return {};
   }
   std::string Describe(const CycleState&,
-                       const std::vector<const Unit*>&) const override {
+                       absl::Span<const Unit* const>) const override {
     return "units chosen (fake)";
   }
 
@@ -289,6 +289,22 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
+// A chain's lists are fixed in size (FilterList): the plugin set refuses a
+// Filter plugin past them, and keeps those before.
+TEST(PluginSetTest, RefusesAFilterPluginPastTheMostAProfileMayName) {
+  PluginSet set;
+  for (int i = 0; i < FilterChain::kMaxFilters; ++i) {
+    const std::string name = absl::StrCat("gate_", i);
+    ASSERT_OK(set.Add(std::make_unique<FakeFilter>(name.c_str()), 1));
+  }
+  EXPECT_THAT(set.Add(std::make_unique<FakeFilter>("one_more"), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "profile: plugin \"one_more\" is a Filter plugin past "
+                       "the 16 a profile may name"));
+  EXPECT_EQ(set.filters().size(), FilterChain::kMaxFilters);
+  EXPECT_EQ(set.Find("one_more"), nullptr);
+}
+
 class FrameworkTest : public FrameworkFixture {
  protected:
   void SetUp() override {
@@ -331,7 +347,7 @@ class FrameworkTest : public FrameworkFixture {
     return std::make_unique<Run>(fw, snapshot_, &book_, *request, mode, queued);
   }
   const Allocation& Pending() {
-    if (const AllocationBook::Record* r = book_.Find({"p-1", ""})) {
+    if (const AllocationBook::Record* r = book_.Find("p-1")) {
       return r->allocation;
     }
     return AddPending("p-1", "a");
@@ -350,7 +366,7 @@ TEST_F(FrameworkTest, CreatesAProfileOfOneOfEachPoint) {
   ASSERT_NE(fw->plugins().unit_score(), nullptr);
   EXPECT_EQ(fw->plugins().unit_score()->name(), "units_a");
   ASSERT_EQ(fw->plugins().filters().size(), 1);
-  EXPECT_EQ(fw->plugins().filters()[0]->name(), "gate");
+  EXPECT_EQ(fw->plugins().filters()[0].plugin->name(), "gate");
   ASSERT_EQ(fw->plugins().scores().size(), 1);
   EXPECT_EQ(fw->plugins().scores()[0].plugin->name(), "score");
   EXPECT_EQ(fw->plugins().scores()[0].weight, 2);

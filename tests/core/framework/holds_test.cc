@@ -76,15 +76,15 @@ TEST_F(HoldsTest, WalksLookedForInVainAreKeptUntilTheRefresh) {
 
 // A backfill hold never yields; a nominated one or one planned ahead yields
 // to a higher priority only; a request's own hold is never held for
-// another. Given no priority, HeldForOther sees every hold of another,
+// another. Given no priority, HoldForOther sees every hold of another,
 // whatever it yields to.
 struct OtherCase {
   const char* name;
   Reservation hold;  // on n1's T4s
   std::string requester;
   int priority;
-  bool held_against_priority;  // HeldForOther given `priority`
-  bool held_for_other;         // HeldForOther given no priority
+  bool held_against_priority;  // HoldForOther given `priority`
+  bool held_for_other;         // HoldForOther given no priority
 
   friend void PrintTo(const OtherCase& c, std::ostream* os) { *os << c.name; }
 };
@@ -97,14 +97,16 @@ TEST_P(ForOtherTest, SaysWhetherTheNodeIsHeldForAnother) {
   AddNode("n1", 2);
   Holds holds(&book_, nullptr, /*refresh=*/true, NoneWaiting);
   holds.Hold(GpuPool(kT4), "n1", c.hold);
-  EXPECT_EQ(holds.HeldForOther(GpuPool(kT4), "n1", c.requester, c.priority),
+  EXPECT_EQ(holds.HoldForOther(GpuPool(kT4), "n1", c.requester, c.priority) !=
+                nullptr,
             c.held_against_priority);
-  EXPECT_EQ(holds.HeldForOther(GpuPool(kT4), "n1", c.requester, std::nullopt),
+  EXPECT_EQ(holds.HoldForOther(GpuPool(kT4), "n1", c.requester, std::nullopt) !=
+                nullptr,
             c.held_for_other);
   // Another pool, or another node, is not held at all.
-  EXPECT_FALSE(holds.HeldForOther(GpuPool(kL4), "n1", c.requester, 0));
-  EXPECT_FALSE(
-      holds.HeldForOther(GpuPool(kT4), "n2", c.requester, std::nullopt));
+  EXPECT_EQ(holds.HoldForOther(GpuPool(kL4), "n1", c.requester, 0), nullptr);
+  EXPECT_EQ(holds.HoldForOther(GpuPool(kT4), "n2", c.requester, std::nullopt),
+            nullptr);
 }
 
 // Holds for "h" (their start is not read).
@@ -142,11 +144,11 @@ TEST_F(HoldsTest, ANominatedHoldYieldsToAHigherPriorityOnly) {
   Holds holds(&book_, &previous, /*refresh=*/true, AllWaiting);
   // p-2's backfill hold of n2, from now (the walk's; backfill_test).
   holds.Hold(GpuPool(kT4), "n2", Reservation{T0(), "p-2"});
-  EXPECT_TRUE(holds.HeldForOther(GpuPool(kT4), "n1", "p-9", 5));
-  EXPECT_FALSE(holds.HeldForOther(GpuPool(kT4), "n1", "p-9", 6));
-  EXPECT_FALSE(holds.HeldForOther(GpuPool(kT4), "n1", "p-1", 0));
-  EXPECT_TRUE(holds.HeldForOther(GpuPool(kT4), "n2", "p-9", 100));
-  EXPECT_FALSE(holds.HeldForOther(GpuPool(kL4), "n1", "p-9", 0));
+  EXPECT_NE(holds.HoldForOther(GpuPool(kT4), "n1", "p-9", 5), nullptr);
+  EXPECT_EQ(holds.HoldForOther(GpuPool(kT4), "n1", "p-9", 6), nullptr);
+  EXPECT_EQ(holds.HoldForOther(GpuPool(kT4), "n1", "p-1", 0), nullptr);
+  EXPECT_NE(holds.HoldForOther(GpuPool(kT4), "n2", "p-9", 100), nullptr);
+  EXPECT_EQ(holds.HoldForOther(GpuPool(kL4), "n1", "p-9", 0), nullptr);
 }
 
 // Release drops every hold of the request, in every pool, and what it held
@@ -189,8 +191,8 @@ TEST_F(HoldsTest, HoldsPlannedAheadAreKeptBetweenRefreshesOnly) {
       kept.KeptAhead("a-1"),
       absl::StrCat(HoldsFrom("n1", T0() + absl::Hours(1)), " for a re-layout"));
   EXPECT_TRUE(kept.kept_preemptors().empty());  // not a preemptor
-  EXPECT_TRUE(kept.HeldForOther(GpuPool(kT4), "n1", "p-9", 3));
-  EXPECT_FALSE(kept.HeldForOther(GpuPool(kT4), "n1", "p-9", 4));
+  EXPECT_NE(kept.HoldForOther(GpuPool(kT4), "n1", "p-9", 3), nullptr);
+  EXPECT_EQ(kept.HoldForOther(GpuPool(kT4), "n1", "p-9", 4), nullptr);
   // A holder no longer waiting, or a refresh: not kept.
   Holds gone(&book_, &previous, /*refresh=*/false, NoneWaiting);
   EXPECT_TRUE(Held(gone.reservations()).empty());

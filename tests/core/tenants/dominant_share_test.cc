@@ -37,8 +37,7 @@ TEST_F(DominantShareTest, PreemptedAllocationsCountUntilTheyEnd) {
   AddLive({.id = "a-1", .tenant = "a", .node = "n1", .units = 2});
   Preempted("a-1", "p-1");
   EXPECT_DOUBLE_EQ(Share("a"), 0.25);
-  book_.End(*book_.FindMutable("a-1"), AllocationState::kPreempted, "preempted",
-            T0());
+  book_.End(*book_.Find("a-1"), AllocationState::kPreempted, "preempted", T0());
   EXPECT_DOUBLE_EQ(Share("a"), 0);
 }
 

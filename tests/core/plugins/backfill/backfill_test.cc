@@ -301,8 +301,8 @@ TEST_F(BackfillTest, ThePoolThatFreesFirstWinsThenTheFirstNamed) {
   }
   // Both free now: a tie.
   for (const char* id : {"x-1", "x-2"}) {
-    book_.End(*book_.FindMutable(id), AllocationState::kReleased,
-              kReasonReleased, T0());
+    book_.End(*book_.Find(id), AllocationState::kReleased, kReasonReleased,
+              T0());
   }
   std::unique_ptr<PassSession> s = NewSession();
   EXPECT_EQ(Reserve(*s, "p-1", either, 0), HoldsFrom("n1", T0()));

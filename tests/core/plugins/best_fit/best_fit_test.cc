@@ -35,15 +35,14 @@ Unit T4(const std::string& key, const std::string& node, int order) {
 }
 
 // Best fit on `index` at kNow, nodes heard from in the last 5 minutes.
-std::optional<std::vector<const Unit*>> Match(const CapacityIndex& index,
-                                              const NodeMap& nodes,
-                                              const MatchSpec& spec) {
+std::optional<UnitGroup> Match(const CapacityIndex& index, const NodeMap& nodes,
+                               const MatchSpec& spec) {
   IndexPlacer placer(&index, &nodes,
                      IndexPlacer::Options{Packing::kBestFit, absl::Minutes(5)});
   return placer.PlaceOne(spec, kNow);
 }
 
-std::vector<std::string> Keys(const std::vector<const Unit*>& units) {
+std::vector<std::string> Keys(absl::Span<const Unit* const> units) {
   std::vector<std::string> keys;
   for (const Unit* u : units) keys.push_back(u->key);
   return keys;

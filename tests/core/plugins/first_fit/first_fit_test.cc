@@ -34,7 +34,7 @@ struct PackedCluster : PackedNodes {
                          const PoolKey& pool = kT4) {
     Add(free, pool, kNow);
   }
-  std::optional<std::vector<const Unit*>> Place(const MatchSpec& spec) {
+  std::optional<UnitGroup> Place(const MatchSpec& spec) {
     IndexPlacer placer(&index, &nodes, {Packing::kFirstFit, absl::Minutes(5)});
     return placer.PlaceOne(spec, kNow);
   }

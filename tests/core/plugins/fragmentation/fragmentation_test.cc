@@ -222,7 +222,7 @@ TEST(FragmentationTest, ANodeShortOfCpuForTheMixIsWeighed) {
   ASSERT_EQ(ranked.size(), 2u);
   EXPECT_EQ(ranked[0].node, "b");
   EXPECT_LT(ranked[0].score.total, 0);
-  std::optional<std::vector<const Unit*>> units = placer.PlaceOne(spec, kNow);
+  std::optional<UnitGroup> units = placer.PlaceOne(spec, kNow);
   ASSERT_TRUE(units.has_value());
   EXPECT_EQ(units->front()->home, "b");
 }
@@ -237,7 +237,7 @@ TEST(FragmentationTest, ASliceWhoseOtherHostIsCordonedIsPassedOver) {
   RequestMix mix;
   mix.Add(kNow, tpu, 1, 0, 0);
   IndexPlacer placer = Placer(index, nodes, &mix);
-  std::optional<std::vector<const Unit*>> units =
+  std::optional<UnitGroup> units =
       placer.PlaceOne(MatchSpec::ForPool(tpu, 1), kNow);
   ASSERT_TRUE(units.has_value());
   EXPECT_EQ(units->front()->home, "a-3");

@@ -77,7 +77,7 @@ void PutUnits(CapacityIndex& index, const Node& node,
   }
 }
 
-std::vector<int> Orders(const std::vector<const Unit*>& units) {
+std::vector<int> Orders(absl::Span<const Unit* const> units) {
   std::vector<int> out;
   for (const Unit* u : units) out.push_back(u->order);
   return out;

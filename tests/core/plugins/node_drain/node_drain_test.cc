@@ -65,7 +65,7 @@ TEST_F(NodeDrainTest, TheDefaultProfilePassesADrainedNodeBy) {
   for (Packing packing : {Packing::kBestFit, Packing::kFragmentation,
                           Packing::kFirstFit, Packing::kSpread}) {
     IndexPlacer placer(&catalog_.index(), &catalog_.nodes(), {packing});
-    std::optional<std::vector<const Unit*>> units =
+    std::optional<UnitGroup> units =
         placer.PlaceOne(MatchSpec::ForPool(GpuPool(kT4), 1), T0());
     ASSERT_TRUE(units.has_value()) << PackingName(packing);
     EXPECT_EQ(units->front()->home, "n2") << PackingName(packing);

@@ -107,7 +107,7 @@ class PlanAheadTest : public FrameworkFixture {
     return book_.Add(std::move(r)).allocation;
   }
 
-  const Allocation& Big() { return book_.Find({"big", ""})->allocation; }
+  const Allocation& Big() { return book_.Find("big")->allocation; }
 
   std::unique_ptr<CycleState> CycleOf(PassSession& s, const Allocation& p) {
     return Cycle(s, p, specs_.emplace_back(MatchSpec::Of(p)));

@@ -39,7 +39,7 @@ class PreemptingStatement final : public CycleStatement {
   }
   void Preempt(const std::string& victim,
                const std::string& preemptor) override {
-    AllocationBook::Record& r = *book_.FindMutable(victim);
+    AllocationBook::Record& r = *book_.Find(victim);
     book_.Preempt(r, preemptor,
                   std::min(r.allocation.expires_at,
                            snapshot_.now + snapshot_.preemption_grace));
