@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -224,9 +225,12 @@ std::string WhyRefused(const Framework& framework, const Session& session,
     // they state is theirs alone): would the request fit but for it?
     FilterChain& without = cycle.filters();
     without.Clear();
-    for (const FilterPlugin* g : all.all()) {
-      if (g != f && g->Prepare(cycle)) {
-        without.Add(FilterEntry{g, g->kind(), g->home_only()});
+    // The profile's entries (kind and home_only as PluginSet took them) of
+    // the filters that applied, in profile order as `all` holds them.
+    for (const FilterEntry& g : framework.plugins().filters()) {
+      if (g.plugin != f && absl::c_linear_search(all.all(), g.plugin) &&
+          g.plugin->Prepare(cycle)) {
+        without.Add(g);
       }
     }
     const bool fits = framework.Place(session, cycle).has_value();
