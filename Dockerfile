@@ -4,7 +4,8 @@ FROM debian:12 AS build
 WORKDIR /src
 COPY . .
 RUN bash scripts/setup.sh --build-only && \
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DACCELSCHED_BUILD_TESTS=OFF && \
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DACCELSCHED_BUILD_TESTS=OFF \
+      -DACCELSCHED_BUILD_BENCH=OFF && \
     cmake --build build -j2 --target accelschedd accelsched-agent
 
 FROM debian:12

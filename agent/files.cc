@@ -10,28 +10,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/text_format.h"
+#include "config/text_file.h"
 
 namespace accelsched::agent {
-namespace {
-
-// Keeps protobuf's first error, with 1-based line and column.
-class FirstError : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (message_.empty()) {
-      message_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
-    }
-  }
-  const std::string& message() const { return message_; }
-
- private:
-  std::string message_;
-};
-
-}  // namespace
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -64,14 +45,7 @@ absl::Status ParseTextFile(const std::string& path,
                            google::protobuf::Message& message) {
   absl::StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
-  google::protobuf::TextFormat::Parser parser;
-  FirstError errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(*text, &message)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ":", errors.message()));
-  }
-  return absl::OkStatus();
+  return ParseText(*text, path, &message, /*locations=*/nullptr);
 }
 
 absl::StatusOr<std::map<std::string, std::string>> ParseLabels(

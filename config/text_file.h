@@ -1,6 +1,6 @@
 // Reading an operator's protobuf text-format file (the accelerator types, the
-// tenants): the file, the parse, and messages that name the line of the
-// entry at fault.
+// tenants, the node agent's inventory): the file, the parse, and messages
+// that name the line of the entry at fault. Protobuf and abseil only.
 #ifndef ACCELSCHED_CONFIG_TEXT_FILE_H_
 #define ACCELSCHED_CONFIG_TEXT_FILE_H_
 
@@ -20,9 +20,10 @@ namespace accelsched {
 // cannot be read.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
-// Parses `text` into `out`, recording where each field was in `locations`.
-// INVALID_ARGUMENT "SOURCE:LINE:COLUMN: reason" (1-based, as protobuf reports
-// it) for a syntax error, or when the text is over 64 MiB.
+// Parses `text` into `out`, recording where each field was in `locations`
+// (none when it is null). INVALID_ARGUMENT "SOURCE:LINE:COLUMN: reason"
+// (1-based, as protobuf reports it: the first error) for a syntax error, or
+// when the text is over 64 MiB.
 absl::Status ParseText(absl::string_view text, absl::string_view source,
                        google::protobuf::Message* out,
                        google::protobuf::TextFormat::ParseInfoTree* locations);

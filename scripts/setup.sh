@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs accelsched's build and test dependencies from Debian 12's packages.
 # Idempotent and non-interactive: packages already present are left alone.
-# --build-only: just what building accelschedd needs (the Dockerfile uses it).
+# --build-only: just what building accelschedd and accelsched-agent needs (scripts/run.sh and
+# the Dockerfile use it).
 set -euo pipefail
 
 PACKAGES=(
@@ -13,17 +14,16 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   libpq-dev
   rapidjson-dev
-  libgtest-dev libgmock-dev
-  libbenchmark-dev
 )
-# The tests run the real tools: Prometheus and promtool, docker-compose's config check.
+# The tests and benchmarks are GoogleTest and Google Benchmark programs. The tests run the real
+# tools: Prometheus and promtool, docker-compose's config check.
 # The tests also need clang's sanitizer and libFuzzer runtimes, openssl for test
 # certificates, setpriv (util-linux) to run the server as an unprivileged user, and
 # dpkg-dev (dpkg-source) for scripts/tsan_abseil.sh's `apt-get source`.
 # libfaketime runs a replica on a wall clock that is off in the HA tests (tests/support/clock_offset.h).
 # The PostgreSQL backend's tests start private servers of Debian's postgresql-15
 # (tests/support/postgres_instance.h), as the postgres account that package creates.
-TEST_PACKAGES=(postgresql-15 prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev libfaketime)
+TEST_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev postgresql-15 prometheus docker-compose clang libclang-rt-14-dev openssl util-linux dpkg-dev libfaketime)
 if [[ "${1:-}" != "--build-only" ]]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()

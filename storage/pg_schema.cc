@@ -16,7 +16,7 @@ struct PgMigration {
 // Version 1 is SQLite's schema 6 (storage/migrations.cc) in PostgreSQL's
 // types, with the leader's tables. Flags are BOOLEAN; times are Unix
 // nanoseconds in BIGINT, as in SQLite, so both stores read the same values.
-constexpr PgMigration kMigrations[] = {
+constexpr PgMigration kPgMigrations[] = {
     {1, R"sql(
 CREATE TABLE nodes (
   name TEXT PRIMARY KEY,
@@ -251,14 +251,14 @@ constexpr int64_t kMigrationLock = 0x616363656c736368;  // "accelsch"
 
 }  // namespace
 
-int PgSchemaVersion() { return std::end(kMigrations)[-1].version; }
+int PgSchemaVersion() { return std::end(kPgMigrations)[-1].version; }
 
 absl::Status PgMigrate(PgConnection& db) {
   return PgMigrateTo(db, PgSchemaVersion());
 }
 
 absl::Status PgMigrateTo(PgConnection& db, int target) {
-  for (const PgMigration& m : kMigrations) {
+  for (const PgMigration& m : kPgMigrations) {
     if (m.version > target) break;
     RETURN_IF_ERROR(db.Exec("BEGIN"));
     absl::Status s = [&]() -> absl::Status {
