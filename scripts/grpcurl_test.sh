@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the README's grpcurl tour (tests/grpcurl/test_readme_tour.py) against the built
+# Runs every grpcurl block of the docs (tests/grpcurl/test_tours.py) against the built
 # server, build/accelschedd, with the real grpcurl: installed from its Go module at the
 # pinned version into $BUILD_DIR/go/bin, skipped when the binary there already is that
 # version. The first install needs Go 1.25 or newer and the Go module proxy; Go keeps its
@@ -11,7 +11,7 @@ build=${BUILD_DIR:-build}
 [[ $build == /* ]] || build=$root/$build  # GOBIN must be absolute
 
 grpcurl_module=github.com/fullstorydev/grpcurl
-grpcurl_version=v1.9.4  # keep in step with README.md, "A tour with grpcurl"
+grpcurl_version=v1.9.4  # keep in step with README.md, "A five-minute tour"
 gobin=$build/go/bin
 grpcurl=$gobin/grpcurl
 

@@ -29,8 +29,9 @@ inline constexpr size_t kMaxClaimDevices = 32;
 // and limits of the resource and the environment. Without a name the
 // container entry has none: "the first container" to accelsched's clients,
 // not a patch Kubernetes' own strategic merge accepts. The content is
-// core/placement/placement.h's: propeller's rules with the differences README's
-// table lists (label values, the MIG mixed strategy, the pin).
+// core/placement/placement.h's: propeller's rules with the differences that
+// docs/concepts/placement.md's table lists (label values, the MIG mixed
+// strategy, the pin).
 std::string PodSpecPatch(const Placement& placement,
                          absl::string_view container_name);
 

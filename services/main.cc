@@ -108,7 +108,7 @@ ABSL_FLAG(bool, nvidia_visible_devices, false,
           "put NVIDIA_VISIBLE_DEVICES=<allocated UUIDs> in each NVIDIA "
           "placement; off by default: with the device plugin the kubelet "
           "picks a container's GPUs, and the variable can expose GPUs it "
-          "gave to another pod (README, \"Placement\")");
+          "gave to another pod (docs/concepts/placement.md)");
 ABSL_FLAG(std::string, shared_gpu_resource_name, "nvidia.com/gpu",
           "the extended resource a GPU share's pod asks one of: what NVIDIA's "
           "device plugin advertises for the GPUs it shares (nvidia.com/gpu, "

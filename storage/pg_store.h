@@ -1,5 +1,5 @@
 // The PostgreSQL implementation of core's Store, for several servers sharing
-// one database (README, "High availability on PostgreSQL"). Each Apply is one
+// one database (docs/operations/ha-postgresql.md). Each Apply is one
 // transaction that first takes a share lock on the leader row and commits only
 // if the epoch there is still this store's: so once another server has taken
 // over (pg_leader_election.h), which must wait for that lock, nothing this one

@@ -12,7 +12,7 @@
 //   empty. The serial commit path never waits for another thread to be
 //   scheduled; at one caller the commit runs on the caller's thread.
 // - kThread: a dedicated committer thread commits while anything is queued.
-// bench/loadgen measures both (README).
+// bench/loadgen measures both (bench/README.md).
 //
 // Only one batch commits at a time, so Store::Apply calls are serialised, and
 // batches commit in queue order: a completion handed over before its batch

@@ -31,8 +31,8 @@ struct MigSlice {
   bool operator==(const MigSlice&) const = default;
 };
 
-// A dynamic MIG re-layout the server planned for one GPU (API.md, "Dynamic
-// MIG re-layout"): the whole layout it wants the GPU to have. Its agent
+// A dynamic MIG re-layout the server planned for one GPU
+// (docs/concepts/mig.md): the whole layout it wants the GPU to have. Its agent
 // destroys the GPU instances not in it and creates the ones missing.
 struct MigPlan {
   // Every slice of the layout, ascending by start: the ones kept with their

@@ -1,5 +1,5 @@
-// How one GPU of a node reaches another (Device.links in API.md), as the node
-// agent reads it from NVML. Kinds are ordered: a pair's closeness is the
+// How one GPU of a node reaches another (Device.links in the proto), as the
+// node agent reads it from NVML. Kinds are ordered: a pair's closeness is the
 // best kind either GPU reports for it.
 #ifndef ACCELSCHED_CORE_MODEL_DEVICE_LINK_H_
 #define ACCELSCHED_CORE_MODEL_DEVICE_LINK_H_

@@ -1,5 +1,5 @@
-// GPU sharing (API.md, "GPU sharing"): how a node lets several containers use
-// one GPU, and a share of one GPU that a request asks for or an allocation
+// GPU sharing (docs/concepts/sharing.md): how a node lets several containers
+// use one GPU, and a share of one GPU that a request asks for or an allocation
 // holds. Plain copyable values and the arithmetic the accounting needs.
 #ifndef ACCELSCHED_CORE_MODEL_GPU_SHARE_H_
 #define ACCELSCHED_CORE_MODEL_GPU_SHARE_H_

@@ -34,8 +34,8 @@ struct NodeResources {
   bool operator==(const NodeResources&) const = default;
 };
 
-// The largest values accepted anywhere (API.md's NodeResources limits): far
-// above any machine, far below where sums of them could overflow.
+// The largest values accepted anywhere (NodeResources' limits in the proto):
+// far above any machine, far below where sums of them could overflow.
 inline constexpr int64_t kMaxCpuMilli = 100'000'000;          // 100,000 cores
 inline constexpr int64_t kMaxMemoryBytes = int64_t{1} << 52;  // 4 PiB
 inline constexpr int64_t kMaxPods = 100'000;

@@ -1,5 +1,5 @@
 // Which placement the matcher picks among the nodes that could take a request
-// (the server's --packing flag, API.md "Packing").
+// (the server's --packing flag, docs/concepts/packing.md).
 #ifndef ACCELSCHED_CORE_PACKING_PACKING_POLICY_H_
 #define ACCELSCHED_CORE_PACKING_PACKING_POLICY_H_
 

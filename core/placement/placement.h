@@ -5,8 +5,8 @@
 // what it needs from the nodes and the accelerator types).
 //
 // Propeller's rules, at flyteorg/flyte main 6fadb90d,
-// flyteplugins/go/tasks/pluginmachinery/flytek8s/ (README, "Placement", has
-// them side by side with accelsched's):
+// flyteplugins/go/tasks/pluginmachinery/flytek8s/ (docs/concepts/placement.md,
+// has them side by side with accelsched's):
 // - pod_helper.go:385-404 (ApplyGPUNodeSelectors): a request naming a device
 //   gets `<device label> In [<value>]` and the toleration `<device label>
 //   Equal <value> NoSchedule`; no device, neither.
@@ -88,7 +88,8 @@ struct Placement {
 struct PlacementOptions {
   // Sets NVIDIA_VISIBLE_DEVICES to the allocated GPU or MIG UUIDs. Off by
   // default: with the device plugin the kubelet chooses a container's GPUs,
-  // and the variable could expose GPUs it gave to another pod (README).
+  // and the variable could expose GPUs it gave to another pod
+  // (docs/concepts/placement.md).
   bool nvidia_visible_devices = false;
   // The extended resource a share's pod asks one of: what NVIDIA's device
   // plugin advertises for a GPU it shares (time-slicing or MPS replicas):

@@ -1,4 +1,4 @@
-// The life of dynamic MIG re-layouts (README, "Dynamic MIG re-layout"): a
+// The life of dynamic MIG re-layouts (docs/concepts/mig.md): a
 // plan is written on a GPU with its generation (one more than any before it,
 // never reused), the pending allocation it is for and a deadline; it ends
 // when the node registers the planned layout (applied), a layout the plan

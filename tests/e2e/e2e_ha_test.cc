@@ -1,8 +1,8 @@
 // High availability end to end: real accelschedd processes sharing a real
 // PostgreSQL 15 (tests/support/postgres_instance.h), with clients that do what
-// the README asks of them: retry UNAVAILABLE on the other server with the same
-// request_id. Failover by kill -9, fencing of a frozen leader, the database
-// restarted under a server, and start-up errors.
+// docs/operations/ha-postgresql.md asks of them: retry UNAVAILABLE on the other
+// server with the same request_id. Failover by kill -9, fencing of a frozen
+// leader, the database restarted under a server, and start-up errors.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 

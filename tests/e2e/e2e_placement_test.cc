@@ -158,8 +158,9 @@ TEST_F(E2eTest, MultiHostTpuSliceHasOnePinnedPlacementPerHost) {
 }
 
 // A node without the device label: the value propeller writes for the
-// request's own spelling (README "Label values"), for a request admitted from
-// the queue after kill -9 too, and unchanged by a retry in another spelling.
+// request's own spelling (docs/concepts/placement.md, "Label values"), for a
+// request admitted from the queue after kill -9 too, and unchanged by a retry
+// in another spelling.
 TEST_F(E2eTest, UnlabelledNodeGetsTheValueOfTheRequestsSpelling) {
   ASSERT_TRUE(StartServer());
   v1::Node n;

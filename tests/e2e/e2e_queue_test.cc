@@ -270,8 +270,7 @@ TEST_F(E2eQueueTest, ExplainServesTheCycleStepsThatAllocateThenFollows) {
   const v1::AllocateRequest high = Queued("high", 2, "", 10);
   ASSERT_TRUE(Call(&Stub::Explain, high, &explain).ok());
   EXPECT_FALSE(explain.feasible());
-  const v1::CycleStep preemption =
-      StepOf(explain, "preemption", "PostFilter");
+  const v1::CycleStep preemption = StepOf(explain, "preemption", "PostFilter");
   EXPECT_EQ(preemption.detail(), "would preempt 1 allocation");
   // Nothing changed: low is still ACTIVE, high does not exist yet.
   EXPECT_EQ(Get("low").state(), v1::ACTIVE);
@@ -559,10 +558,11 @@ TEST_F(E2eQueueTest, ABadTenantsFileStopsStartUpNamingTheLine) {
                                              "quotas[0].model")));
 }
 
-// Topology levels through the real server: the README's worked example. A
-// gang of 4 that must stay in one block and prefers one rack takes r1 whole
-// and r3, not r2; a rack could never hold it; a level the server was not
-// given is refused by name; a bad --topology_levels stops start-up.
+// Topology levels through the real server: the worked example of
+// docs/concepts/topology.md. A gang of 4 that must stay in one block and
+// prefers one rack takes r1 whole and r3, not r2; a rack could never hold it; a
+// level the server was not given is refused by name; a bad --topology_levels
+// stops start-up.
 TEST_F(E2eQueueTest, AGangTakesTheFewestRacksOfOneBlock) {
   ASSERT_TRUE(StartServer({"--topology_levels=block,rack"}));
   for (const auto& [block, rack, n] :

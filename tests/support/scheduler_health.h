@@ -1,6 +1,6 @@
 // Whether a server serves the scheduler now, by the health service: only the
-// leader reports SERVING for accelsched.v1.AcceleratorScheduler (README, "High
-// availability on PostgreSQL"). For the end-to-end HA tests.
+// leader reports SERVING for accelsched.v1.AcceleratorScheduler
+// (docs/operations/ha-postgresql.md). For the end-to-end HA tests.
 #ifndef ACCELSCHED_TESTS_SUPPORT_SCHEDULER_HEALTH_H_
 #define ACCELSCHED_TESTS_SUPPORT_SCHEDULER_HEALTH_H_
 

@@ -13,10 +13,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// What a propeller plugin does around a task's pod. README.md shows this
+// What a propeller plugin does around a task's pod. docs/integrations/go.md shows this
 // function as it is here (TestReadmeShowsTheExample checks it).
 //
-// README:begin
+// docs:begin
 func Example() {
 	conn, err := grpc.NewClient("accelsched.accelsched.svc:50051",
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -80,9 +80,9 @@ func Example() {
 	}
 }
 
-// README:end
+// docs:end
 
-func TestReadmeShowsTheExample(t *testing.T) {
+func TestDocsShowTheExample(t *testing.T) {
 	root := os.Getenv("ACCELSCHED_SOURCE_DIR")
 	if root == "" {
 		t.Fatal("ACCELSCHED_SOURCE_DIR is not set: run scripts/go_test.sh")
@@ -92,16 +92,16 @@ func TestReadmeShowsTheExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(source)
-	begin, end := strings.Index(text, "// README:begin\n"), strings.Index(text, "\n// README:end")
+	begin, end := strings.Index(text, "// docs:begin\n"), strings.Index(text, "\n// docs:end")
 	if begin < 0 || end < begin {
-		t.Fatal("example_test.go lost its README:begin / README:end markers")
+		t.Fatal("example_test.go lost its docs:begin / docs:end markers")
 	}
-	begin += len("// README:begin\n")
-	readme, err := os.ReadFile(root + "/README.md")
+	begin += len("// docs:begin\n")
+	page, err := os.ReadFile(root + "/docs/integrations/go.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if example := text[begin:end]; !strings.Contains(string(readme), example) {
-		t.Errorf("README.md does not show Example() as example_test.go has it:\n%s", example)
+	if example := text[begin:end]; !strings.Contains(string(page), example) {
+		t.Errorf("docs/integrations/go.md does not show Example() as example_test.go has it:\n%s", example)
 	}
 }

@@ -1,5 +1,5 @@
 // Accelerator types: what accelsched knows about each accelerator model. Part of the
-// public API (../shared/API.md, "Accelerator-type registry"), and the format of the
+// public API (docs/concepts/accelerator-types.md), and the format of the
 // registry's data: the built-in types (config/accelerator_types.textproto) and an
 // operator's --accelerator_types file are an AcceleratorTypeRegistry in protobuf text
 // format. Kept apart from accelsched.proto so that the registry's loader needs

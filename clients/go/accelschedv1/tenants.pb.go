@@ -1,5 +1,5 @@
 // The --tenants file: fair-share weights, quotas, cohorts and preemption
-// policy per tenant, in protobuf text format (../shared/API.md, "Queueing").
+// policy per tenant, in protobuf text format (docs/concepts/queueing.md).
 // Protobuf only, as accelerator_type.proto. Add freely, never rename or
 // renumber.
 

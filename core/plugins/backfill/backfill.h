@@ -18,7 +18,7 @@
 //   refresh, as does every request of its walk key until then. The first
 //   request of a pool changes with the tenants' shares from pass to pass;
 //   without these a release would walk thousands of leases for each new one.
-// - A share holds no reservation yet (README, "GPU sharing"), and does not
+// - A share holds no reservation yet (docs/concepts/sharing.md), and does not
 //   take its pool's turn, so that a whole request after it still holds the
 //   GPUs that free first.
 #ifndef ACCELSCHED_CORE_PLUGINS_BACKFILL_BACKFILL_H_

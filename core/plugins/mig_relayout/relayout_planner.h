@@ -1,4 +1,4 @@
-// Dynamic MIG re-layout (README, "Dynamic MIG re-layout"): when a waiting
+// Dynamic MIG re-layout (docs/concepts/mig.md): when a waiting
 // request for MIG slices of one profile cannot be met by the slices that
 // exist, which GPUs of one node to re-slice, and into what
 // (core/relayout/mig_layout_planner.h), so that it can be. Pure decisions
@@ -47,16 +47,16 @@ namespace accelsched {
 using SliceHeld = absl::FunctionRef<bool(const Unit& unit)>;
 
 // The re-layout that lets `spec` (count slices of one MIG profile, of one of
-// spec.requested_models, on one node; replicas 1, no share) fit, or nullopt when
-// none does or `spec` is not such a request. `types` gives each model's MIG
-// geometry; `pinned` says which existing slices must stay (beyond what the
+// spec.requested_models, on one node; replicas 1, no share) fit, or nullopt
+// when none does or `spec` is not such a request. `types` gives each model's
+// MIG geometry; `pinned` says which existing slices must stay (beyond what the
 // catalog shows: unhealthy and held ones are always kept). A node whose
 // free slices of the profile already suffice is not planned for (what keeps
 // the request waiting is something else). O(candidate GPUs x the search of
 // one GPU); GPUs in the same state share one search.
 //
-// Planning ahead: with `frees_by` later than the snapshot's now, a slice held by
-// an ACTIVE allocation whose lease ends by then (not one in a preemption
+// Planning ahead: with `frees_by` later than the snapshot's now, a slice held
+// by an ACTIVE allocation whose lease ends by then (not one in a preemption
 // grace) counts as free, as it will be; such a plan cannot be applied
 // before its `start`, and among nodes the earliest start wins first.
 std::optional<RelayoutChoice> PlanRelayout(
@@ -67,8 +67,8 @@ std::optional<RelayoutChoice> PlanRelayout(
 // Whether some node could ever hold `spec` (as PlanRelayout takes it) once
 // its MIG GPUs were re-laid out: a node whose agent re-lays out, whose labels
 // match spec.selector and whose allocatable (when accounted) holds
-// spec.pod_resources, has enough MIG GPUs of one of spec.requested_models to hold
-// spec.count slices of the profile (each at most as many as its starts,
+// spec.pod_resources, has enough MIG GPUs of one of spec.requested_models to
+// hold spec.count slices of the profile (each at most as many as its starts,
 // instance limit and compute allow).
 // Allocate takes such a request as one that may wait, where
 // CheckSatisfiable (which counts the slices that exist) would refuse it.

@@ -81,7 +81,8 @@ std::vector<std::string> VictimSearch::ChooseReclaimVictims(
 std::optional<VictimChoice> VictimSearch::ChooseVictims(
     const CycleState& cycle, const std::string& id, const Allocation& p,
     const MatchSpec& spec, bool borrowed_only, int64_t quota_milli) {
-  // Gangs wait; a share takes only shares, and no reclaim; see README.
+  // Gangs wait; a share takes only shares, and no reclaim; see
+  // docs/concepts/sharing.md.
   if (spec.replicas > 1) return std::nullopt;
   if (spec.share.has_value()) {
     if (borrowed_only || quota_milli > 0) return std::nullopt;
@@ -181,8 +182,8 @@ std::optional<VictimChoice> VictimSearch::ChooseVictims(
         }
       }
       // A shared GPU's shares are taken only all together and only for
-      // their lower priority: a share is never reclaimed (README, "GPU
-      // sharing"), so a reclaim does not free a shared GPU.
+      // their lower priority: a share is never reclaimed
+      // (docs/concepts/sharing.md), so a reclaim does not free a shared GPU.
       for (const Unit* u : shared) {
         Candidate c{1,
                     std::numeric_limits<int>::min(),

@@ -16,8 +16,8 @@
 // held in shares is freed only by taking every share on it, all of lower
 // priority, as one candidate, and not by a reclaim on one node; a reclaim from
 // anywhere (ChooseReclaimVictims) takes shares as their fraction of a unit. A
-// share preempts only shares of lower priority on one GPU (README, "GPU
-// sharing").
+// share preempts only shares of lower priority on one GPU
+// (docs/concepts/sharing.md).
 #ifndef ACCELSCHED_CORE_PLUGINS_PREEMPTION_VICTIM_SEARCH_H_
 #define ACCELSCHED_CORE_PLUGINS_PREEMPTION_VICTIM_SEARCH_H_
 
@@ -43,9 +43,7 @@ class VictimSearch : public SessionState {
  public:
   // `session` is not owned and must outlive the search.
   explicit VictimSearch(Session& session)
-      : session_(session),
-        snap_(session.snapshot()),
-        index_(*snap_.index) {}
+      : session_(session), snap_(session.snapshot()), index_(*snap_.index) {}
 
   // The fewest victims that let pending `request` (allocation `id`, asking
   // for `spec`, in `cycle`, whose filters it passes nodes through) fit on

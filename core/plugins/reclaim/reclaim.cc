@@ -100,7 +100,7 @@ bool ReclaimPlugin::MayHelpBlocked(const Session& session,
                                    const CycleState& cycle) const {
   // A share takes back quota only where it fits now (ChooseReclaimVictims,
   // before this is asked); it does not preempt borrowers to make room on a
-  // node (README, "GPU sharing").
+  // node (docs/concepts/sharing.md).
   const Snapshot& snap = session.snapshot();
   const MatchSpec& spec = cycle.spec();
   if (snap.book == nullptr || spec.share.has_value()) return false;

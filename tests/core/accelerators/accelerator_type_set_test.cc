@@ -68,8 +68,8 @@ TEST(BuiltinRegistryTest, TypesAreInCanonicalOrder) {
   }
 }
 
-// The spellings that clients are promised (API.md), with the model each
-// means.
+// The spellings that clients are promised (docs/concepts/accelerator-types.md),
+// with the model each means.
 TEST(BuiltinRegistryTest, PromisedSpellingsMapToTheRightModel) {
   const std::pair<const char*, const char*> kCases[] = {
       {"nvidia-tesla-k80", "nvidia-tesla-k80"},

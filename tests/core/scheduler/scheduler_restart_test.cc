@@ -162,8 +162,8 @@ TYPED_TEST(SchedulerRestartTest, RequestedModelsSurviveARestart) {
 }
 
 // A PENDING request is admitted after a restart with the label value of its
-// own spelling (propeller's, README "Label values"): the store kept the
-// spellings. Its node has no device label.
+// own spelling (propeller's, docs/concepts/placement.md, "Label values"): the
+// store kept the spellings. Its node has no device label.
 TYPED_TEST(SchedulerRestartTest, PendingRequestsSpellingSurvivesARestart) {
   ASSERT_OK(this->s().RegisterNode(
       MakeNode("n1", {Gpu("GPU-0", "NVIDIA H100 80GB HBM3", 0)})));

@@ -1,4 +1,4 @@
-// A flytepropeller with the accelsched plugin, as README.md shows it: the
+// A flytepropeller with the accelsched plugin, as docs/integrations/flyte.md shows it: the
 // test command compiles it (go vet ./...), so the plugin keeps building into
 // propeller's own main. A production build also imports
 // github.com/flyteorg/flyte/flytepropeller/plugins, propeller's full set.

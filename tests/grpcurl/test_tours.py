@@ -1,9 +1,12 @@
-"""Runs the README's grpcurl tour against a real accelschedd and checks each answer.
+"""Runs every grpcurl block of the docs against a real accelschedd and checks each answer.
 
-The tour is the ```sh block of README.md's "## A tour with grpcurl" section. Every
-command in it is run, in order, with the real grpcurl (env GRPCURL) against a real
-server (env ACCELSCHEDD) on a fresh SQLite file, `localhost:50051` replaced by the
-server's address. scripts/grpcurl_test.sh installs the pinned grpcurl and runs this.
+A tour is a ```sh block of README.md or of a page under docs/ that holds a grpcurl command:
+every admin task the docs show is one, and a block that cannot be run as a tour fails the
+test. Each tour gets a server of its own (env ACCELSCHEDD) on a fresh SQLite file; every
+command in it is run, in order, with the real grpcurl (env GRPCURL), `localhost:50051`
+replaced by the server's address. A tour whose first line is `build/accelschedd FLAGS &`
+runs its server with those flags (the test sets --db, --listen and --metrics_listen).
+scripts/grpcurl_test.sh installs the pinned grpcurl and runs this.
 
 Each command must be followed, on the next line(s), by its expected answer: a comment
 `# → ITEM, ITEM, ...`. A command without one fails the test. Items:
@@ -23,7 +26,7 @@ and exactly that many messages. A unary answer has one group.
 A command ending in `&` (a WatchEvents in the background) is started, the test waits
 until the server counts its stream (accelsched_watchers on /metrics) and goes on; after
 the last command it must have printed exactly its expected events. The test then stops
-the server, which ends such streams with UNAVAILABLE (README, "Flags").
+the server, which ends such streams with UNAVAILABLE (docs/operations/flags.md).
 
 Placeholders: `localhost:50051` (the server's address) and `ALLOCATION_ID` (the top-level
 "id" of the answer of the command before; it is replaced in expectations too).
@@ -52,8 +55,10 @@ SOURCE_DIR = pathlib.Path(
     os.environ.get("ACCELSCHED_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 README = SOURCE_DIR / "README.md"
 PROTO = SOURCE_DIR / "proto" / "accelsched" / "v1" / "accelsched.proto"
-TOUR_HEADING = "## A tour with grpcurl"
-README_ADDRESS = "localhost:50051"
+SERVER = "build/accelschedd"
+# The flags a tour may not set: the test gives each server its own file and ports.
+TEST_FLAGS = ("--db", "--listen", "--metrics_listen")
+DOCS_ADDRESS = "localhost:50051"
 ALLOCATION_ID = "ALLOCATION_ID"
 ARROW = "# →"
 
@@ -69,7 +74,7 @@ WAIT_TIMEOUT_S = 30
 
 
 class TourError(Exception):
-    """The README's tour block cannot be read as this test reads it."""
+    """A grpcurl block of the docs cannot be read as this test reads it."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -84,9 +89,21 @@ class Item:
 
 
 @dataclasses.dataclass
+class Tour:
+    page: str  # the page's path in the repository
+    line: int  # the page's line of the block's first line
+    lines: list[str]
+    flags: list[str] = dataclasses.field(default_factory=list)  # the server's own
+
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+@dataclasses.dataclass
 class Command:
-    index: int  # 1-based, in README order
-    line: int  # README line of its first line
+    index: int  # 1-based, in the tour's order
+    page: str
+    line: int  # the page's line of its first line
     text: str  # continuation lines joined, comments stripped
     argv: list[str]
     background: bool
@@ -96,34 +113,57 @@ class Command:
     @property
     def name(self) -> str:
         """`list`, `describe`, or the RPC's method name."""
-        address = self.argv.index(README_ADDRESS)
+        address = self.argv.index(DOCS_ADDRESS)
         target = self.argv[address + 1]
         return target if target in ("list", "describe") else target.rsplit("/", 1)[-1]
 
     def where(self) -> str:
-        return f"tour command {self.index} (README.md:{self.line}, {self.name})"
+        return f"tour command {self.index} ({self.page}:{self.line}, {self.name})"
 
 
-def tour_block(readme: str) -> tuple[int, list[str]]:
-    """The tour's ```sh block: (README line of its first line, its lines)."""
-    lines = readme.splitlines()
-    try:
-        start = lines.index(TOUR_HEADING)
-    except ValueError:
-        raise TourError(f"README.md has no {TOUR_HEADING!r} section") from None
-    fence = None
-    for i in range(start + 1, len(lines)):
-        if lines[i].startswith("## "):
-            break
-        if lines[i].strip() == "```sh":
-            fence = i
-            break
-    if fence is None:
-        raise TourError(f"no ```sh block in README.md's {TOUR_HEADING!r} section")
-    for j in range(fence + 1, len(lines)):
-        if lines[j].strip() == "```":
-            return fence + 2, lines[fence + 1:j]
-    raise TourError("the tour's ```sh block is not closed")
+def tours(text: str, page: str) -> list[Tour]:
+    """Every ```sh block of the page that holds a grpcurl command, in order."""
+    lines = text.splitlines()
+    found = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() != "```sh":
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].strip() != "```":
+            j += 1
+        if j == len(lines):
+            raise TourError(f"{page}:{i + 1}: a ```sh block that is not closed")
+        block = lines[i + 1:j]
+        if any(line.lstrip().startswith("grpcurl ") for line in block):
+            tour = Tour(page, i + 2, block)
+            first = block[0].strip() if block else ""
+            if first.startswith(SERVER + " ") or first == SERVER + " &":
+                argv = shlex.split(first)
+                if argv[-1] != "&":
+                    raise TourError(f"{page}:{i + 2}: the server line ends with &: {first}")
+                tour.flags = argv[1:-1]
+                for flag in tour.flags:
+                    if flag.split("=", 1)[0] in TEST_FLAGS:
+                        raise TourError(f"{page}:{i + 2}: a tour sets no {flag.split('=')[0]}")
+                tour.line += 1
+                tour.lines = block[1:]
+            found.append(tour)
+        i = j + 1
+    return found
+
+
+def doc_pages() -> list[pathlib.Path]:
+    """README.md and every page under docs/."""
+    return [README] + sorted((SOURCE_DIR / "docs").rglob("*.md"))
+
+
+def all_tours() -> list[Tour]:
+    found = []
+    for page in doc_pages():
+        found += tours(page.read_text(), page.relative_to(SOURCE_DIR).as_posix())
+    return found
 
 
 def _scan(line: str, quote: str | None) -> tuple[str, str | None, str | None]:
@@ -153,9 +193,9 @@ def _scan(line: str, quote: str | None) -> tuple[str, str | None, str | None]:
     return line, None, quote
 
 
-def parse_tour(readme: str) -> list[Command]:
+def parse_tour(tour: Tour) -> list[Command]:
     """Every command of the tour, in order, each with its parsed expectation."""
-    first_line, lines = tour_block(readme)
+    page, first_line, lines = tour.page, tour.line, tour.lines
     commands: list[Command] = []
     pending: list[str] = []  # lines of a command still open (quote or backslash)
     pending_line = 0
@@ -166,7 +206,7 @@ def parse_tour(readme: str) -> list[Command]:
             stripped = raw.strip()
             if stripped.startswith(ARROW):
                 if last is None:
-                    raise TourError(f"README.md:{n}: an expectation that follows no command")
+                    raise TourError(f"{page}:{n}: an expectation that follows no command")
                 rest = stripped[len(ARROW):].strip()
                 last.expectation = f"{last.expectation} {rest}".strip()
                 continue
@@ -187,23 +227,23 @@ def parse_tour(readme: str) -> list[Command]:
         try:
             argv = shlex.split(text)
         except ValueError as e:
-            raise TourError(f"README.md:{pending_line}: {e}: {text}") from None
+            raise TourError(f"{page}:{pending_line}: {e}: {text}") from None
         background = argv[-1:] == ["&"]
         if background:
             argv = argv[:-1]
         if not argv or argv[0] != "grpcurl":
-            raise TourError(f"README.md:{pending_line}: not a grpcurl command: {text}")
-        if README_ADDRESS not in argv[:-1]:
-            raise TourError(f"README.md:{pending_line}: names no {README_ADDRESS}: {text}")
-        last = Command(len(commands) + 1, pending_line, text, argv, background)
+            raise TourError(f"{page}:{pending_line}: not a grpcurl command: {text}")
+        if DOCS_ADDRESS not in argv[:-1]:
+            raise TourError(f"{page}:{pending_line}: names no {DOCS_ADDRESS}: {text}")
+        last = Command(len(commands) + 1, page, pending_line, text, argv, background)
         commands.append(last)
     if pending:
-        raise TourError(f"README.md:{pending_line}: the tour ends inside a command")
+        raise TourError(f"{page}:{pending_line}: the tour ends inside a command")
     for c in commands:
         if not c.expectation:
             raise TourError(
                 f"{c.where()} has no expected answer: put `{ARROW} ...` on the line under "
-                f"it (see tests/grpcurl/test_readme_tour.py)")
+                f"it (see tests/grpcurl/test_tours.py)")
         try:
             c.groups = parse_expectation(c.expectation)
         except TourError as e:
@@ -427,9 +467,10 @@ def _lines_to_queue(stream, q: queue.Queue) -> None:
 
 
 class Server:
-    def __init__(self, binary: str, db: pathlib.Path):
+    def __init__(self, binary: str, db: pathlib.Path, flags: list[str] = ()):
         self.proc = subprocess.Popen(
-            [binary, f"--db={db}", "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0"],
+            [binary, f"--db={db}", "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+             *flags],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log: list[str] = []
         lines: queue.Queue = queue.Queue()
@@ -557,22 +598,31 @@ def _binary(env: str, built: pathlib.Path, on_path: str | None = None) -> str:
 # Tests
 
 
-def test_readme_tour_parses():
-    commands = parse_tour(README.read_text())
-    assert commands, "the README's tour has no commands"
+TOURS = all_tours()
 
 
-def test_readme_tour(tmp_path):
-    commands = parse_tour(README.read_text())
+def test_the_readme_and_the_grpcurl_page_have_tours():
+    pages = {tour.page for tour in TOURS}
+    assert {"README.md", "docs/integrations/grpcurl.md"} <= pages, pages
+
+
+@pytest.mark.parametrize("tour", TOURS, ids=Tour.id)
+def test_tour_parses(tour):
+    assert parse_tour(tour), f"{tour.id()}: a tour with no commands"
+
+
+@pytest.mark.parametrize("tour", TOURS, ids=Tour.id)
+def test_tour(tour, tmp_path):
+    commands = parse_tour(tour)
     grpcurl = _binary("GRPCURL", SOURCE_DIR / "build" / "go" / "bin" / "grpcurl", "grpcurl")
     server = Server(_binary("ACCELSCHEDD", SOURCE_DIR / "build" / "accelschedd"),
-                    tmp_path / "accelsched.db")
+                    tmp_path / "accelsched.db", tour.flags)
     streams: list[Stream] = []
     try:
         allocation_id = None
         for c in commands:
             argv = [grpcurl] + [
-                substitute(a, allocation_id, c.where()).replace(README_ADDRESS, server.address)
+                substitute(a, allocation_id, c.where()).replace(DOCS_ADDRESS, server.address)
                 for a in c.argv[1:]]
             groups = with_ids(c.groups, allocation_id, c.where())
             if c.background:
@@ -607,19 +657,24 @@ def test_readme_tour(tmp_path):
             f"rc={rc} stderr: {err}")
 
 
+def _tour(text: str) -> Tour:
+    (tour,) = tours(text, "page.md")
+    return tour
+
+
 def test_a_command_without_expectation_fails():
-    readme = (f"{TOUR_HEADING}\n\n```sh\n"
-              f"grpcurl -plaintext {README_ADDRESS} list\n# → grpc.health.v1.Health\n"
+    readme = (f"## A tour\n\n```sh\n"
+              f"grpcurl -plaintext {DOCS_ADDRESS} list\n# → grpc.health.v1.Health\n"
               f"grpcurl -plaintext -d '{{\"name\": \"n\",\n  \"force\": true}}' \\\n"
-              f"  {README_ADDRESS} accelsched.v1.AcceleratorScheduler/RemoveNode  # remove\n"
+              f"  {DOCS_ADDRESS} accelsched.v1.AcceleratorScheduler/RemoveNode  # remove\n"
               f"```\n")
-    with pytest.raises(TourError, match=r"tour command 2 .*RemoveNode\) has no expected"):
-        parse_tour(readme)
+    with pytest.raises(TourError, match=r"tour command 2 \(page.md:6, RemoveNode\) has no expected"):
+        parse_tour(_tour(readme))
     fixed = readme.replace("# remove\n", "# remove\n# → Code: NotFound\n")
-    commands = parse_tour(fixed)
+    commands = parse_tour(_tour(fixed))
     assert [c.argv for c in commands] == [
-        ["grpcurl", "-plaintext", README_ADDRESS, "list"],
-        ["grpcurl", "-plaintext", "-d", '{"name": "n",\n  "force": true}', README_ADDRESS,
+        ["grpcurl", "-plaintext", DOCS_ADDRESS, "list"],
+        ["grpcurl", "-plaintext", "-d", '{"name": "n",\n  "force": true}', DOCS_ADDRESS,
          "accelsched.v1.AcceleratorScheduler/RemoveNode"],
     ]
     assert [[i.kind for i in g] for g in commands[1].groups] == [["code"]]
@@ -644,3 +699,76 @@ def test_readme_installs_the_pinned_grpcurl():
     command = f"go install github.com/fullstorydev/grpcurl/cmd/grpcurl@{version}"
     assert command in README.read_text(), (
         f"README.md should install grpcurl as scripts/grpcurl_test.sh does: {command}")
+
+
+def test_blocks_without_grpcurl_are_no_tours_and_a_server_line_sets_flags():
+    text = ("```sh\nbash scripts/run.sh\n```\n\n"
+            f"```sh\n{SERVER} --topology_levels=a,b &\n"
+            f"grpcurl -plaintext {DOCS_ADDRESS} list\n# → grpc.health.v1.Health\n```\n")
+    (tour,) = tours(text, "page.md")
+    assert (tour.line, tour.flags) == (7, ["--topology_levels=a,b"])
+    assert [c.line for c in parse_tour(tour)] == [7]
+    with pytest.raises(TourError, match="sets no --db"):
+        tours(text.replace("--topology_levels=a,b", "--db=x.db"), "page.md")
+    # A grpcurl block that is no tour (prose answers, a second server) fails.
+    with pytest.raises(TourError, match="not a grpcurl command"):
+        parse_tour(_tour(f"```sh\ngrpcurl -plaintext {DOCS_ADDRESS} list\n# → x\n"
+                         "build/accelschedd --db=b.db\n```\n"))
+
+
+# ---------------------------------------------------------------------------------------
+# The flags the docs name are the binaries' own
+
+
+def _own_flags(binary: str) -> set[str]:
+    """The flags `binary --helpfull` lists under the project's own sources (not abseil's)."""
+    r = subprocess.run([binary, "--helpfull"], capture_output=True, text=True,
+                       timeout=COMMAND_TIMEOUT_S)
+    flags, own = set(), False
+    for line in (r.stdout + r.stderr).splitlines():
+        if line.startswith("  Flags from "):
+            own = "/absl/" not in line
+        elif own and (m := re.match(r"    --(\w+) ", line)):
+            flags.add(m.group(1))
+    assert flags, f"{binary} --helpfull listed no flags of its own: {r.stdout[:500]}"
+    return flags
+
+
+def _table_flags(page: pathlib.Path) -> set[str]:
+    """The flags a page's tables document: each `--name` in the first cell of a row that
+    starts with one (`--tls_cert`, `--tls_key` is two)."""
+    flags = set()
+    for cell in re.findall(r"^\| (`--[^|]*)\|", page.read_text(), re.M):
+        flags.update(re.findall(r"`--(\w+)", cell))
+    return flags
+
+
+def _commands_flags(binary_name: str) -> list[tuple[str, str]]:
+    """(page:line, flag) for every --flag given to `build/<binary_name>` in a ```sh block."""
+    found = []
+    for page in doc_pages():
+        in_sh = False
+        for n, line in enumerate(page.read_text().splitlines(), start=1):
+            if line.strip().startswith("```"):
+                in_sh = line.strip() == "```sh" and not in_sh
+                continue
+            words = line.split()
+            if in_sh and words and words[0] in (f"build/{binary_name}", binary_name):
+                where = f"{page.relative_to(SOURCE_DIR)}:{n}"
+                found += [(where, w[2:].split("=")[0]) for w in words[1:] if w.startswith("--")]
+    return found
+
+
+@pytest.mark.parametrize("binary_name,page", [
+    ("accelschedd", "docs/operations/flags.md"),
+    ("accelsched-agent", "docs/operations/agent.md"),
+])
+def test_the_flags_page_lists_every_flag_and_no_other(binary_name, page):
+    binary = _binary("ACCELSCHEDD", SOURCE_DIR / "build" / "accelschedd")
+    binary = str(pathlib.Path(binary).with_name(binary_name))
+    own, documented = _own_flags(binary), _table_flags(SOURCE_DIR / page)
+    assert not own - documented, f"{page} does not document {sorted(own - documented)}"
+    assert not documented - own, f"{page} documents flags {binary_name} has not: " \
+        f"{sorted(documented - own)}"
+    wrong = [(where, flag) for where, flag in _commands_flags(binary_name) if flag not in own]
+    assert not wrong, f"commands of the docs give {binary_name} flags it has not: {wrong}"
