@@ -11,7 +11,7 @@ build=${BUILD_DIR:-build}
 [[ $build == /* ]] || build=$root/$build  # GOBIN must be absolute
 
 grpcurl_module=github.com/fullstorydev/grpcurl
-grpcurl_version=v1.9.4  # keep in step with README.md, "A five-minute tour"
+grpcurl_version=v1.9.4  # keep in step with README.md and docs/integrations/grpcurl.md
 gobin=$build/go/bin
 grpcurl=$gobin/grpcurl
 

@@ -13,6 +13,7 @@ import os
 import pathlib
 import re
 import subprocess
+import sys
 import functools
 import urllib.parse
 
@@ -23,12 +24,20 @@ SOURCE_DIR = pathlib.Path(
     os.environ.get("ACCELSCHED_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 
 
-def pages() -> list[pathlib.Path]:
-    """The repository's Markdown files, as git tracks them (the working tree's, untracked too)."""
+def repository_files() -> set[pathlib.Path]:
+    """Every file git tracks or would track (untracked but not ignored), and every folder
+    above one: what a clone has. build/ and node_modules/ are not in it."""
     out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
         cwd=SOURCE_DIR, check=True, capture_output=True, text=True).stdout
-    return sorted(SOURCE_DIR / line for line in out.splitlines() if (SOURCE_DIR / line).exists())
+    root = SOURCE_DIR.resolve()
+    files = {root / line for line in out.splitlines() if (root / line).exists()}
+    return files | {parent for f in files for parent in f.parents if root in parent.parents}
+
+
+def pages() -> list[pathlib.Path]:
+    """The repository's Markdown files."""
+    return sorted(f for f in repository_files() if f.suffix == ".md" and f.is_file())
 
 
 _MD = MarkdownIt("commonmark").enable("table")
@@ -78,6 +87,11 @@ def anchors(text: str) -> set[str]:
 
 
 @functools.lru_cache(maxsize=None)
+def _files() -> frozenset[pathlib.Path]:
+    return frozenset(repository_files())
+
+
+@functools.lru_cache(maxsize=None)
 def _anchors_of(file: pathlib.Path) -> frozenset[str]:
     return frozenset(anchors(file.read_text()))
 
@@ -85,7 +99,7 @@ def _anchors_of(file: pathlib.Path) -> frozenset[str]:
 def broken_links(page: pathlib.Path) -> list[str]:
     """What is wrong with each link of `page`, one line each."""
     text = page.read_text()
-    where = page.relative_to(SOURCE_DIR)
+    where = page.relative_to(SOURCE_DIR.resolve())
     problems = []
     for target in links(text):
         parsed = urllib.parse.urlsplit(target)
@@ -99,11 +113,12 @@ def broken_links(page: pathlib.Path) -> list[str]:
             problems.append(f"{where}: {target}: an absolute path (write it relative to the page)")
             continue
         file = (page.parent / path).resolve() if path else page.resolve()
-        if not file.exists():
-            problems.append(f"{where}: {target}: no such file")
-            continue
-        if SOURCE_DIR.resolve() not in file.parents and file != SOURCE_DIR.resolve():
+        root = SOURCE_DIR.resolve()
+        if root not in file.parents and file != root:
             problems.append(f"{where}: {target}: outside the repository")
+            continue
+        if file != root and file not in _files():
+            problems.append(f"{where}: {target}: no such file in the repository")
             continue
         if parsed.fragment:
             if file.suffix != ".md":
@@ -115,28 +130,47 @@ def broken_links(page: pathlib.Path) -> list[str]:
 
 
 def test_the_docs_have_pages():
-    names = {p.relative_to(SOURCE_DIR).as_posix() for p in pages()}
+    names = {p.relative_to(SOURCE_DIR.resolve()).as_posix() for p in pages()}
     for expected in ("README.md", "docs/README.md", "docs/reference/api.md"):
         assert expected in names
 
 
-@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(SOURCE_DIR)))
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(SOURCE_DIR.resolve())))
 def test_links_resolve(page):
     problems = broken_links(page)
     assert not problems, "\n".join(problems)
 
 
-def test_every_docs_page_is_linked_from_the_index_or_a_page():
-    """A page nobody links to is a page nobody finds."""
-    linked = set()
-    for page in pages():
+def test_every_docs_page_is_reached_from_the_readme():
+    """A page that no chain of links from README.md reaches is a page nobody finds."""
+    reached, todo = set(), [(SOURCE_DIR / "README.md").resolve()]
+    while todo:
+        page = todo.pop()
+        if page in reached or page.suffix != ".md" or not page.is_file():
+            continue
+        reached.add(page)
         for target in links(page.read_text()):
             parsed = urllib.parse.urlsplit(target)
             if not parsed.scheme and parsed.path:
-                linked.add((page.parent / urllib.parse.unquote(parsed.path)).resolve())
-    orphans = [p.relative_to(SOURCE_DIR).as_posix() for p in pages()
-               if p.is_relative_to(SOURCE_DIR / "docs") and p.resolve() not in linked]
-    assert not orphans, f"docs pages no page links to: {orphans}"
+                todo.append((page.parent / urllib.parse.unquote(parsed.path)).resolve())
+    orphans = [p.relative_to(SOURCE_DIR.resolve()).as_posix() for p in pages()
+               if p.is_relative_to((SOURCE_DIR / "docs").resolve()) and p not in reached]
+    assert not orphans, f"docs pages no chain of links from README.md reaches: {orphans}"
+
+
+def fence_problems(page: pathlib.Path) -> list[str]:
+    """A line that opens a code fence with more than a language word (a sentence that starts
+    with three backticks) turns the rest of the page into code."""
+    where = page.relative_to(SOURCE_DIR.resolve())
+    return [f"{where}:{n}: a code fence with more than a language: {line.strip()}"
+            for n, line in enumerate(page.read_text().splitlines(), start=1)
+            if line.lstrip().startswith("```") and len(line.strip()[3:].split()) > 1]
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(SOURCE_DIR.resolve())))
+def test_code_fences_are_fences(page):
+    problems = fence_problems(page)
+    assert not problems, "\n".join(problems)
 
 
 # The checker itself, on pages made up here: each kind of broken link is seen.
@@ -148,25 +182,47 @@ def _check(tmp_path, monkeypatch, files: dict[str, str]) -> list[str]:
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)
     (tmp_path / "outside.md").write_text("# Outside\n")
-    monkeypatch.setattr(__import__(__name__), "SOURCE_DIR", repo)
-    return broken_links(repo / "a.md")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("ignored/\n")
+    (repo / "ignored").mkdir()
+    (repo / "ignored" / "x.md").write_text("# X\n")
+    monkeypatch.setattr(sys.modules[__name__], "SOURCE_DIR", repo)
+    _files.cache_clear()
+    _anchors_of.cache_clear()
+    try:
+        return broken_links((repo / "a.md").resolve())
+    finally:
+        _files.cache_clear()
+        _anchors_of.cache_clear()
 
 
 def test_the_checker_finds_each_kind_of_broken_link(tmp_path, monkeypatch):
     problems = _check(tmp_path, monkeypatch, {
         "a.md": ("# A\n\n[ok](b.md#the-heading) [self](#a) [gone](missing.md) "
                  "[bad anchor](b.md#nothing) [web](https://example.com) [odd](ftp://x) "
-                 "[up](../outside.md) [root](/b.md) `[not a link](nowhere.md)`\n\n"
+                 "[up](../outside.md) [root](/b.md) [built](ignored/x.md) "
+                 "[code](c.txt#l1) `[not a link](nowhere.md)`\n\n"
                  "```\n[in a block](nowhere.md)\n```\n"),
         "b.md": "# B\n\n## The heading\n",
+        "c.txt": "text\n",
     })
     assert problems == [
-        "a.md: missing.md: no such file",
+        "a.md: missing.md: no such file in the repository",
         "a.md: b.md#nothing: b.md has no heading #nothing",
         "a.md: ftp://x: an unknown scheme",
         "a.md: ../outside.md: outside the repository",
         "a.md: /b.md: an absolute path (write it relative to the page)",
+        "a.md: ignored/x.md: no such file in the repository",
+        "a.md: c.txt#l1: a fragment of a file that is not Markdown",
     ]
+
+
+def test_a_sentence_that_starts_with_backticks_is_found(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "SOURCE_DIR", tmp_path)
+    page = tmp_path / "p.md"
+    page.write_text("Text\n```sh block of the docs\n\n```sh\nls\n```\n")
+    assert fence_problems(page.resolve()) == [
+        "p.md:2: a code fence with more than a language: ```sh block of the docs"]
 
 
 def test_anchors_follow_github():

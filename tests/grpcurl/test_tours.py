@@ -139,10 +139,10 @@ def tours(text: str, page: str) -> list[Tour]:
         if any(line.lstrip().startswith("grpcurl ") for line in block):
             tour = Tour(page, i + 2, block)
             first = block[0].strip() if block else ""
-            if first.startswith(SERVER + " ") or first == SERVER + " &":
+            if first.startswith(SERVER + " "):
                 argv = shlex.split(first)
                 if argv[-1] != "&":
-                    raise TourError(f"{page}:{i + 2}: the server line ends with &: {first}")
+                    raise TourError(f"{page}:{i + 2}: a server line must end with &: {first}")
                 tour.flags = argv[1:-1]
                 for flag in tour.flags:
                     if flag.split("=", 1)[0] in TEST_FLAGS:
@@ -151,6 +151,19 @@ def tours(text: str, page: str) -> list[Tour]:
                 tour.lines = block[1:]
             found.append(tour)
         i = j + 1
+    return found
+
+
+def untested_grpcurl_blocks(text: str, page: str) -> list[str]:
+    """Code blocks not fenced as ```sh that hold a grpcurl command: the tours would skip them."""
+    found, fence = [], None
+    for n, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fence = None if fence is not None else (n, stripped[3:].strip())
+        elif fence is not None and fence[1] != "sh" and stripped.startswith("grpcurl "):
+            found.append(f"{page}:{fence[0]}: a ```{fence[1]} block with a grpcurl command "
+                         f"(fence it as ```sh so that it runs)")
     return found
 
 
@@ -606,6 +619,15 @@ def test_the_readme_and_the_grpcurl_page_have_tours():
     assert {"README.md", "docs/integrations/grpcurl.md"} <= pages, pages
 
 
+def test_every_grpcurl_block_is_fenced_as_sh():
+    found = []
+    for page in doc_pages():
+        found += untested_grpcurl_blocks(page.read_text(), page.relative_to(SOURCE_DIR).as_posix())
+    assert not found, "\n".join(found)
+    assert untested_grpcurl_blocks("```bash\ngrpcurl -plaintext x list\n```\n", "p.md") == [
+        "p.md:1: a ```bash block with a grpcurl command (fence it as ```sh so that it runs)"]
+
+
 @pytest.mark.parametrize("tour", TOURS, ids=Tour.id)
 def test_tour_parses(tour):
     assert parse_tour(tour), f"{tour.id()}: a tour with no commands"
@@ -693,12 +715,13 @@ def test_expectation_grammar():
         parse_expectation("Code: NoSuchCode")
 
 
-def test_readme_installs_the_pinned_grpcurl():
+@pytest.mark.parametrize("page", ["README.md", "docs/integrations/grpcurl.md"])
+def test_the_docs_install_the_pinned_grpcurl(page):
     script = (SOURCE_DIR / "scripts" / "grpcurl_test.sh").read_text()
     version = re.search(r"^grpcurl_version=(v\S+)", script, re.M).group(1)
     command = f"go install github.com/fullstorydev/grpcurl/cmd/grpcurl@{version}"
-    assert command in README.read_text(), (
-        f"README.md should install grpcurl as scripts/grpcurl_test.sh does: {command}")
+    assert command in (SOURCE_DIR / page).read_text(), (
+        f"{page} should install grpcurl as scripts/grpcurl_test.sh does: {command}")
 
 
 def test_blocks_without_grpcurl_are_no_tours_and_a_server_line_sets_flags():
@@ -744,17 +767,29 @@ def _table_flags(page: pathlib.Path) -> set[str]:
 
 
 def _commands_flags(binary_name: str) -> list[tuple[str, str]]:
-    """(page:line, flag) for every --flag given to `build/<binary_name>` in a ```sh block."""
+    """(page:line, flag) for every --flag given to `build/<binary_name>` in a ```sh block,
+    with continued lines (a trailing backslash) joined and `VAR=value` words before it
+    skipped."""
     found = []
     for page in doc_pages():
-        in_sh = False
+        in_sh, command, start = False, "", 0
         for n, line in enumerate(page.read_text().splitlines(), start=1):
             if line.strip().startswith("```"):
                 in_sh = line.strip() == "```sh" and not in_sh
                 continue
-            words = line.split()
-            if in_sh and words and words[0] in (f"build/{binary_name}", binary_name):
-                where = f"{page.relative_to(SOURCE_DIR)}:{n}"
+            if not in_sh:
+                continue
+            if not command:
+                start = n
+            command += line.rstrip().removesuffix("\\") + " "
+            if line.rstrip().endswith("\\"):
+                continue
+            words = command.split()
+            command = ""
+            while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
+                words = words[1:]
+            if words and words[0] in (f"build/{binary_name}", binary_name):
+                where = f"{page.relative_to(SOURCE_DIR)}:{start}"
                 found += [(where, w[2:].split("=")[0]) for w in words[1:] if w.startswith("--")]
     return found
 

@@ -14,7 +14,7 @@ import (
 )
 
 // What a propeller plugin does around a task's pod. docs/integrations/go.md shows this
-// function as it is here (TestReadmeShowsTheExample checks it).
+// function as it is here (TestDocsShowTheExample checks it).
 //
 // docs:begin
 func Example() {
