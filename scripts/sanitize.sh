@@ -30,10 +30,7 @@ if [[ "$mode" == address ]]; then
   configure+=(-DACCELSCHED_FUZZ=ON)
 else
   prefix="$(bash scripts/tsan_abseil.sh | tail -n 1)"
-  # The one tree that compiles each source alone: a .cc that leans on an include of its
-  # neighbour in a unity batch fails here.
-  configure+=(-DCMAKE_PREFIX_PATH="$prefix" -Dabsl_DIR="$prefix/lib/cmake/absl"
-    -DACCELSCHED_UNITY_BUILD=OFF)
+  configure+=(-DCMAKE_PREFIX_PATH="$prefix" -Dabsl_DIR="$prefix/lib/cmake/absl")
 fi
 cmake -S . -B "$dir" "${configure[@]}" >/dev/null
 cmake --build "$dir" -j"${JOBS:-2}"
