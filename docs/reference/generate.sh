@@ -2,9 +2,9 @@
 # Generates the API reference, docs/reference/api.md, from the proto's comments with
 # protoc-gen-doc (pinned here, installed from the Go module proxy into BIN) and Debian's protoc
 # (3.21, scripts/setup.sh), with the well-known types the contract uses (Duration, Timestamp), so
-# that every type the page names has its section. scripts/docs_test.sh regenerates it into a scratch directory and
-# fails when the bytes differ from the committed page, as scripts/go_test.sh does for the Go
-# stubs.
+# that every type the page names has its section. scripts/docs_test.sh regenerates it into a
+# scratch directory and fails when the bytes differ from the committed page, as
+# scripts/go_test.sh does for the Go stubs.
 #   docs/reference/generate.sh [OUT_DIR] [BIN]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
