@@ -63,7 +63,11 @@ class NodeCalls {
   // requests whose MIG re-layout it reports done.
   void RegisterNode(Node node, SchedulerCallback<Node> done);
   // The node as registered, with its cordon state, last heartbeat and device
-  // health. NOT_FOUND naming it when no node has that name.
+  // health. NOT_FOUND naming it when no node has that name. Shows memory: a
+  // MIG plan appears once its write is queued, before it is durable (an
+  // agent learns of it only from a heartbeat reply, sent once it is); a
+  // write acknowledged after the plan is seen is durable only once the
+  // plan's is.
   absl::StatusOr<Node> GetNode(absl::string_view name) const;
   // `page_size` 0 means kDefaultPageSize; at most kMaxPageSize.
   // INVALID_ARGUMENT for a bad page size or token.

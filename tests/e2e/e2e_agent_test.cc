@@ -231,6 +231,16 @@ TEST_F(AgentE2eTest, AReLayoutPlannedByTheServerIsAppliedByTheAgent) {
   EXPECT_EQ(plan.slices(4).id(), "");
   EXPECT_EQ(AllocationOf("big").pending_reason(),
             "waiting for the MIG re-layout of GPU-h100 on gpu-node-1");
+  // GetNode shows the plan once the admission pass queued its write, not
+  // once that write is durable; a write acknowledged after it is durable
+  // only once the plan's is (writes commit in the order they were queued).
+  // Without this, a kill -9 under load forgot the plan and the restarted
+  // server planned again under generation 2 (CI, AddressSanitizer tree).
+  v1::RenewLeaseRequest renew;
+  renew.set_allocation_id(pending.id());
+  v1::Allocation renewed;
+  ASSERT_TRUE(
+      Call(&v1::AcceleratorScheduler::Stub::RenewLease, renew, &renewed).ok());
 
   // kill -9 of the server: the plan is durable, and the slices it destroys
   // are still not handed out after the restart.
