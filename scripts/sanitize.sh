@@ -30,7 +30,8 @@ if [[ "$mode" == address ]]; then
   configure+=(-DACCELSCHED_FUZZ=ON)
 else
   prefix="$(bash scripts/tsan_abseil.sh | tail -n 1)"
-  # Each test compiles its own includes here (tests/CMakeLists.txt, ACCELSCHED_TEST_PCH).
+  # The core/ and storage/ tests compile their own includes here, no precompiled header
+  # before them (tests/CMakeLists.txt, ACCELSCHED_TEST_PCH).
   configure+=(-DCMAKE_PREFIX_PATH="$prefix" -Dabsl_DIR="$prefix/lib/cmake/absl"
     -DACCELSCHED_TEST_PCH=OFF)
 fi
