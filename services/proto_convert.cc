@@ -263,6 +263,7 @@ absl::StatusOr<AllocationRequest> AllocationRequestFromProto(
   req.container_name = proto.container_name();
   req.priority = proto.priority();
   req.lease = FromDuration(proto.lease());
+  req.expected_duration = FromDuration(proto.expected_duration());
   req.queue = proto.queue();
   req.replicas = proto.replicas();
   req.topology_key = proto.topology_key();
@@ -312,6 +313,13 @@ void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
   if (a.pod_resources.has_value()) {
     ResourcesToProto(*a.pod_resources, proto->mutable_pod_resources());
   }
+  if (a.expected_duration > absl::ZeroDuration()) {
+    // Validated: at most kMaxExpectedDuration, whole nanoseconds.
+    const int64_t ns = absl::ToInt64Nanoseconds(a.expected_duration);
+    proto->mutable_expected_duration()->set_seconds(ns / 1'000'000'000);
+    proto->mutable_expected_duration()->set_nanos(
+        static_cast<int32_t>(ns % 1'000'000'000));
+  }
   if (!a.id.empty()) {
     ToTimestamp(a.created_at, proto->mutable_created_at());
     ToTimestamp(a.expires_at, proto->mutable_expires_at());
@@ -351,7 +359,8 @@ void ExplainToProto(const ExplainResult& r, const PlacementOptions& placement,
     v1::NodeScore* p = proto->add_scores();
     p->set_node(s.node);
     p->set_score(s.score.total);
-    p->set_detail(absl::StrCat(s.pool.model, ": ", DescribeScore(s.score)));
+    p->set_detail(absl::StrCat(s.pool.model, ": ", DescribeScore(s.score), "; ",
+                               DescribeDuration(r.expected)));
   }
   for (const CycleStep& step : r.steps) {
     v1::CycleStep* p = proto->add_steps();

@@ -295,6 +295,11 @@ CREATE TABLE device_links (
   PRIMARY KEY (device_id, position)
 );
 )sql"},
+    // How long a request expected to run (Allocation::expected_duration),
+    // 0 (not given) for every earlier one.
+    {15, R"sql(
+ALTER TABLE allocations ADD COLUMN expected_duration_ns INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Steps every migration after `version` in `migrations`; foreign keys are off.

@@ -244,6 +244,12 @@ CREATE TABLE device_links (
   PRIMARY KEY (device_id, position)
 );
 )sql"},
+    // SQLite's schema 15: how long a request expected to run
+    // (Allocation::expected_duration), 0 (not given) for every earlier one.
+    {11, R"sql(
+ALTER TABLE allocations
+  ADD COLUMN expected_duration_ns BIGINT NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Any constant: the key of the advisory lock migrations run under.

@@ -7,11 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/book/allocation_book.h"
 #include "core/book/unit_holdings.h"
 #include "core/model/allocation_model.h"
+#include "core/packing/duration_learner.h"
 #include "core/packing/placement_score.h"
 
 namespace accelsched {
@@ -42,17 +44,40 @@ std::vector<const AllocationBook::Record*> PendingRecords(
 // nodes; once, after the catalog has loaded (it resets the index).
 void MarkHeldResources(const AllocationBook& book, UnitHoldings& holdings);
 
-// The book's leases, for the placements that weigh them: when a live
-// allocation's units come free (its expiry: the lease end, a PREEMPTED one's
-// grace end); InfinitePast when the allocation is not live.
+// When the book's live allocations are expected to come free, for the
+// placements that weigh it (the lease term): an ACTIVE allocation whose
+// runtime is known (its expected_duration, else the one learned for its
+// tenant and shape when it was admitted) at admitted_at + that runtime,
+// whatever its lease (a Flyte task's lease is a renewal period, not its
+// runtime); any other live one at its expiry (the lease end, a PREEMPTED
+// one's grace end); InfinitePast when the allocation is not live. It also
+// keeps what the finished allocations teach (DurationLearner). Not
+// thread-safe: the book's owner's lock guards it, exclusively for the
+// methods that are not const.
 class BookLeases : public LeaseView {
  public:
   // `book` is not owned and must outlive it.
   explicit BookLeases(const AllocationBook* book) : book_(book) {}
   absl::Time FreeAt(absl::string_view allocation) const override;
 
+  // After the book's Load: learns from every finished allocation it keeps
+  // (forgetting what it knew), then notes every ACTIVE one as Admitted.
+  void Rebuild();
+  // `record` has just become ACTIVE (an Allocate, an admission): its
+  // expected end is fixed from now on.
+  void Admitted(const AllocationBook::Record& record,
+                absl::Duration default_lease);
+  // `record` has just ended (the book's End): a RELEASED allocation that was
+  // ACTIVE teaches the learner its runtime, admitted_at to ended_at.
+  void Ended(const AllocationBook::Record& record);
+
+  const DurationLearner& learned() const { return learned_; }
+
  private:
   const AllocationBook* const book_;
+  DurationLearner learned_;
+  // ACTIVE allocations whose runtime is known -> admitted_at + it.
+  absl::flat_hash_map<std::string, absl::Time> expected_end_;
 };
 
 }  // namespace accelsched

@@ -81,8 +81,12 @@ bool FilterChain::Held(const CycleState& cycle, const PoolKey& pool,
 CycleState::CycleState(CycleMode mode, const Snapshot& snapshot,
                        const MatchSpec& spec, const Allocation& request,
                        const Holds* holds)
-    : CycleState(mode, snapshot, spec, request, holds,
-                 LeaseEnd(snapshot, request)) {}
+    : mode_(mode),
+      snapshot_(&snapshot),
+      spec_(&spec),
+      request_(&request),
+      holds_(holds),
+      ends_{LeaseEnd(snapshot, request), std::nullopt} {}
 
 CycleState::CycleState(CycleMode mode, const Snapshot& snapshot,
                        const MatchSpec& spec, const Allocation& request,
@@ -92,6 +96,18 @@ CycleState::CycleState(CycleMode mode, const Snapshot& snapshot,
       spec_(&spec),
       request_(&request),
       holds_(holds),
-      ends_at_(ends_at) {}
+      ends_{ends_at, DurationEstimate{ends_at - snapshot.now,
+                                      DurationSource::kLease, 0}} {}
+
+const DurationEstimate& CycleState::expected() const {
+  if (!ends_.expected.has_value()) {
+    ends_.expected = ExpectedDuration(*snapshot_, *request_);
+  }
+  return *ends_.expected;
+}
+
+absl::Time CycleState::expected_end() const {
+  return snapshot_->now + expected().duration;
+}
 
 }  // namespace accelsched

@@ -24,6 +24,7 @@
 #include "core/framework/snapshot.h"
 #include "core/matching/match_spec.h"
 #include "core/model/allocation_model.h"
+#include "core/packing/expected_duration.h"
 
 namespace accelsched {
 
@@ -191,7 +192,7 @@ class CycleState {
   CycleState(CycleMode mode, const Snapshot& snapshot, const MatchSpec& spec,
              const Allocation& request, const Holds* holds);
   // The same, for a request whose lease end the caller knows (a bare
-  // index's placements: IndexPlacer).
+  // index's placements: IndexPlacer), which is also its expected end.
   CycleState(CycleMode mode, const Snapshot& snapshot, const MatchSpec& spec,
              const Allocation& request, const Holds* holds, absl::Time ends_at);
   CycleState(const CycleState&) = delete;
@@ -203,7 +204,13 @@ class CycleState {
   // for a new one in Allocate, "explain:<request_id>" in an Explain of one).
   const Allocation& request() const { return *request_; }
   // When its lease would end if it were placed now.
-  absl::Time ends_at() const { return ends_at_; }
+  absl::Time ends_at() const { return ends_.lease; }
+  // How long it is expected to run, and where that comes from
+  // (ExpectedDuration); and so when it is expected to end if placed now:
+  // what the lease term weighs (never a limit).
+  // Computed on first use: most of a pass's cycles place by no Score.
+  const DurationEstimate& expected() const;
+  absl::Time expected_end() const;
   const Holds* holds() const { return holds_; }
 
   // What is placed: the request's spec, as a PreFilter narrowed it.
@@ -229,7 +236,13 @@ class CycleState {
   const MatchSpec* const spec_;
   const Allocation* const request_;
   const Holds* const holds_;
-  const absl::Time ends_at_;
+  // When the request, placed now, would end: by its lease, and as expected.
+  struct Ends {
+    absl::Time lease;
+    mutable std::optional<DurationEstimate> expected;
+  };
+
+  const Ends ends_;
   std::optional<MatchSpec> narrowed_;
   FilterChain filters_;
   CycleNotes notes_;

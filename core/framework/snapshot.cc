@@ -26,4 +26,10 @@ absl::Time LeaseEnd(const Snapshot& snapshot, const RequestSpec& request) {
                              : request.lease);
 }
 
+DurationEstimate ExpectedDuration(const Snapshot& snapshot,
+                                  const Allocation& request) {
+  return ExpectedDurationOf(request.tenant, request, snapshot.durations,
+                            snapshot.default_lease, snapshot.now);
+}
+
 }  // namespace accelsched

@@ -19,6 +19,7 @@
 #include "core/catalog/catalog.h"
 #include "core/framework/holds.h"
 #include "core/model/catalog_model.h"
+#include "core/packing/duration_learner.h"
 #include "core/packing/placement_score.h"
 #include "core/packing/request_mix.h"
 #include "core/tenants/tenant_policy.h"
@@ -39,6 +40,9 @@ struct Snapshot {
   // nothing) and when allocations' units come free (null: no lease term).
   const RequestMix* mix = nullptr;
   const LeaseView* leases = nullptr;
+  // What finished allocations taught of how long requests run (null: none;
+  // a request's duration is then its own or its lease).
+  const DurationLearner* durations = nullptr;
   // Where a new request is counted in the recent mix (the request_mix
   // plugin): the scheduler's for an Allocate, a copy for an Explain (which
   // `mix` then points to too, so that its placement weighs it as
@@ -98,6 +102,12 @@ std::vector<PoolKey> PoolsFor(const CapacityIndex& index,
 // When `request`'s lease would end if it were admitted now (the default lease
 // when it asks for none).
 absl::Time LeaseEnd(const Snapshot& snapshot, const RequestSpec& request);
+
+// How long `request` is expected to run if it were admitted now
+// (ExpectedDurationOf: given, learned from `snapshot.durations`, else its
+// lease).
+DurationEstimate ExpectedDuration(const Snapshot& snapshot,
+                                  const Allocation& request);
 
 }  // namespace accelsched
 

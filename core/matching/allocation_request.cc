@@ -349,6 +349,15 @@ absl::StatusOr<MatchSpec> ValidateAllocationRequest(
                      absl::FormatDuration(max_lease), "]"));
   }
   spec.lease = req.lease;
+  if (req.expected_duration < absl::ZeroDuration() ||
+      req.expected_duration > kMaxExpectedDuration) {
+    return InvalidField(
+        "expected_duration",
+        absl::StrCat(absl::FormatDuration(req.expected_duration),
+                     " is out of range [0, ",
+                     absl::FormatDuration(kMaxExpectedDuration), "]"));
+  }
+  spec.expected_duration = req.expected_duration;
   spec.unpartitioned = req.partition_kind == PartitionKind::kUnpartitioned;
   if (req.pod_resources.has_value()) {
     RETURN_IF_ERROR(CheckNodeResources("pod_resources", *req.pod_resources));

@@ -17,6 +17,9 @@ inline constexpr int kMaxReplicas = 1024;
 inline constexpr size_t kMaxTenantLength = 128;
 inline constexpr size_t kMaxSelectorTerms = 64;
 inline constexpr size_t kMaxAlternatives = 32;
+// The longest expected_duration taken: a task expected to run longer than a
+// year tells packing nothing a year would not.
+inline constexpr absl::Duration kMaxExpectedDuration = absl::Hours(24 * 366);
 
 // INVALID_ARGUMENT naming `field` unless `tenant` is printable ASCII of at most
 // kMaxTenantLength characters (empty is allowed).
@@ -34,7 +37,8 @@ absl::Status ValidateTenant(absl::string_view tenant, absl::string_view field);
 // partition_size or a GOOGLE_TPU class without any model, a negative or huge
 // count, more than one TPU slice, a malformed node_selector, tenant or
 // container_name, a negative or huge replicas, a topology_key that is not a
-// label key, a negative lease or one longer than `max_lease`, pod_resources
+// label key, a negative lease or one longer than `max_lease`, a negative
+// expected_duration or one longer than kMaxExpectedDuration, pod_resources
 // outside NodeResources' limits (node_resources.h: CheckNodeResources), a
 // share outside GpuShare's limits (gpu_share.h: CheckGpuShare), of another
 // class than NVIDIA_GPU, with a partition_size, a count or replicas above 1,

@@ -79,6 +79,8 @@ struct AllocationRequest {
   std::optional<NodeResources> pod_resources;
   // A share of one GPU instead of whole devices; nullopt: whole devices.
   std::optional<GpuShare> share;
+  // How long the task is expected to run once admitted; 0: not given.
+  absl::Duration expected_duration = absl::ZeroDuration();
 };
 
 struct AllocatedDevice {

@@ -54,6 +54,10 @@ struct RequestSpec {
   // whole units; nullopt: whole units. Once placed, the device holds it with
   // its memory resolved (AllocatedDevice::share).
   std::optional<GpuShare> share;
+  // How long the task is expected to run once admitted, as the caller gave
+  // it (0: not given): packing weighs it in place of the lease
+  // (core/packing/expected_duration.h). A hint, never a limit.
+  absl::Duration expected_duration = absl::ZeroDuration();
 
   bool operator==(const RequestSpec&) const = default;
 
@@ -105,6 +109,10 @@ struct RequestSpec {
     visit(Field{"pod_resources", kAll, "pod"}, &RequestSpec::pod_resources);
     // A share never holds a reservation: the walk is not made for it.
     visit(Field{"share", kRetry | kShape, "share"}, &RequestSpec::share);
+    // A hint for packing: neither what a retry must repeat nor where the
+    // request can go.
+    visit(Field{"expected_duration", 0, "expected_duration_ns"},
+          &RequestSpec::expected_duration);
   }
 
   // Whether `other` asks for the same as this in every field of `role`.

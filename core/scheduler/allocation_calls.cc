@@ -143,7 +143,8 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
         write.events.push_back(
             Event{Event::Type::kAllocated, now, a, a.node, "", 0});
         ticket = state_.Commit(std::move(write));
-        m.book.Add(Record{a, std::move(keys), ticket});
+        m.leases.Admitted(m.book.Add(Record{a, std::move(keys), ticket}),
+                          options_.default_lease);
       } else if (!request.queue) {
         // Its quota stops it, or nothing fits now.
         if (r.failure.kind == CycleFailure::Kind::kRefused) {
@@ -363,6 +364,7 @@ absl::StatusOr<ExplainResult> AllocationCalls::Explain(
   }
   for (const std::string& s : r.summary) absl::StrAppend(&summary, "; ", s);
   result.scores = std::move(r.ranked);
+  result.expected = cycle.expected();
   if (r.outcome == CycleResult::Outcome::kPlaced) {
     result.feasible = true;
     result.would_allocate = Requested(request, spec);

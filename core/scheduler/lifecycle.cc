@@ -32,6 +32,7 @@ class Lifecycle::PassStatement final : public CycleStatement {
     write.events.push_back(
         Event{Event::Type::kAdmitted, now_, a, a.node, "", 0});
     memory_.book.Admit(r, std::move(a), std::move(keys));
+    memory_.leases.Admitted(r, life_.options_.default_lease);
     written.push_back(&r);
   }
 
@@ -77,6 +78,7 @@ Snapshot Lifecycle::SnapshotAt(absl::Time now) const {
   snap.types = state_.types().get();
   snap.mix = &m.mix;
   snap.leases = &m.leases;
+  snap.durations = &m.leases.learned();
   snap.now = now;
   snap.heartbeat_timeout = options_.heartbeat_timeout;
   snap.default_lease = options_.default_lease;
@@ -92,6 +94,7 @@ void Lifecycle::End(Record& record, AllocationState end_state,
   const bool held = record.allocation.live();
   m.queue.Remove(record.allocation.id);
   m.book.End(record, end_state, reason, now);
+  m.leases.Ended(record);
   const Allocation& a = record.allocation;
   std::set<std::string> nodes;
   if (held) {

@@ -15,10 +15,11 @@
 #include "core/catalog/capacity_index.h"
 #include "core/framework/cycle_record.h"
 #include "core/framework/diagnosis.h"
-#include "core/packing/placement_score.h"
 #include "core/model/allocation_model.h"
 #include "core/model/capacity.h"
 #include "core/model/unit.h"
+#include "core/packing/expected_duration.h"
+#include "core/packing/placement_score.h"
 
 namespace accelsched {
 
@@ -34,6 +35,8 @@ struct ExplainResult {
   // The fragmentation policy's candidates, best first (at most
   // FragmentationPlugin::kMaxScored).
   std::vector<RankedPlacement> scores;
+  // The runtime their lease term weighed, and where it came from.
+  DurationEstimate expected;
   // Every step of the scheduling cycle, in the order it ran.
   std::vector<CycleStep> steps;
 };

@@ -42,6 +42,7 @@ absl::Status SchedulerState::LoadLocked() {
   memory_.mig.Load(state.event_sequence, state.nodes);
   // The book first: the catalog asks it who holds each unit.
   memory_.book.Load(std::move(state.allocations));
+  memory_.leases.Rebuild();
   memory_.queue.Clear();
   for (const AllocationBook::Record* r : PendingRecords(memory_.book)) {
     memory_.queue.Add(r->allocation);

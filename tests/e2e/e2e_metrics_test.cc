@@ -27,6 +27,7 @@
 namespace accelsched {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using Stub = v1::AcceleratorScheduler::Stub;
 
@@ -383,6 +384,26 @@ TEST_F(E2eTest, FragmentationRatioAndExplainScoresFollowTheMix) {
   EXPECT_LT(explain.scores(0).score(), 0);
   EXPECT_THAT(explain.scores(0).detail(),
               HasSubstr("nvidia-h100: strands 0.00 of 0 free units (was"));
+  // The duration the lease term weighed: the server's default lease here,
+  // the request's expected_duration when it gives one (which GetAllocation
+  // then shows as given).
+  EXPECT_THAT(explain.scores(0).detail(),
+              EndsWith("; expected duration 1h (the lease)"));
+  v1::AllocateRequest timed = AllocateReq("one", "H100", 1);
+  timed.mutable_expected_duration()->set_seconds(5400);
+  ASSERT_TRUE(Call(&Stub::Explain, timed, &explain).ok());
+  ASSERT_EQ(explain.scores_size(), 1);
+  EXPECT_THAT(explain.scores(0).detail(),
+              EndsWith("; expected duration 1h30m (given)"));
+  v1::Allocation one;
+  ASSERT_TRUE(Allocate(timed, &one).ok());
+  EXPECT_EQ(one.expected_duration().seconds(), 5400);
+  EXPECT_FALSE(three.has_expected_duration());
+  timed.mutable_expected_duration()->set_seconds(-1);
+  timed.set_request_id("negative");
+  const grpc::Status refused = Allocate(timed, &one);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("expected_duration"));
 
   v1::ReleaseRequest release;
   release.set_allocation_id(three.id());

@@ -132,7 +132,7 @@ TEST(RowsTest, WritesDifferOnlyInParameters) {
   EXPECT_EQ(sqlite.param_counts, postgres.param_counts);
 }
 
-// Each statement gets exactly the parameters it names: an allocation's 30
+// Each statement gets exactly the parameters it names: an allocation's 31
 // columns, a device's 12, and so on.
 TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
   const RecordingWriter w = Writes(SqlDialect::kSqlite);
@@ -146,12 +146,12 @@ TEST(RowsTest, EveryStatementGetsTheParametersItNames) {
     }
     EXPECT_EQ(w.param_counts[i], highest) << w.statements[i];
   }
-  EXPECT_THAT(w.statements, Contains(HasSubstr("?30)")));
+  EXPECT_THAT(w.statements, Contains(HasSubstr("?31)")));
 }
 
 // `n` parameters of the first statement `m` writes, the last of them `after`
 // from its end: a node's allocatable (3, 0), an allocation's pod_resources
-// (3, 2) or share (2, 0).
+// (3, 4), share (3, 1) or expected_duration (1, 0).
 std::vector<SqlValue> Params(const Mutation& m, size_t n, size_t after) {
   RecordingWriter writer(SqlDialect::kSqlite);
   EXPECT_OK(WriteMutationRows(m, writer));
@@ -166,7 +166,7 @@ std::vector<SqlValue> ResourceParams(const Node& node) {
   return Params(PutNodeMutation{node}, 3, 0);
 }
 std::vector<SqlValue> ResourceParams(const Allocation& a) {
-  return Params(PutAllocationMutation{a, {}, true}, 3, 3);
+  return Params(PutAllocationMutation{a, {}, true}, 3, 4);
 }
 
 // Absent resources are NULL in each of their columns, and present ones are
@@ -191,16 +191,22 @@ TEST(RowsTest, AbsentResourcesAreNullAndZerosAreValues) {
   a.pod_resources = NodeResources{8000, int64_t{1} << 40, 110};
   EXPECT_EQ(ResourceParams(a), values);
   // A share likewise, in three columns (its group "" is a value too).
-  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 3, 0),
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 3, 1),
             std::vector<SqlValue>(3, std::monostate()));
   a.share = GpuShare{};
-  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 3, 0),
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 3, 1),
             (std::vector<SqlValue>{int64_t{0}, int64_t{0}, std::string()}));
   a.share = GpuShare{470, int64_t{3} << 30, "ml"};
-  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 3, 0),
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 3, 1),
             (std::vector<SqlValue>{int64_t{470}, int64_t{3} << 30,
                                    std::string("ml")}));
   EXPECT_EQ(ResourceParams(a), values);
+  // expected_duration in nanoseconds, 0 when not given.
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 1, 0),
+            std::vector<SqlValue>{int64_t{0}});
+  a.expected_duration = absl::Minutes(90);
+  EXPECT_EQ(Params(PutAllocationMutation{a, {}, true}, 1, 0),
+            std::vector<SqlValue>{int64_t{5'400'000'000'000}});
 }
 
 // A node's re-registration writes its allocatable over the stored one, absent

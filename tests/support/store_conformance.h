@@ -174,6 +174,7 @@ Allocation FullAllocation(const std::string& id, AllocationState state) {
   a.preferred_topology = "example.com/nvlink-domain";
   a.node_selector = {{"pool", "a"}, {"zone", "z1"}};
   a.lease = absl::Minutes(90);
+  a.expected_duration = absl::Hours(5);
   // Not in node-name order: the order given is kept.
   a.targets = {{"n2", "n2-host", "nvidia-a100-80gb", "mixed"},
                {"n1", "n1-host", "a100-80", ""}};

@@ -51,6 +51,11 @@ type Task struct {
 	Share *pb.GpuShare
 	// How long the devices are held unless renewed; 0: the server default.
 	Lease time.Duration
+	// How long the task is expected to run once admitted (the flyteplugin
+	// sends the task's timeout): the server's packing weighs it in place of
+	// the lease; never a limit. 0: the server's estimate for the tenant and
+	// request shape, learned from finished allocations, else the lease.
+	ExpectedDuration time.Duration
 	// Wait in accelsched's queue when nothing fits now: Allocate returns a
 	// PENDING allocation (WaitAdmitted waits for it) instead of
 	// RESOURCE_EXHAUSTED.
@@ -120,6 +125,9 @@ func NewAllocateRequest(t Task) (*pb.AllocateRequest, error) {
 	if t.Lease < 0 {
 		return nil, fmt.Errorf("accelsched: Task.Lease %v is negative", t.Lease)
 	}
+	if t.ExpectedDuration < 0 {
+		return nil, fmt.Errorf("accelsched: Task.ExpectedDuration %v is negative", t.ExpectedDuration)
+	}
 	if t.PodResources.CPUMilli < 0 {
 		return nil, fmt.Errorf("accelsched: Task.PodResources.CPUMilli %d is negative", t.PodResources.CPUMilli)
 	}
@@ -155,6 +163,9 @@ func NewAllocateRequest(t Task) (*pb.AllocateRequest, error) {
 	}
 	if t.Lease > 0 {
 		req.Lease = durationpb.New(t.Lease)
+	}
+	if t.ExpectedDuration > 0 {
+		req.ExpectedDuration = durationpb.New(t.ExpectedDuration)
 	}
 	return req, nil
 }

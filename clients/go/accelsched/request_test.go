@@ -152,6 +152,7 @@ func fullTask() Task {
 		Container:          "main",
 		Share:              &pb.GpuShare{ComputeMilli: 250},
 		Lease:              time.Hour,
+		ExpectedDuration:   3 * time.Hour,
 		Queue:              true,
 		Priority:           5,
 		NodeSelector:       map[string]string{"pool": "train"},

@@ -1805,9 +1805,16 @@ type AllocateRequest struct {
 	// A share of one GPU instead of whole devices: count 0 or 1, no
 	// partition_size, an NVIDIA GPU model (or none). Only devices whose
 	// sharing is not GPU_SHARING_NONE take it.
-	Share         *GpuShare `protobuf:"bytes,12,opt,name=share,proto3" json:"share,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Share *GpuShare `protobuf:"bytes,12,opt,name=share,proto3" json:"share,omitempty"`
+	// How long the task is expected to run once admitted, when the caller
+	// knows or estimates it (Flyte's task timeout): packing weighs it in place
+	// of the lease (docs/concepts/packing.md, "Durations"); never a limit.
+	// Unset or 0: the server's estimate learned from the tenant's finished
+	// allocations of the same shape, else the lease. INVALID_ARGUMENT when
+	// negative or over a year.
+	ExpectedDuration *durationpb.Duration `protobuf:"bytes,18,opt,name=expected_duration,json=expectedDuration,proto3" json:"expected_duration,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *AllocateRequest) Reset() {
@@ -1952,6 +1959,13 @@ func (x *AllocateRequest) GetShare() *GpuShare {
 	return nil
 }
 
+func (x *AllocateRequest) GetExpectedDuration() *durationpb.Duration {
+	if x != nil {
+		return x.ExpectedDuration
+	}
+	return nil
+}
+
 type Allocation struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1993,8 +2007,11 @@ type Allocation struct {
 	// (not the first of its pool to wait, or blocked by quota with nothing in
 	// its grace for it). Not a promise: docs/concepts/queueing.md, "Start-time estimates".
 	EstimatedStart *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=estimated_start,json=estimatedStart,proto3" json:"estimated_start,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The request's expected_duration as given; unset when it gave none (the
+	// server's own estimate shows in Explain's scores).
+	ExpectedDuration *durationpb.Duration `protobuf:"bytes,23,opt,name=expected_duration,json=expectedDuration,proto3" json:"expected_duration,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
@@ -2149,6 +2166,13 @@ func (x *Allocation) GetPodResources() *NodeResources {
 func (x *Allocation) GetEstimatedStart() *timestamppb.Timestamp {
 	if x != nil {
 		return x.EstimatedStart
+	}
+	return nil
+}
+
+func (x *Allocation) GetExpectedDuration() *durationpb.Duration {
+	if x != nil {
+		return x.ExpectedDuration
 	}
 	return nil
 }
@@ -2883,7 +2907,10 @@ type NodeScore struct {
 	// fragmentation plus the lease mismatch (docs/concepts/packing.md).
 	Score float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
 	// "nvidia-h100: strands 0.50 of 4 free units (was 1.25 of 6); lease
-	// mismatch 0.10"
+	// mismatch 0.10; expected duration 2h (given)": the runtime the lease
+	// mismatch weighed and where it came from (given: the request's
+	// expected_duration; learned from N finished allocations of the tenant
+	// and shape; the lease).
 	Detail        string `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3822,7 +3849,7 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x12free_compute_milli\x18\b \x01(\x03R\x10freeComputeMilli\x12*\n" +
 	"\x11free_memory_bytes\x18\t \x01(\x03R\x0ffreeMemoryBytes\"M\n" +
 	"\x13GetCapacityResponse\x126\n" +
-	"\aentries\x18\x01 \x03(\v2\x1c.accelsched.v1.CapacityEntryR\aentries\"\xfc\x05\n" +
+	"\aentries\x18\x01 \x03(\v2\x1c.accelsched.v1.CapacityEntryR\aentries\"\xc4\x06\n" +
 	"\x0fAllocateRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12<\n" +
@@ -3841,10 +3868,11 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"\x13alternative_devices\x18\v \x03(\tR\x12alternativeDevices\x12%\n" +
 	"\x0econtainer_name\x18\x14 \x01(\tR\rcontainerName\x12A\n" +
 	"\rpod_resources\x18\x0f \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\x12-\n" +
-	"\x05share\x18\f \x01(\v2\x17.accelsched.v1.GpuShareR\x05share\x1a?\n" +
+	"\x05share\x18\f \x01(\v2\x17.accelsched.v1.GpuShareR\x05share\x12F\n" +
+	"\x11expected_duration\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x10expectedDuration\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xef\x06\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
@@ -3871,7 +3899,8 @@ const file_accelsched_v1_accelsched_proto_rawDesc = "" +
 	"admittedAt\x12!\n" +
 	"\fpreempted_by\x18\x10 \x01(\tR\vpreemptedBy\x12A\n" +
 	"\rpod_resources\x18\x12 \x01(\v2\x1c.accelsched.v1.NodeResourcesR\fpodResources\x12C\n" +
-	"\x0festimated_start\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\x0eestimatedStart\"\xad\x01\n" +
+	"\x0festimated_start\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\x0eestimatedStart\x12F\n" +
+	"\x11expected_duration\x18\x17 \x01(\v2\x19.google.protobuf.DurationR\x10expectedDuration\"\xad\x01\n" +
 	"\x0fAllocatedDevice\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1b\n" +
 	"\tdevice_id\x18\x02 \x01(\tR\bdeviceId\x12 \n" +
@@ -4147,76 +4176,78 @@ var file_accelsched_v1_accelsched_proto_depIdxs = []int32{
 	57, // 25: accelsched.v1.AllocateRequest.lease:type_name -> google.protobuf.Duration
 	5,  // 26: accelsched.v1.AllocateRequest.pod_resources:type_name -> accelsched.v1.NodeResources
 	6,  // 27: accelsched.v1.AllocateRequest.share:type_name -> accelsched.v1.GpuShare
-	1,  // 28: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
-	27, // 29: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
-	30, // 30: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
-	56, // 31: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
-	56, // 32: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
-	30, // 33: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
-	56, // 34: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
-	5,  // 35: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
-	56, // 36: accelsched.v1.Allocation.estimated_start:type_name -> google.protobuf.Timestamp
-	6,  // 37: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
-	53, // 38: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
-	54, // 39: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
-	28, // 40: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
-	29, // 41: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
-	57, // 42: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
-	1,  // 43: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
-	26, // 44: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
-	26, // 45: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
-	36, // 46: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
-	37, // 47: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
-	56, // 48: accelsched.v1.ExplainResponse.estimated_start:type_name -> google.protobuf.Timestamp
-	38, // 49: accelsched.v1.ExplainResponse.steps:type_name -> accelsched.v1.CycleStep
-	55, // 50: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
-	41, // 51: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
-	26, // 52: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
-	42, // 53: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
-	2,  // 54: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
-	56, // 55: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
-	26, // 56: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
-	58, // 57: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
-	10, // 58: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
-	20, // 59: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry.value:type_name -> accelsched.v1.MigRelayoutFailure
-	9,  // 60: accelsched.v1.HeartbeatResponse.MigPlansEntry.value:type_name -> accelsched.v1.MigLayout
-	12, // 61: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
-	13, // 62: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
-	14, // 63: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
-	16, // 64: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
-	18, // 65: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
-	19, // 66: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
-	22, // 67: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
-	25, // 68: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
-	31, // 69: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
-	32, // 70: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
-	33, // 71: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
-	34, // 72: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
-	25, // 73: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
-	44, // 74: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
-	40, // 75: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
-	46, // 76: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
-	4,  // 77: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
-	4,  // 78: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
-	15, // 79: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
-	17, // 80: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
-	4,  // 81: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
-	21, // 82: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
-	24, // 83: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
-	26, // 84: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
-	26, // 85: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
-	26, // 86: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
-	26, // 87: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
-	35, // 88: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
-	39, // 89: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
-	45, // 90: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
-	43, // 91: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
-	47, // 92: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
-	77, // [77:93] is the sub-list for method output_type
-	61, // [61:77] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	57, // 28: accelsched.v1.AllocateRequest.expected_duration:type_name -> google.protobuf.Duration
+	1,  // 29: accelsched.v1.Allocation.state:type_name -> accelsched.v1.AllocationState
+	27, // 30: accelsched.v1.Allocation.devices:type_name -> accelsched.v1.AllocatedDevice
+	30, // 31: accelsched.v1.Allocation.placement:type_name -> accelsched.v1.Placement
+	56, // 32: accelsched.v1.Allocation.created_at:type_name -> google.protobuf.Timestamp
+	56, // 33: accelsched.v1.Allocation.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 34: accelsched.v1.Allocation.placements:type_name -> accelsched.v1.Placement
+	56, // 35: accelsched.v1.Allocation.admitted_at:type_name -> google.protobuf.Timestamp
+	5,  // 36: accelsched.v1.Allocation.pod_resources:type_name -> accelsched.v1.NodeResources
+	56, // 37: accelsched.v1.Allocation.estimated_start:type_name -> google.protobuf.Timestamp
+	57, // 38: accelsched.v1.Allocation.expected_duration:type_name -> google.protobuf.Duration
+	6,  // 39: accelsched.v1.AllocatedDevice.share:type_name -> accelsched.v1.GpuShare
+	53, // 40: accelsched.v1.Placement.node_selector:type_name -> accelsched.v1.Placement.NodeSelectorEntry
+	54, // 41: accelsched.v1.Placement.env:type_name -> accelsched.v1.Placement.EnvEntry
+	28, // 42: accelsched.v1.Placement.tolerations:type_name -> accelsched.v1.Toleration
+	29, // 43: accelsched.v1.Placement.node_affinity:type_name -> accelsched.v1.NodeSelectorRequirement
+	57, // 44: accelsched.v1.RenewLeaseRequest.lease:type_name -> google.protobuf.Duration
+	1,  // 45: accelsched.v1.ListAllocationsRequest.state:type_name -> accelsched.v1.AllocationState
+	26, // 46: accelsched.v1.ListAllocationsResponse.allocations:type_name -> accelsched.v1.Allocation
+	26, // 47: accelsched.v1.ExplainResponse.would_allocate:type_name -> accelsched.v1.Allocation
+	36, // 48: accelsched.v1.ExplainResponse.nodes:type_name -> accelsched.v1.NodeVerdict
+	37, // 49: accelsched.v1.ExplainResponse.scores:type_name -> accelsched.v1.NodeScore
+	56, // 50: accelsched.v1.ExplainResponse.estimated_start:type_name -> google.protobuf.Timestamp
+	38, // 51: accelsched.v1.ExplainResponse.steps:type_name -> accelsched.v1.CycleStep
+	55, // 52: accelsched.v1.PoolUsage.device_class:type_name -> accelsched.v1.DeviceClass
+	41, // 53: accelsched.v1.TenantUsage.usage:type_name -> accelsched.v1.PoolUsage
+	26, // 54: accelsched.v1.GetQueueResponse.pending:type_name -> accelsched.v1.Allocation
+	42, // 55: accelsched.v1.GetQueueResponse.tenants:type_name -> accelsched.v1.TenantUsage
+	2,  // 56: accelsched.v1.Event.type:type_name -> accelsched.v1.Event.Type
+	56, // 57: accelsched.v1.Event.time:type_name -> google.protobuf.Timestamp
+	26, // 58: accelsched.v1.Event.allocation:type_name -> accelsched.v1.Allocation
+	58, // 59: accelsched.v1.ListAcceleratorTypesResponse.types:type_name -> accelsched.v1.AcceleratorType
+	10, // 60: accelsched.v1.HeartbeatRequest.DeviceStatsEntry.value:type_name -> accelsched.v1.DeviceStats
+	20, // 61: accelsched.v1.HeartbeatRequest.MigRelayoutFailuresEntry.value:type_name -> accelsched.v1.MigRelayoutFailure
+	9,  // 62: accelsched.v1.HeartbeatResponse.MigPlansEntry.value:type_name -> accelsched.v1.MigLayout
+	12, // 63: accelsched.v1.AcceleratorScheduler.RegisterNode:input_type -> accelsched.v1.RegisterNodeRequest
+	13, // 64: accelsched.v1.AcceleratorScheduler.GetNode:input_type -> accelsched.v1.GetNodeRequest
+	14, // 65: accelsched.v1.AcceleratorScheduler.ListNodes:input_type -> accelsched.v1.ListNodesRequest
+	16, // 66: accelsched.v1.AcceleratorScheduler.RemoveNode:input_type -> accelsched.v1.RemoveNodeRequest
+	18, // 67: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:input_type -> accelsched.v1.SetNodeSchedulableRequest
+	19, // 68: accelsched.v1.AcceleratorScheduler.Heartbeat:input_type -> accelsched.v1.HeartbeatRequest
+	22, // 69: accelsched.v1.AcceleratorScheduler.GetCapacity:input_type -> accelsched.v1.GetCapacityRequest
+	25, // 70: accelsched.v1.AcceleratorScheduler.Allocate:input_type -> accelsched.v1.AllocateRequest
+	31, // 71: accelsched.v1.AcceleratorScheduler.Release:input_type -> accelsched.v1.ReleaseRequest
+	32, // 72: accelsched.v1.AcceleratorScheduler.RenewLease:input_type -> accelsched.v1.RenewLeaseRequest
+	33, // 73: accelsched.v1.AcceleratorScheduler.GetAllocation:input_type -> accelsched.v1.GetAllocationRequest
+	34, // 74: accelsched.v1.AcceleratorScheduler.ListAllocations:input_type -> accelsched.v1.ListAllocationsRequest
+	25, // 75: accelsched.v1.AcceleratorScheduler.Explain:input_type -> accelsched.v1.AllocateRequest
+	44, // 76: accelsched.v1.AcceleratorScheduler.WatchEvents:input_type -> accelsched.v1.WatchEventsRequest
+	40, // 77: accelsched.v1.AcceleratorScheduler.GetQueue:input_type -> accelsched.v1.GetQueueRequest
+	46, // 78: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:input_type -> accelsched.v1.ListAcceleratorTypesRequest
+	4,  // 79: accelsched.v1.AcceleratorScheduler.RegisterNode:output_type -> accelsched.v1.Node
+	4,  // 80: accelsched.v1.AcceleratorScheduler.GetNode:output_type -> accelsched.v1.Node
+	15, // 81: accelsched.v1.AcceleratorScheduler.ListNodes:output_type -> accelsched.v1.ListNodesResponse
+	17, // 82: accelsched.v1.AcceleratorScheduler.RemoveNode:output_type -> accelsched.v1.RemoveNodeResponse
+	4,  // 83: accelsched.v1.AcceleratorScheduler.SetNodeSchedulable:output_type -> accelsched.v1.Node
+	21, // 84: accelsched.v1.AcceleratorScheduler.Heartbeat:output_type -> accelsched.v1.HeartbeatResponse
+	24, // 85: accelsched.v1.AcceleratorScheduler.GetCapacity:output_type -> accelsched.v1.GetCapacityResponse
+	26, // 86: accelsched.v1.AcceleratorScheduler.Allocate:output_type -> accelsched.v1.Allocation
+	26, // 87: accelsched.v1.AcceleratorScheduler.Release:output_type -> accelsched.v1.Allocation
+	26, // 88: accelsched.v1.AcceleratorScheduler.RenewLease:output_type -> accelsched.v1.Allocation
+	26, // 89: accelsched.v1.AcceleratorScheduler.GetAllocation:output_type -> accelsched.v1.Allocation
+	35, // 90: accelsched.v1.AcceleratorScheduler.ListAllocations:output_type -> accelsched.v1.ListAllocationsResponse
+	39, // 91: accelsched.v1.AcceleratorScheduler.Explain:output_type -> accelsched.v1.ExplainResponse
+	45, // 92: accelsched.v1.AcceleratorScheduler.WatchEvents:output_type -> accelsched.v1.Event
+	43, // 93: accelsched.v1.AcceleratorScheduler.GetQueue:output_type -> accelsched.v1.GetQueueResponse
+	47, // 94: accelsched.v1.AcceleratorScheduler.ListAcceleratorTypes:output_type -> accelsched.v1.ListAcceleratorTypesResponse
+	79, // [79:95] is the sub-list for method output_type
+	63, // [63:79] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_accelsched_v1_accelsched_proto_init() }

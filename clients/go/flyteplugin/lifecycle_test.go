@@ -361,6 +361,27 @@ func TestServerHoldsThePodsCPUAndMemory(t *testing.T) {
 	}
 }
 
+// The task's timeout is sent as the request's expected_duration, which the
+// server's packing weighs in place of the plugin's lease (a renewal period);
+// a task without one sends none.
+func TestTheTasksTimeoutIsItsExpectedDuration(t *testing.T) {
+	cl := newCluster(t, 2, false)
+	timed := a100Task("f7c2a9-n0-0")
+	timed.timeout = 90 * time.Minute
+	untimed := a100Task("f7c2a9-n1-0")
+	for _, tk := range []task{timed, untimed} {
+		if info := round(t, cl.p, taskContext(tk)); info.Phase() != pluginsCore.PhaseQueued {
+			t.Fatalf("%s: %v %q", tk.name, info.Phase(), info.Reason())
+		}
+	}
+	if got := allocationOf(t, cl.c, timed.name).GetExpectedDuration(); got.AsDuration() != 90*time.Minute {
+		t.Errorf("the timed task's allocation has expected_duration %v, want its timeout 1h30m", got)
+	}
+	if got := allocationOf(t, cl.c, untimed.name).GetExpectedDuration(); got != nil {
+		t.Errorf("the task without a timeout sent expected_duration %v", got)
+	}
+}
+
 // With resource-claims, the pod takes the very devices accelsched chose
 // through NVIDIA's DRA driver: the claim exists, owned by the workflow, and
 // the pod names it instead of asking the device plugin for nvidia.com/gpu.

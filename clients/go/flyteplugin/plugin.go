@@ -395,6 +395,13 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 		NodeSelector: nodeLabelsOf(&built.Spec),
 		PodResources: podResourcesOf(&built.Spec),
 	}
+	// The task's timeout (flyteidl core/tasks.proto:115-116, TaskMetadata's
+	// `timeout`, "the overall timeout of a task including user-triggered
+	// retries"; v1.16.8) bounds how long it runs: the server's packing weighs
+	// it in place of the lease, which the plugin renews.
+	if timeout := template.GetMetadata().GetTimeout(); timeout != nil && timeout.AsDuration() > 0 {
+		task.ExpectedDuration = timeout.AsDuration()
+	}
 	if share != nil {
 		task.Count = 1 // the one GPU it shares
 		if p.opts.ResourceClaims {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/accelsched/accelsched/clients/go/accelsched"
 	pb "github.com/accelsched/accelsched/clients/go/accelschedv1"
@@ -19,6 +20,7 @@ import (
 	"github.com/flyteorg/flyte/flytestdlib/promutils/labeled"
 	"github.com/flyteorg/flyte/flytestdlib/storage"
 	"github.com/stretchr/testify/mock"
+	"google.golang.org/protobuf/types/known/durationpb"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +60,8 @@ type task struct {
 	annotations map[string]string
 	// The workflow that owns the task's objects; "f7c2a9" when empty.
 	workflow string
+	// The task's timeout (its metadata's); none when 0.
+	timeout time.Duration
 }
 
 func (tk task) template() *core.TaskTemplate {
@@ -80,6 +84,9 @@ func (tk task) template() *core.TaskTemplate {
 	}
 	if tk.accelerator != nil {
 		t.ExtendedResources = &core.ExtendedResources{GpuAccelerator: tk.accelerator}
+	}
+	if tk.timeout > 0 {
+		t.Metadata = &core.TaskMetadata{Timeout: durationpb.New(tk.timeout)}
 	}
 	return t
 }

@@ -119,7 +119,9 @@ def test_conveniences_are_converted():
         (duration_pb2.Duration(seconds=7), duration_pb2.Duration(seconds=7)),
     ):
         assert _allocate_request("r", lease=lease).lease == want, lease
+        assert _allocate_request("r", expected_duration=lease).expected_duration == want, lease
     assert not _allocate_request("r", lease=None).HasField("lease")
+    assert not _allocate_request("r", expected_duration=None).HasField("expected_duration")
     assert _allocate_request("r", pod_resources={"cpu": "500m", "memory": "4Gi"}).pod_resources == (
         pb.NodeResources(cpu_milli=500, memory_bytes=4 * 2**30, pods=1))
     assert not _allocate_request("r", pod_resources={"cpu": "0"}).HasField("pod_resources")

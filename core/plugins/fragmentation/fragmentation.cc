@@ -89,9 +89,10 @@ std::vector<Scored> ScoreCandidates(const Session& session,
             }
             if (first == nullptr) first = &e.home;  // the tree is not changed
             ++weighed;
-            PlacementScore score = ScorePlacement(
-                NodeRoom{e.free, e.cpu, e.memory}, 0, shapes[level.pool],
-                spec.count, cpu, memory, nullptr, snap.now, cycle.ends_at());
+            PlacementScore score =
+                ScorePlacement(NodeRoom{e.free, e.cpu, e.memory}, 0,
+                               shapes[level.pool], spec.count, cpu, memory,
+                               nullptr, snap.now, cycle.expected_end());
             // The other scores only add: a node whose fragmentation change
             // alone is no better than the best is not looked up further.
             if (score.total < best || out.empty()) {

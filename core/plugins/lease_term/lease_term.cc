@@ -23,7 +23,7 @@ double LeaseTermPlugin::Score(const CycleState& cycle,
   if (snap.leases == nullptr) return 0;
   return LeaseMismatch(LeasesOf(*candidate.home, *snap.leases),
                        static_cast<int>(candidate.home->units.size()),
-                       candidate.count, snap.now, cycle.ends_at());
+                       candidate.count, snap.now, cycle.expected_end());
 }
 
 }  // namespace accelsched

@@ -491,6 +491,74 @@ TEST_F(SchedulerAllocationTest, ExplainShowsTheFragmentationPolicysScores) {
   EXPECT_EQ(s_.Allocate(next)->node, "a");
 }
 
+// A Flyte task's lease is a renewal period: with every lease 10 minutes, the
+// lease term weighs the tasks' expected_duration instead. "short" (no
+// expected duration: its lease) holds half of a, "long" (72 h expected)
+// half of b; "next", expected to run 70 h, goes with long on b. Weighing the
+// leases, a and b would come free together and the name would choose a.
+TEST_F(SchedulerAllocationTest, TheLeaseTermWeighsTheExpectedDuration) {
+  for (const char* n : {"a", "b"}) {
+    const std::string name = n;
+    Register(
+        MakeNode(name, {Gpu(name + "0", "T4", 0), Gpu(name + "1", "T4", 1),
+                        Gpu(name + "2", "T4", 2), Gpu(name + "3", "T4", 3)}));
+  }
+  AllocationRequest short_job = Want("short", "T4", 2);
+  short_job.lease = absl::Minutes(10);
+  ASSERT_EQ(s_.Allocate(short_job)->node, "a");
+  ASSERT_OK(s_.SetNodeSchedulable("a", false));
+  AllocationRequest long_job = Want("long", "T4", 2);
+  long_job.lease = absl::Minutes(10);
+  long_job.expected_duration = absl::Hours(72);
+  ASSERT_EQ(s_.Allocate(long_job)->node, "b");
+  ASSERT_OK(s_.SetNodeSchedulable("a", true));
+
+  AllocationRequest next = Want("next", "T4", 2);
+  next.lease = absl::Minutes(10);
+  next.expected_duration = absl::Hours(70);
+  absl::StatusOr<ExplainResult> e = s_.Explain(next);
+  ASSERT_OK(e);
+  ASSERT_TRUE(e->feasible);
+  EXPECT_EQ(e->would_allocate.node, "b");
+  EXPECT_EQ(e->expected,
+            (DurationEstimate{absl::Hours(70), DurationSource::kGiven, 0}));
+  ASSERT_EQ(e->scores.size(), 2u);
+  EXPECT_EQ(e->scores[0].node, "b");
+  // On b its 2 GPUs wait 2 h of 72 for long's; on a the node's other 2 stay
+  // taken 70 h - 10 min longer than short's.
+  EXPECT_DOUBLE_EQ(e->scores[0].score.lease, 2 * 2.0 / 72);
+  EXPECT_NEAR(e->scores[1].score.lease, 2 * (70 * 60 - 10) / (70 * 60.0), 1e-9);
+  EXPECT_EQ(s_.Allocate(next)->node, "b");
+
+  // Without one, a request is weighed by its lease, and Explain says so.
+  AllocationRequest plain = Want("plain", "T4", 1);
+  plain.lease = absl::Minutes(10);
+  e = s_.Explain(plain);
+  ASSERT_OK(e);
+  EXPECT_EQ(e->expected,
+            (DurationEstimate{absl::Minutes(10), DurationSource::kLease, 0}));
+  EXPECT_EQ(e->would_allocate.node, "a");
+}
+
+TEST_F(SchedulerAllocationTest, ExpectedDurationIsCheckedAndNamed) {
+  Register(MakeNode("a", {Gpu("a0", "T4", 0)}));
+  AllocationRequest r = Want("job", "T4");
+  r.expected_duration = -absl::Seconds(1);
+  EXPECT_THAT(s_.Allocate(r), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("expected_duration")));
+  r.expected_duration = kMaxExpectedDuration + absl::Seconds(1);
+  EXPECT_THAT(s_.Allocate(r), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("expected_duration")));
+  EXPECT_EQ(Cap("nvidia-tesla-t4", "").free, 1);
+  // A hint, not part of what a retry must repeat.
+  r.expected_duration = absl::Hours(2);
+  ASSERT_OK_AND_ASSIGN(Allocation first, s_.Allocate(r));
+  EXPECT_EQ(first.expected_duration, absl::Hours(2));
+  r.expected_duration = absl::Hours(3);
+  ASSERT_OK_AND_ASSIGN(Allocation retry, s_.Allocate(r));
+  EXPECT_EQ(retry.id, first.id);
+}
+
 // Allocate counts the request in the mix before it matches; Explain's
 // preview does the same, so both name one node.
 TEST_F(SchedulerAllocationTest, ExplainPreviewsTheNodeAllocateTakes) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/scheduler/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -109,6 +110,43 @@ TYPED_TEST(SchedulerRestartTest, CordonAndHealthSurviveARestart) {
   EXPECT_TRUE(after.schedulable);
   EXPECT_TRUE(after.devices[1].healthy);
   EXPECT_EQ(this->T4().free, 2);
+}
+
+// The runtimes the scheduler learns from finished allocations (three
+// releases of one tenant's 2-T4 request, each after 2 h) are learned again
+// from the store after a restart: packing goes on weighing 2 h for that
+// tenant and shape, and the lease for another tenant.
+TYPED_TEST(SchedulerRestartTest, LearnedDurationsSurviveARestart) {
+  ASSERT_OK(this->s().RegisterNode(
+      MakeNode("n1", {Gpu("GPU-0", "T4", 0), Gpu("GPU-1", "T4", 1),
+                      Gpu("GPU-2", "T4", 2), Gpu("GPU-3", "T4", 3)})));
+  auto job = [](const std::string& id, const std::string& tenant) {
+    AllocationRequest r = Want(id, "T4", 2);
+    r.tenant = tenant;
+    r.lease = absl::Hours(3);
+    return r;
+  };
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Allocation> a =
+        this->s().Allocate(job(absl::StrCat("run-", i), "team"));
+    ASSERT_OK(a);
+    this->clock_.Advance(absl::Hours(2));
+    ASSERT_OK(this->s().Heartbeat("n1", {}));
+    ASSERT_OK(this->s().Release({a->id, ""}));
+  }
+  absl::StatusOr<ExplainResult> e = this->s().Explain(job("next", "team"));
+  ASSERT_OK(e);
+  EXPECT_EQ(e->expected,
+            (DurationEstimate{absl::Hours(2), DurationSource::kLearned, 3}));
+  ASSERT_NO_FATAL_FAILURE(this->Restart());
+  e = this->s().Explain(job("next", "team"));
+  ASSERT_OK(e);
+  EXPECT_EQ(e->expected,
+            (DurationEstimate{absl::Hours(2), DurationSource::kLearned, 3}));
+  e = this->s().Explain(job("other", "another-team"));
+  ASSERT_OK(e);
+  EXPECT_EQ(e->expected,
+            (DurationEstimate{absl::Hours(3), DurationSource::kLease, 0}));
 }
 
 // A watcher that reconnects after a restart sees numbers that go on from where

@@ -41,7 +41,7 @@ _GPU_ACCELERATORS = frozenset({"flyteidl.core.GPUAccelerator", "flyteidl2.core.G
 
 # What `accelerator` may be: anything to_accelerator takes (flytekit's objects are duck-typed).
 AcceleratorLike = Any
-# A lease: seconds, a timedelta, or a google.protobuf.Duration as it is.
+# A lease or an expected duration: seconds, a timedelta, or a google.protobuf.Duration as it is.
 LeaseLike = float | datetime.timedelta | duration_pb2.Duration | None
 
 
@@ -111,6 +111,7 @@ def to_share(share: ShareLike) -> pb.GpuShare | None:
 _CONVERSIONS: dict[str, Callable[[Any], Any]] = {
     "accelerator": to_accelerator,
     "lease": _duration,
+    "expected_duration": _duration,
     "pod_resources": to_pod_resources,
     "share": to_share,
 }
@@ -363,7 +364,9 @@ class Client:
         retry is always safe. ``accelerator`` is anything :func:`to_accelerator` takes; None
         means any whole GPU not in MIG mode (Flyte's plain ``gpu: 1``), and
         ``alternative_devices`` names further models that will do. ``lease`` is seconds, a
-        timedelta or a Duration (None: the server's default). With ``queue=True`` a request
+        timedelta or a Duration (None: the server's default); ``expected_duration`` (the
+        same kinds) is how long the task is expected to run once admitted, which packing
+        weighs in place of the lease (Flyte's task timeout; never a limit). With ``queue=True`` a request
         that does not fit now is returned PENDING instead of refused (see wait_admitted).
         ``pod_resources`` is the CPU and memory the task's pod requests besides the devices
         (anything :func:`~accelsched.resources.to_pod_resources` takes: the flytekit task's

@@ -319,7 +319,7 @@ class GetCapacityResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[CapacityEntry, _Mapping]]] = ...) -> None: ...
 
 class AllocateRequest(_message.Message):
-    __slots__ = ("request_id", "accelerator", "count", "node_selector", "tenant", "priority", "lease", "queue", "replicas", "topology_key", "required_topology", "preferred_topology", "alternative_devices", "container_name", "pod_resources", "share")
+    __slots__ = ("request_id", "accelerator", "count", "node_selector", "tenant", "priority", "lease", "queue", "replicas", "topology_key", "required_topology", "preferred_topology", "alternative_devices", "container_name", "pod_resources", "share", "expected_duration")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -343,6 +343,7 @@ class AllocateRequest(_message.Message):
     CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
     POD_RESOURCES_FIELD_NUMBER: _ClassVar[int]
     SHARE_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_DURATION_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     accelerator: Accelerator
     count: int
@@ -359,10 +360,11 @@ class AllocateRequest(_message.Message):
     container_name: str
     pod_resources: NodeResources
     share: GpuShare
-    def __init__(self, request_id: _Optional[str] = ..., accelerator: _Optional[_Union[Accelerator, _Mapping]] = ..., count: _Optional[int] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tenant: _Optional[str] = ..., priority: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., queue: _Optional[bool] = ..., replicas: _Optional[int] = ..., topology_key: _Optional[str] = ..., required_topology: _Optional[str] = ..., preferred_topology: _Optional[str] = ..., alternative_devices: _Optional[_Iterable[str]] = ..., container_name: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ..., share: _Optional[_Union[GpuShare, _Mapping]] = ...) -> None: ...
+    expected_duration: _duration_pb2.Duration
+    def __init__(self, request_id: _Optional[str] = ..., accelerator: _Optional[_Union[Accelerator, _Mapping]] = ..., count: _Optional[int] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tenant: _Optional[str] = ..., priority: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., queue: _Optional[bool] = ..., replicas: _Optional[int] = ..., topology_key: _Optional[str] = ..., required_topology: _Optional[str] = ..., preferred_topology: _Optional[str] = ..., alternative_devices: _Optional[_Iterable[str]] = ..., container_name: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ..., share: _Optional[_Union[GpuShare, _Mapping]] = ..., expected_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Allocation(_message.Message):
-    __slots__ = ("id", "request_id", "state", "node", "devices", "placement", "tenant", "created_at", "expires_at", "placements", "model", "queue_position", "pending_reason", "priority", "admitted_at", "preempted_by", "pod_resources", "estimated_start")
+    __slots__ = ("id", "request_id", "state", "node", "devices", "placement", "tenant", "created_at", "expires_at", "placements", "model", "queue_position", "pending_reason", "priority", "admitted_at", "preempted_by", "pod_resources", "estimated_start", "expected_duration")
     ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -381,6 +383,7 @@ class Allocation(_message.Message):
     PREEMPTED_BY_FIELD_NUMBER: _ClassVar[int]
     POD_RESOURCES_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_DURATION_FIELD_NUMBER: _ClassVar[int]
     id: str
     request_id: str
     state: AllocationState
@@ -399,7 +402,8 @@ class Allocation(_message.Message):
     preempted_by: str
     pod_resources: NodeResources
     estimated_start: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., request_id: _Optional[str] = ..., state: _Optional[_Union[AllocationState, str]] = ..., node: _Optional[str] = ..., devices: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., placement: _Optional[_Union[Placement, _Mapping]] = ..., tenant: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., placements: _Optional[_Iterable[_Union[Placement, _Mapping]]] = ..., model: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., priority: _Optional[int] = ..., admitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., preempted_by: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ..., estimated_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    expected_duration: _duration_pb2.Duration
+    def __init__(self, id: _Optional[str] = ..., request_id: _Optional[str] = ..., state: _Optional[_Union[AllocationState, str]] = ..., node: _Optional[str] = ..., devices: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., placement: _Optional[_Union[Placement, _Mapping]] = ..., tenant: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., placements: _Optional[_Iterable[_Union[Placement, _Mapping]]] = ..., model: _Optional[str] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[str] = ..., priority: _Optional[int] = ..., admitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., preempted_by: _Optional[str] = ..., pod_resources: _Optional[_Union[NodeResources, _Mapping]] = ..., estimated_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expected_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class AllocatedDevice(_message.Message):
     __slots__ = ("node", "device_id", "mig_slice_id", "profile", "share")
