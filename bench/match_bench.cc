@@ -217,7 +217,8 @@ void BM_Match(benchmark::State& state) {
 // an hour.
 class OneLease : public LeaseView {
  public:
-  absl::Time FreeAt(absl::string_view allocation) const override {
+  absl::Time FreeAt(absl::string_view allocation,
+                    absl::Time /*now*/) const override {
     return allocation == "pre-allocated" ? kNow + absl::Hours(1)
                                          : absl::InfinitePast();
   }

@@ -99,7 +99,7 @@ enum class DurationMode { kUnknown, kGiven, kEstimated, kLearned };
 const char* DurationModeName(DurationMode mode) {
   switch (mode) {
     case DurationMode::kUnknown:
-      return "durations unknown (the lease term sees none)";
+      return "durations unknown (leases of 24 h, renewed while they run)";
     case DurationMode::kGiven:
       return "durations given (exact)";
     case DurationMode::kEstimated:
@@ -193,14 +193,24 @@ std::vector<Request> MakeStream(int n, int gpus, double load, bool estimated,
 }
 
 // The leases of the allocations the replay holds, for the lease term.
+// An allocation whose duration is not known holds a renewed lease: it is
+// expected to end kRenewal from now, whenever now is (renewed_until).
 class Leases : public LeaseView {
  public:
-  absl::Time FreeAt(absl::string_view allocation) const override {
+  absl::Time FreeAt(absl::string_view allocation,
+                    absl::Time /*now*/) const override {
     auto it = ends_.find(allocation);
-    return it == ends_.end() ? absl::InfinitePast() : it->second;
+    if (it == ends_.end()) return absl::InfinitePast();
+    return it->second == absl::InfiniteFuture() ? renewed_until : it->second;
   }
+  // Allocation -> its expected end; InfiniteFuture: a renewed lease.
   absl::flat_hash_map<std::string, absl::Time> ends_;
+  absl::Time renewed_until = absl::InfinitePast();
 };
+
+// The lease of a request whose duration is not known, renewed while it runs
+// (the Flyte plugin's default `lease: 24h`, clients/go/flyteplugin/config.go).
+constexpr absl::Duration kRenewal = absl::Hours(24);
 
 absl::Time At(double minutes) {
   return absl::UnixEpoch() + absl::Seconds(std::llround(minutes * 60));
@@ -298,15 +308,22 @@ Outcome Replay(const std::vector<Request>& stream, int n_nodes,
       if (placed) pooled_free -= r.count;
     } else {
       CountInMix(spec, now, mix);
-      absl::Time ends_at = absl::InfiniteFuture();  // kUnknown
+      // Unknown (and not learned yet): the renewed lease, as the server
+      // weighs a request with no duration (ExpectedDurationOf).
+      leases.renewed_until = now + kRenewal;
+      absl::Time ends_at = now + kRenewal;
+      bool known = false;
       if (mode == DurationMode::kGiven) {
         ends_at = At(r.arrival + r.duration);
+        known = true;
       } else if (mode == DurationMode::kEstimated) {
         ends_at = At(r.arrival + r.lease);
+        known = true;
       } else if (mode == DurationMode::kLearned) {
         if (std::optional<DurationEstimate> e =
                 learned.Estimate(key_of(r), now)) {
           ends_at = now + e->duration;
+          known = true;
         }
       }
       if (auto units = placer.PlaceOne(spec, now, ends_at)) {
@@ -314,7 +331,7 @@ Outcome Replay(const std::vector<Request>& stream, int n_nodes,
         const std::string id = absl::StrCat("r", k);
         for (const Unit* u : *units) held[k].push_back(u->key);
         for (const std::string& key : held[k]) index.SetHolder(key, id);
-        if (ends_at != absl::InfiniteFuture()) leases.ends_[id] = ends_at;
+        leases.ends_[id] = known ? ends_at : absl::InfiniteFuture();
         pooled_free -= r.count;
       }
     }

@@ -1,5 +1,8 @@
 #include "core/book/book_records.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include "core/base/page_token.h"
 
 namespace accelsched {
@@ -42,12 +45,13 @@ void MarkHeldResources(const AllocationBook& book, UnitHoldings& holdings) {
   }
 }
 
-absl::Time BookLeases::FreeAt(absl::string_view allocation) const {
+absl::Time BookLeases::FreeAt(absl::string_view allocation,
+                              absl::Time now) const {
   const AllocationBook::Record* r = book_->Find(allocation);
   if (r == nullptr || !r->allocation.live()) return absl::InfinitePast();
   if (r->allocation.state == AllocationState::kActive) {
     auto it = expected_end_.find(allocation);
-    if (it != expected_end_.end()) return it->second;
+    if (it != expected_end_.end() && it->second >= now) return it->second;
   }
   return r->allocation.expires_at;
 }
@@ -55,13 +59,34 @@ absl::Time BookLeases::FreeAt(absl::string_view allocation) const {
 void BookLeases::Rebuild() {
   learned_ = DurationLearner();
   expected_end_.clear();
-  // Ids sort by creation time: the learner sees them about in the order they
-  // ended, and keeps the newest of each key.
-  for (const auto& [id, r] : book_->records()) Ended(r);
+  // What happened, in the order it happened: each finished allocation as it
+  // ended, each ACTIVE one as it was admitted (ends first at one instant),
+  // so that an allocation is expected what was known when it was admitted,
+  // but for the runs retention has forgotten since.
+  struct Step {
+    absl::Time at;
+    bool admitted;
+    const AllocationBook::Record* record;
+  };
+  std::vector<Step> steps;
   for (const auto& [id, r] : book_->records()) {
-    if (r.allocation.state == AllocationState::kActive) {
+    const Allocation& a = r.allocation;
+    if (a.state == AllocationState::kActive) {
+      steps.push_back({a.admitted_at, true, &r});
+    } else if (!a.live() && !a.pending()) {
+      steps.push_back({a.ended_at, false, &r});
+    }
+  }
+  std::stable_sort(
+      steps.begin(), steps.end(), [](const Step& x, const Step& y) {
+        return std::tie(x.at, x.admitted) < std::tie(y.at, y.admitted);
+      });
+  for (const Step& step : steps) {
+    if (step.admitted) {
       // The default lease does not matter: only a known runtime is noted.
-      Admitted(r, absl::ZeroDuration());
+      Admitted(*step.record, absl::ZeroDuration());
+    } else {
+      Ended(*step.record);
     }
   }
 }

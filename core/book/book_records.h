@@ -58,10 +58,14 @@ class BookLeases : public LeaseView {
  public:
   // `book` is not owned and must outlive it.
   explicit BookLeases(const AllocationBook* book) : book_(book) {}
-  absl::Time FreeAt(absl::string_view allocation) const override;
+  // An ACTIVE allocation that has outlived its expected end is expected at
+  // its lease end: what is known of it then.
+  absl::Time FreeAt(absl::string_view allocation,
+                    absl::Time now) const override;
 
-  // After the book's Load: learns from every finished allocation it keeps
-  // (forgetting what it knew), then notes every ACTIVE one as Admitted.
+  // After the book's Load: forgets what it knew, then replays the book in
+  // time order, learning from each finished allocation as it ended and
+  // noting each ACTIVE one as Admitted when it was admitted.
   void Rebuild();
   // `record` has just become ACTIVE (an Allocate, an admission): its
   // expected end is fixed from now on.

@@ -86,7 +86,7 @@ CycleState::CycleState(CycleMode mode, const Snapshot& snapshot,
       spec_(&spec),
       request_(&request),
       holds_(holds),
-      ends_{LeaseEnd(snapshot, request), std::nullopt} {}
+      ends_(snapshot, request) {}
 
 CycleState::CycleState(CycleMode mode, const Snapshot& snapshot,
                        const MatchSpec& spec, const Allocation& request,
@@ -96,18 +96,26 @@ CycleState::CycleState(CycleMode mode, const Snapshot& snapshot,
       spec_(&spec),
       request_(&request),
       holds_(holds),
-      ends_{ends_at, DurationEstimate{ends_at - snapshot.now,
-                                      DurationSource::kLease, 0}} {}
+      ends_(snapshot.now, ends_at) {}
 
-const DurationEstimate& CycleState::expected() const {
-  if (!ends_.expected.has_value()) {
-    ends_.expected = ExpectedDuration(*snapshot_, *request_);
+CycleEnds::CycleEnds(const Snapshot& snapshot, const Allocation& request)
+    : snapshot_(&snapshot),
+      request_(&request),
+      now_(snapshot.now),
+      lease_(LeaseEnd(snapshot, request)) {}
+
+CycleEnds::CycleEnds(absl::Time now, absl::Time ends_at)
+    : snapshot_(nullptr),
+      request_(nullptr),
+      now_(now),
+      lease_(ends_at),
+      expected_(DurationEstimate{ends_at - now, DurationSource::kLease, 0}) {}
+
+const DurationEstimate& CycleEnds::expected() const {
+  if (!expected_.has_value()) {
+    expected_ = ExpectedDuration(*snapshot_, *request_);
   }
-  return *ends_.expected;
-}
-
-absl::Time CycleState::expected_end() const {
-  return snapshot_->now + expected().duration;
+  return *expected_;
 }
 
 }  // namespace accelsched

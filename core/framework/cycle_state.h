@@ -184,6 +184,32 @@ struct CycleNotes {
   CycleRecord* record = nullptr;
 };
 
+// When a cycle's request, placed now, would end: by its lease (what
+// Allocate sets its expiry to, and the bound a backfill reservation checks),
+// and as expected (what the lease term weighs; never a limit).
+class CycleEnds {
+ public:
+  // `request`'s ends over `snapshot` (neither owned; both outlive it).
+  CycleEnds(const Snapshot& snapshot, const Allocation& request);
+  // A request whose end the caller knows (a bare index's placements:
+  // IndexPlacer): `ends_at` is both its lease end and its expected end.
+  CycleEnds(absl::Time now, absl::Time ends_at);
+
+  absl::Time lease() const { return lease_; }
+  // How long it is expected to run and where that comes from
+  // (ExpectedDuration), computed on first use: most of a pass's cycles place
+  // by no Score.
+  const DurationEstimate& expected() const;
+  absl::Time expected_end() const { return now_ + expected().duration; }
+
+ private:
+  const Snapshot* const snapshot_;  // null: `expected_` is set
+  const Allocation* const request_;
+  const absl::Time now_;
+  const absl::Time lease_;
+  mutable std::optional<DurationEstimate> expected_;
+};
+
 class CycleState {
  public:
   // A cycle of `request` (who asks: its tenant, priority, lease, and id
@@ -203,14 +229,8 @@ class CycleState {
   // Who asks: its tenant, priority, lease, and id (a pending request's; ""
   // for a new one in Allocate, "explain:<request_id>" in an Explain of one).
   const Allocation& request() const { return *request_; }
-  // When its lease would end if it were placed now.
-  absl::Time ends_at() const { return ends_.lease; }
-  // How long it is expected to run, and where that comes from
-  // (ExpectedDuration); and so when it is expected to end if placed now:
-  // what the lease term weighs (never a limit).
-  // Computed on first use: most of a pass's cycles place by no Score.
-  const DurationEstimate& expected() const;
-  absl::Time expected_end() const;
+  // When it would end if it were placed now.
+  const CycleEnds& ends() const { return ends_; }
   const Holds* holds() const { return holds_; }
 
   // What is placed: the request's spec, as a PreFilter narrowed it.
@@ -236,13 +256,7 @@ class CycleState {
   const MatchSpec* const spec_;
   const Allocation* const request_;
   const Holds* const holds_;
-  // When the request, placed now, would end: by its lease, and as expected.
-  struct Ends {
-    absl::Time lease;
-    mutable std::optional<DurationEstimate> expected;
-  };
-
-  const Ends ends_;
+  const CycleEnds ends_;
   std::optional<MatchSpec> narrowed_;
   FilterChain filters_;
   CycleNotes notes_;

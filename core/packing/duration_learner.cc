@@ -15,7 +15,9 @@ std::string DurationLearner::KeyOf(absl::string_view tenant,
 
 void DurationLearner::Observe(absl::string_view key, absl::Duration runtime,
                               absl::Time ended_at) {
-  if (runtime < absl::ZeroDuration()) return;
+  // A run of no time (a release in the tick of its admission) says nothing
+  // of how long the next one will take, and would make a zero spread.
+  if (runtime <= absl::ZeroDuration()) return;
   auto it = by_key_.find(key);
   if (it == by_key_.end()) {
     if (by_key_.size() >= kMaxKeys) {

@@ -3,12 +3,14 @@
 // finished allocations (admitted to released), and their median weighted by
 // age (a sample's weight halves every kHalfLife), so that a tenant whose
 // jobs change is followed within a day and one odd run moves nothing.
-// Bounded: kSamplesPerKey samples a key, kMaxKeys keys (the key observed
-// longest ago goes first). Not thread-safe: the scheduler's lock guards it.
+// Bounded: kSamplesPerKey samples a key, kMaxKeys keys (the key whose latest
+// run ended first goes first). Not thread-safe: the scheduler's lock guards
+// it.
 //
 // It is memory only: the scheduler rebuilds it at start from the finished
-// allocations the store keeps (SchedulerOptions::retention), so that a
-// restart forgets nothing that is still stored and writes nothing more.
+// allocations the store keeps (SchedulerOptions::retention), in the order
+// they ended (BookLeases::Rebuild), so that a restart forgets nothing that
+// is still stored and writes nothing more.
 #ifndef ACCELSCHED_CORE_PACKING_DURATION_LEARNER_H_
 #define ACCELSCHED_CORE_PACKING_DURATION_LEARNER_H_
 
@@ -43,9 +45,9 @@ class DurationLearner {
   static std::string KeyOf(absl::string_view tenant, const RequestSpec& spec);
 
   // Records that an allocation of `key` ran `runtime` and ended at
-  // `ended_at`. A runtime below zero is ignored. Keeps the key's newest
+  // `ended_at`. A runtime of zero or less is ignored. Keeps the key's last
   // kSamplesPerKey samples; a new key past kMaxKeys replaces the one whose
-  // newest sample is oldest (O(kMaxKeys), once per new key).
+  // latest sample ended first (O(kMaxKeys), once per new key).
   void Observe(absl::string_view key, absl::Duration runtime,
                absl::Time ended_at);
 

@@ -47,13 +47,16 @@ struct NodeLeases {
   absl::Time busy_until = absl::InfinitePast();
 };
 
-// When an allocation's units come free (its lease end; a PREEMPTED one's
-// grace end), for the lease term. The allocation book answers it.
+// When an allocation's units are expected to come free, as of `now` (its
+// expected end, core/book/book_records.h BookLeases; else its lease end; a
+// PREEMPTED one's grace end), for the lease term. The allocation book
+// answers it.
 class LeaseView {
  public:
   virtual ~LeaseView() = default;
   // InfinitePast when `allocation` is unknown or holds nothing.
-  virtual absl::Time FreeAt(absl::string_view allocation) const = 0;
+  virtual absl::Time FreeAt(absl::string_view allocation,
+                            absl::Time now) const = 0;
 };
 
 // The weight of the lease term against fragmentation (both in units): tuned
@@ -79,7 +82,7 @@ struct FragmentationChange {
 FragmentationChange ChangeOfTaking(int free, int count,
                                    const std::vector<RequestShape>& shapes);
 
-// How badly `ends_at`, the lease end of a request for `count` of the node's
+// How badly `ends_at`, the expected end of a request for `count` of the node's
 // `size` units, matches when the node's held units come free (`leases`), in
 // units (0 to size): the node's other units stay in a node partly taken for
 // as long as the request outlasts its others ((size - count) * later /

@@ -137,7 +137,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
         std::vector<std::string> keys = lifecycle_.Assign(a, r.groups);
         a.state = AllocationState::kActive;
         a.admitted_at = now;
-        a.expires_at = cycle.ends_at();
+        a.expires_at = cycle.ends().lease();
         Write write;
         write.mutations.push_back(PutAllocationMutation{a, keys, true});
         write.events.push_back(
@@ -364,7 +364,7 @@ absl::StatusOr<ExplainResult> AllocationCalls::Explain(
   }
   for (const std::string& s : r.summary) absl::StrAppend(&summary, "; ", s);
   result.scores = std::move(r.ranked);
-  result.expected = cycle.expected();
+  result.expected = cycle.ends().expected();
   if (r.outcome == CycleResult::Outcome::kPlaced) {
     result.feasible = true;
     result.would_allocate = Requested(request, spec);

@@ -385,8 +385,8 @@ TEST_F(E2eTest, FragmentationRatioAndExplainScoresFollowTheMix) {
   EXPECT_THAT(explain.scores(0).detail(),
               HasSubstr("nvidia-h100: strands 0.00 of 0 free units (was"));
   // The duration the lease term weighed: the server's default lease here,
-  // the request's expected_duration when it gives one (which GetAllocation
-  // then shows as given).
+  // the request's expected_duration when it gives one (which the
+  // allocation then shows).
   EXPECT_THAT(explain.scores(0).detail(),
               EndsWith("; expected duration 1h (the lease)"));
   v1::AllocateRequest timed = AllocateReq("one", "H100", 1);

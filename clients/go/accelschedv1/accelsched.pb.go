@@ -2907,10 +2907,10 @@ type NodeScore struct {
 	// fragmentation plus the lease mismatch (docs/concepts/packing.md).
 	Score float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
 	// "nvidia-h100: strands 0.50 of 4 free units (was 1.25 of 6); lease
-	// mismatch 0.10; expected duration 2h (given)": the runtime the lease
-	// mismatch weighed and where it came from (given: the request's
-	// expected_duration; learned from N finished allocations of the tenant
-	// and shape; the lease).
+	// mismatch 0.10; expected duration 2h (given)": the request's duration
+	// as the lease term weighs it, and where it came from (given: the
+	// request's expected_duration; learned from N finished allocations of the
+	// tenant and shape; the lease).
 	Detail        string `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -365,11 +365,15 @@ func TestServerHoldsThePodsCPUAndMemory(t *testing.T) {
 // server's packing weighs in place of the plugin's lease (a renewal period);
 // a task without one sends none.
 func TestTheTasksTimeoutIsItsExpectedDuration(t *testing.T) {
-	cl := newCluster(t, 2, false)
+	cl := newCluster(t, 3, false)
 	timed := a100Task("f7c2a9-n0-0")
 	timed.timeout = 90 * time.Minute
 	untimed := a100Task("f7c2a9-n1-0")
-	for _, tk := range []task{timed, untimed} {
+	// A timeout past what the server takes as a duration is sent as the most
+	// it takes, not refused.
+	long := a100Task("f7c2a9-n2-0")
+	long.timeout = 400 * 24 * time.Hour
+	for _, tk := range []task{timed, untimed, long} {
 		if info := round(t, cl.p, taskContext(tk)); info.Phase() != pluginsCore.PhaseQueued {
 			t.Fatalf("%s: %v %q", tk.name, info.Phase(), info.Reason())
 		}
@@ -379,6 +383,9 @@ func TestTheTasksTimeoutIsItsExpectedDuration(t *testing.T) {
 	}
 	if got := allocationOf(t, cl.c, untimed.name).GetExpectedDuration(); got != nil {
 		t.Errorf("the task without a timeout sent expected_duration %v", got)
+	}
+	if got := allocationOf(t, cl.c, long.name).GetExpectedDuration(); got.AsDuration() != 366*24*time.Hour {
+		t.Errorf("the 400-day task's allocation has expected_duration %v, want 366 days", got)
 	}
 }
 

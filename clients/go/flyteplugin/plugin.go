@@ -83,6 +83,10 @@ func NewPlugin(c *accelsched.Client, pods pluginsCore.Plugin, opts Options) *Plu
 		kept:  map[string]time.Time{}}
 }
 
+// maxExpectedDuration is the longest expected_duration the server takes
+// (core/matching/allocation_request.h kMaxExpectedDuration: 366 days).
+const maxExpectedDuration = 366 * 24 * time.Hour
+
 func (p *Plugin) GetID() string { return ID }
 
 func (p *Plugin) GetProperties() pluginsCore.PluginProperties { return p.pods.GetProperties() }
@@ -397,10 +401,12 @@ func (p *Plugin) requestOf(ctx context.Context, tCtx pluginsCore.TaskExecutionCo
 	}
 	// The task's timeout (flyteidl core/tasks.proto:115-116, TaskMetadata's
 	// `timeout`, "the overall timeout of a task including user-triggered
-	// retries"; v1.16.8) bounds how long it runs: the server's packing weighs
-	// it in place of the lease, which the plugin renews.
+	// retries"; v1.16.8) is what the plugin knows of how long the task runs:
+	// the server's packing weighs it in place of the lease, which the plugin
+	// renews. A hint, never a limit: one past what the server takes (a year)
+	// is sent as a year, rather than failing the task.
 	if timeout := template.GetMetadata().GetTimeout(); timeout != nil && timeout.AsDuration() > 0 {
-		task.ExpectedDuration = timeout.AsDuration()
+		task.ExpectedDuration = min(timeout.AsDuration(), maxExpectedDuration)
 	}
 	if share != nil {
 		task.Count = 1 // the one GPU it shares

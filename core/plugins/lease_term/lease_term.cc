@@ -4,11 +4,13 @@
 
 namespace accelsched {
 
-NodeLeases LeasesOf(const CapacityIndex::Home& home, const LeaseView& view) {
+NodeLeases LeasesOf(const CapacityIndex::Home& home, const LeaseView& view,
+                    absl::Time now) {
   NodeLeases leases;
   for (const auto& [allocation, units] : home.holders) {
     leases.held += units;
-    leases.busy_until = std::max(leases.busy_until, view.FreeAt(allocation));
+    leases.busy_until =
+        std::max(leases.busy_until, view.FreeAt(allocation, now));
   }
   return leases;
 }
@@ -21,9 +23,9 @@ double LeaseTermPlugin::Score(const CycleState& cycle,
                               const ScoredNode& candidate) const {
   const Snapshot& snap = cycle.snapshot();
   if (snap.leases == nullptr) return 0;
-  return LeaseMismatch(LeasesOf(*candidate.home, *snap.leases),
+  return LeaseMismatch(LeasesOf(*candidate.home, *snap.leases, snap.now),
                        static_cast<int>(candidate.home->units.size()),
-                       candidate.count, snap.now, cycle.expected_end());
+                       candidate.count, snap.now, cycle.ends().expected_end());
 }
 
 }  // namespace accelsched

@@ -19,8 +19,9 @@
 namespace accelsched {
 
 // How many of `home`'s units are held whole, and when the last of them
-// comes free: O(allocations holding units there).
-NodeLeases LeasesOf(const CapacityIndex::Home& home, const LeaseView& view);
+// is expected to come free as of `now`: O(allocations holding units there).
+NodeLeases LeasesOf(const CapacityIndex::Home& home, const LeaseView& view,
+                    absl::Time now);
 
 class LeaseTermPlugin final : public ScorePlugin {
  public:

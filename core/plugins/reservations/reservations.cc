@@ -16,7 +16,7 @@ const char* ReservationsPlugin::Filter(const CycleState& cycle,
   // meanwhile (a backfill).
   const Reservation* r = cycle.holds()->HoldForOther(
       *node.pool, node.name, cycle.request().id, cycle.request().priority);
-  return r != nullptr && cycle.ends_at() > r->start ? kHeld : nullptr;
+  return r != nullptr && cycle.ends().lease() > r->start ? kHeld : nullptr;
 }
 
 absl::string_view ReservationsPlugin::ExcludedNote() const {

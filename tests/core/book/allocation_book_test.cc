@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/book/book_records.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -169,10 +170,86 @@ TEST_F(AllocationBookTest, PendingRecordsAndLeasesReadEveryRecord) {
   EXPECT_THAT(ids, ElementsAre("a-3"));
   // Only a live allocation's units come free at its expiry.
   const BookLeases leases(&book_);
-  EXPECT_EQ(leases.FreeAt("a-1"), kT0 + absl::Hours(1));
-  EXPECT_EQ(leases.FreeAt("a-2"), absl::InfinitePast());
-  EXPECT_EQ(leases.FreeAt("a-3"), absl::InfinitePast());
-  EXPECT_EQ(leases.FreeAt("a-9"), absl::InfinitePast());
+  EXPECT_EQ(leases.FreeAt("a-1", kT0), kT0 + absl::Hours(1));
+  EXPECT_EQ(leases.FreeAt("a-2", kT0), absl::InfinitePast());
+  EXPECT_EQ(leases.FreeAt("a-3", kT0), absl::InfinitePast());
+  EXPECT_EQ(leases.FreeAt("a-9", kT0), absl::InfinitePast());
+}
+
+// The book's expected ends: an ACTIVE allocation whose runtime is given or
+// was learned when it was admitted is expected at admitted_at + it (its
+// lease end once it has outlived that); the learner learns only from
+// allocations released after running, and a rebuild replays the book in
+// the order things happened.
+TEST_F(AllocationBookTest, LeasesExpectKnownRuntimesAndLearnFromReleases) {
+  BookLeases leases(&book_);
+  auto admit = [&](const std::string& id, const std::vector<std::string>& units,
+                   absl::Time at, absl::Duration expected) {
+    AllocationBook::Record r =
+        Live(id, "r-" + id, units, at + absl::Hours(24), "team");
+    r.allocation.count = static_cast<int>(units.size());
+    r.allocation.admitted_at = at;
+    r.allocation.expected_duration = expected;
+    AllocationBook::Record& added = book_.Add(std::move(r));
+    leases.Admitted(added, absl::Hours(1));
+    return &added;
+  };
+  auto end = [&](AllocationBook::Record* r, AllocationState state,
+                 const char* reason, absl::Time at) {
+    book_.End(*r, state, reason, at);
+    leases.Ended(*r);
+  };
+  // Given: 2 h from admission, whatever the 24 h lease; past it, the lease.
+  // (Of 2 GPUs: another shape than the runs below.)
+  AllocationBook::Record* given =
+      admit("a-1", {"g0", "g2"}, kT0, absl::Hours(2));
+  EXPECT_EQ(leases.FreeAt("a-1", kT0), kT0 + absl::Hours(2));
+  EXPECT_EQ(leases.FreeAt("a-1", kT0 + absl::Hours(3)), kT0 + absl::Hours(24));
+  end(given, AllocationState::kReleased, kReasonReleased, kT0 + absl::Hours(1));
+  EXPECT_EQ(leases.FreeAt("a-1", kT0), absl::InfinitePast());
+
+  // Admitted before anything is learned: its lease, then and after a
+  // rebuild.
+  const absl::Time early = kT0 + absl::Minutes(90);
+  admit("a-10", {"g0"}, early, absl::ZeroDuration());
+  // Three released runs of 30 minutes teach the learner; an expired, a
+  // preempted and a withdrawn one teach it nothing.
+  absl::Time t = kT0 + absl::Hours(2);
+  for (int i = 0; i < 3; ++i) {
+    AllocationBook::Record* r =
+        admit(absl::StrCat("a-2", i), {"g1"}, t, absl::ZeroDuration());
+    EXPECT_EQ(leases.FreeAt(r->allocation.id, t), t + absl::Hours(24));
+    end(r, AllocationState::kReleased, kReasonReleased, t + absl::Minutes(30));
+    t += absl::Hours(1);
+  }
+  for (const auto& [state, reason] :
+       std::vector<std::pair<AllocationState, const char*>>{
+           {AllocationState::kExpired, kReasonExpired},
+           {AllocationState::kPreempted, kReasonPreempted},
+           {AllocationState::kReleased, kReasonWithdrawn}}) {
+    AllocationBook::Record* r =
+        admit(absl::StrCat("a-3", reason), {"g1"}, t, absl::ZeroDuration());
+    end(r, state, reason, t + absl::Hours(5));
+    t += absl::Hours(6);
+  }
+  RequestSpec one_t4;
+  one_t4.count = 1;
+  const std::string key = DurationLearner::KeyOf("team", one_t4);
+  ASSERT_TRUE(leases.learned().Estimate(key, t).has_value());
+  EXPECT_EQ(leases.learned().Estimate(key, t)->duration, absl::Minutes(30));
+  EXPECT_EQ(leases.learned().Estimate(key, t)->samples, 3);
+  // A new allocation of that shape is expected for the learned 30 minutes.
+  admit("a-4", {"g2"}, t, absl::ZeroDuration());
+  EXPECT_EQ(leases.FreeAt("a-4", t), t + absl::Minutes(30));
+
+  // Rebuilt, as after a restart: the same, learned in the order it happened.
+  BookLeases rebuilt(&book_);
+  rebuilt.Rebuild();
+  EXPECT_EQ(rebuilt.learned().Estimate(key, t),
+            leases.learned().Estimate(key, t));
+  EXPECT_EQ(rebuilt.FreeAt("a-4", t), t + absl::Minutes(30));
+  EXPECT_EQ(leases.FreeAt("a-10", early), early + absl::Hours(24));
+  EXPECT_EQ(rebuilt.FreeAt("a-10", early), early + absl::Hours(24));
 }
 
 }  // namespace

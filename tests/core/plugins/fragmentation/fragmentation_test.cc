@@ -90,7 +90,8 @@ struct PackedCluster : PackedNodes {
 
 class MapLeases : public LeaseView {
  public:
-  absl::Time FreeAt(absl::string_view allocation) const override {
+  absl::Time FreeAt(absl::string_view allocation,
+                    absl::Time /*now*/) const override {
     auto it = ends.find(std::string(allocation));
     return it == ends.end() ? absl::InfinitePast() : it->second;
   }

@@ -40,7 +40,8 @@ Unit T4(const std::string& key, const std::string& node, int order) {
 
 class MapLeases : public LeaseView {
  public:
-  absl::Time FreeAt(absl::string_view allocation) const override {
+  absl::Time FreeAt(absl::string_view allocation,
+                    absl::Time /*now*/) const override {
     auto it = ends.find(std::string(allocation));
     return it == ends.end() ? absl::InfinitePast() : it->second;
   }
@@ -111,7 +112,7 @@ TEST(LeaseTermTest, LeasesOfCountsTheHeldUnitsAndTheLatestEnd) {
        }) {
     CapacityIndex::Home home;
     for (const auto& [holder, units] : c.holders) home.holders[holder] = units;
-    const NodeLeases leases = LeasesOf(home, view);
+    const NodeLeases leases = LeasesOf(home, view, kNow);
     EXPECT_EQ(leases.held, c.held) << c.name;
     EXPECT_EQ(leases.busy_until, c.busy_until) << c.name;
   }
