@@ -192,25 +192,27 @@ std::vector<Request> MakeStream(int n, int gpus, double load, bool estimated,
   return out;
 }
 
-// The leases of the allocations the replay holds, for the lease term.
-// An allocation whose duration is not known holds a renewed lease: it is
-// expected to end kRenewal from now, whenever now is (renewed_until).
+// The lease of a request whose duration is not known, renewed while it runs
+// (the Flyte plugin's default `lease: 24h`, clients/go/flyteplugin/config.go;
+// it renews with half left, so its end is 12 to 24 h ahead: taken as 24).
+constexpr absl::Duration kRenewal = absl::Hours(24);
+
+// The leases of the allocations the replay holds, for the lease term. An
+// allocation whose duration is not known holds a renewed lease: it is
+// expected to end kRenewal from now, whenever now is; one that has outlived
+// its expected end, any moment, as the server's BookLeases::FreeAt expects.
 class Leases : public LeaseView {
  public:
   absl::Time FreeAt(absl::string_view allocation,
-                    absl::Time /*now*/) const override {
+                    absl::Time now) const override {
     auto it = ends_.find(allocation);
     if (it == ends_.end()) return absl::InfinitePast();
-    return it->second == absl::InfiniteFuture() ? renewed_until : it->second;
+    return it->second == absl::InfiniteFuture() ? now + kRenewal
+                                                : std::max(it->second, now);
   }
   // Allocation -> its expected end; InfiniteFuture: a renewed lease.
   absl::flat_hash_map<std::string, absl::Time> ends_;
-  absl::Time renewed_until = absl::InfinitePast();
 };
-
-// The lease of a request whose duration is not known, renewed while it runs
-// (the Flyte plugin's default `lease: 24h`, clients/go/flyteplugin/config.go).
-constexpr absl::Duration kRenewal = absl::Hours(24);
 
 absl::Time At(double minutes) {
   return absl::UnixEpoch() + absl::Seconds(std::llround(minutes * 60));
@@ -310,7 +312,6 @@ Outcome Replay(const std::vector<Request>& stream, int n_nodes,
       CountInMix(spec, now, mix);
       // Unknown (and not learned yet): the renewed lease, as the server
       // weighs a request with no duration (ExpectedDurationOf).
-      leases.renewed_until = now + kRenewal;
       absl::Time ends_at = now + kRenewal;
       bool known = false;
       if (mode == DurationMode::kGiven) {

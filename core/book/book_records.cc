@@ -51,7 +51,8 @@ absl::Time BookLeases::FreeAt(absl::string_view allocation,
   if (r == nullptr || !r->allocation.live()) return absl::InfinitePast();
   if (r->allocation.state == AllocationState::kActive) {
     auto it = expected_end_.find(allocation);
-    if (it != expected_end_.end() && it->second >= now) return it->second;
+    // Past its expected end: any moment now.
+    if (it != expected_end_.end()) return std::max(it->second, now);
   }
   return r->allocation.expires_at;
 }

@@ -4,7 +4,9 @@
 // Descent", USENIX ATC'23, section 4: a node's fragmentation under a workload
 // is the expected free capacity that a request drawn from the workload could
 // not use there; the placement that increases it least wins), plus how badly
-// the request's lease end matches those of the node's other allocations (a
+// the request's expected end (core/packing/expected_duration.h: its given or
+// learned duration, else its lease) matches those of the node's other
+// allocations (a
 // node whose allocations end together comes free whole; one that mixes a
 // five-minute job with a three-day one stays partly taken for three days).
 // Pure functions.
@@ -41,7 +43,8 @@ struct NodeRoom {
 };
 
 // When the units of one pool held on a node come free: how many are held,
-// and the latest lease end among them (InfinitePast when none is held).
+// and the latest expected end among them (LeaseView; InfinitePast when none
+// is held).
 struct NodeLeases {
   int held = 0;
   absl::Time busy_until = absl::InfinitePast();
@@ -90,7 +93,7 @@ FragmentationChange ChangeOfTaking(int free, int count,
 // to end (count * earlier / horizon), where the horizon is the time until
 // both have ended. A node where nothing is held counts as one that comes
 // free now: taking part of it costs size - count. 0 when `ends_at` is
-// InfiniteFuture (no lease known).
+// InfiniteFuture (no end known).
 double LeaseMismatch(const NodeLeases& leases, int size, int count,
                      absl::Time now, absl::Time ends_at);
 

@@ -1,11 +1,12 @@
 // The lease_term plugin (Score, beside fragmentation): how badly the request's
-// lease end matches when the node's held units of the pool come free
+// expected end (CycleEnds::expected_end: its given or learned duration, else
+// its lease) matches when the node's held units of the pool come free
 // (LeaseMismatch, core/packing/placement_score.h): a node whose allocations
 // end together comes free whole; one that mixes a five-minute job with a
 // three-day one stays partly taken for three days. In units of the pool, so
 // the profile's weight (kLeaseWeight, tuned on bench/packing_bench's
 // synthetic stream) weighs it against fragmentation directly. 0 without
-// leases (a bare index) or for a request whose lease end is not known.
+// leases (a bare index) or for a request whose end is not known.
 #ifndef ACCELSCHED_CORE_PLUGINS_LEASE_TERM_LEASE_TERM_H_
 #define ACCELSCHED_CORE_PLUGINS_LEASE_TERM_LEASE_TERM_H_
 

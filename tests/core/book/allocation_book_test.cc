@@ -199,12 +199,12 @@ TEST_F(AllocationBookTest, LeasesExpectKnownRuntimesAndLearnFromReleases) {
     book_.End(*r, state, reason, at);
     leases.Ended(*r);
   };
-  // Given: 2 h from admission, whatever the 24 h lease; past it, the lease.
+  // Given: 2 h from admission, whatever the 24 h lease; past it, any moment.
   // (Of 2 GPUs: another shape than the runs below.)
   AllocationBook::Record* given =
       admit("a-1", {"g0", "g2"}, kT0, absl::Hours(2));
   EXPECT_EQ(leases.FreeAt("a-1", kT0), kT0 + absl::Hours(2));
-  EXPECT_EQ(leases.FreeAt("a-1", kT0 + absl::Hours(3)), kT0 + absl::Hours(24));
+  EXPECT_EQ(leases.FreeAt("a-1", kT0 + absl::Hours(3)), kT0 + absl::Hours(3));
   end(given, AllocationState::kReleased, kReasonReleased, kT0 + absl::Hours(1));
   EXPECT_EQ(leases.FreeAt("a-1", kT0), absl::InfinitePast());
 
@@ -238,9 +238,13 @@ TEST_F(AllocationBookTest, LeasesExpectKnownRuntimesAndLearnFromReleases) {
   ASSERT_TRUE(leases.learned().Estimate(key, t).has_value());
   EXPECT_EQ(leases.learned().Estimate(key, t)->duration, absl::Minutes(30));
   EXPECT_EQ(leases.learned().Estimate(key, t)->samples, 3);
-  // A new allocation of that shape is expected for the learned 30 minutes.
+  // A new allocation of that shape is expected for the learned 30 minutes;
+  // so is one whose id sorts first (made early, admitted now): the rebuild
+  // replays by time, not by id.
   admit("a-4", {"g2"}, t, absl::ZeroDuration());
   EXPECT_EQ(leases.FreeAt("a-4", t), t + absl::Minutes(30));
+  admit("a-05", {"g1"}, t, absl::ZeroDuration());
+  EXPECT_EQ(leases.FreeAt("a-05", t), t + absl::Minutes(30));
 
   // Rebuilt, as after a restart: the same, learned in the order it happened.
   BookLeases rebuilt(&book_);
@@ -248,6 +252,7 @@ TEST_F(AllocationBookTest, LeasesExpectKnownRuntimesAndLearnFromReleases) {
   EXPECT_EQ(rebuilt.learned().Estimate(key, t),
             leases.learned().Estimate(key, t));
   EXPECT_EQ(rebuilt.FreeAt("a-4", t), t + absl::Minutes(30));
+  EXPECT_EQ(rebuilt.FreeAt("a-05", t), t + absl::Minutes(30));
   EXPECT_EQ(leases.FreeAt("a-10", early), early + absl::Hours(24));
   EXPECT_EQ(rebuilt.FreeAt("a-10", early), early + absl::Hours(24));
 }
