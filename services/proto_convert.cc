@@ -315,10 +315,8 @@ void AllocationToProto(const Allocation& a, const PlacementOptions& placement,
   }
   if (a.expected_duration > absl::ZeroDuration()) {
     // Validated: at most kMaxExpectedDuration, whole nanoseconds.
-    const int64_t ns = absl::ToInt64Nanoseconds(a.expected_duration);
-    proto->mutable_expected_duration()->set_seconds(ns / 1'000'000'000);
-    proto->mutable_expected_duration()->set_nanos(
-        static_cast<int32_t>(ns % 1'000'000'000));
+    *proto->mutable_expected_duration() = TimeUtil::NanosecondsToDuration(
+        absl::ToInt64Nanoseconds(a.expected_duration));
   }
   if (!a.id.empty()) {
     ToTimestamp(a.created_at, proto->mutable_created_at());

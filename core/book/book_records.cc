@@ -84,19 +84,19 @@ void BookLeases::Rebuild() {
       });
   for (const Step& step : steps) {
     if (step.admitted) {
-      // The default lease does not matter: only a known runtime is noted.
-      Admitted(*step.record, absl::ZeroDuration());
+      Admitted(*step.record);
     } else {
       Ended(*step.record);
     }
   }
 }
 
-void BookLeases::Admitted(const AllocationBook::Record& record,
-                          absl::Duration default_lease) {
+void BookLeases::Admitted(const AllocationBook::Record& record) {
   const Allocation& a = record.allocation;
-  const DurationEstimate e =
-      ExpectedDurationOf(a.tenant, a, &learned_, default_lease, a.admitted_at);
+  // Only a known runtime is noted: which lease it would fall back to does
+  // not matter.
+  const DurationEstimate e = ExpectedDurationOf(
+      a.tenant, a, &learned_, absl::ZeroDuration(), a.admitted_at);
   if (e.source == DurationSource::kLease) {
     expected_end_.erase(a.id);
   } else {

@@ -73,8 +73,7 @@ class BookLeases : public LeaseView {
   void Rebuild();
   // `record` has just become ACTIVE (an Allocate, an admission): its
   // expected end is fixed from now on.
-  void Admitted(const AllocationBook::Record& record,
-                absl::Duration default_lease);
+  void Admitted(const AllocationBook::Record& record);
   // `record` has just ended (the book's End): a RELEASED allocation that was
   // ACTIVE teaches the learner its runtime, admitted_at to ended_at.
   void Ended(const AllocationBook::Record& record);

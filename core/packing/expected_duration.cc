@@ -4,18 +4,6 @@
 
 namespace accelsched {
 
-absl::string_view DurationSourceName(DurationSource source) {
-  switch (source) {
-    case DurationSource::kGiven:
-      return "given";
-    case DurationSource::kLearned:
-      return "learned";
-    case DurationSource::kLease:
-      return "lease";
-  }
-  return "lease";
-}
-
 std::string DescribeDuration(const DurationEstimate& estimate) {
   const std::string d = absl::FormatDuration(estimate.duration);
   switch (estimate.source) {

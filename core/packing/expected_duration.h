@@ -9,7 +9,6 @@
 
 #include <string>
 
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace accelsched {
@@ -19,9 +18,6 @@ enum class DurationSource {
   kLearned = 1,  // DurationLearner's estimate for its tenant and shape
   kLease = 2,    // neither: its lease (or the server's default lease)
 };
-
-// "given", "learned", "lease".
-absl::string_view DurationSourceName(DurationSource source);
 
 struct DurationEstimate {
   absl::Duration duration = absl::ZeroDuration();

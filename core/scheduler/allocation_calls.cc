@@ -143,8 +143,7 @@ absl::StatusOr<Queued<Allocation>> AllocationCalls::QueueAllocate(
         write.events.push_back(
             Event{Event::Type::kAllocated, now, a, a.node, "", 0});
         ticket = state_.Commit(std::move(write));
-        m.leases.Admitted(m.book.Add(Record{a, std::move(keys), ticket}),
-                          options_.default_lease);
+        m.leases.Admitted(m.book.Add(Record{a, std::move(keys), ticket}));
       } else if (!request.queue) {
         // Its quota stops it, or nothing fits now.
         if (r.failure.kind == CycleFailure::Kind::kRefused) {

@@ -32,7 +32,7 @@ class Lifecycle::PassStatement final : public CycleStatement {
     write.events.push_back(
         Event{Event::Type::kAdmitted, now_, a, a.node, "", 0});
     memory_.book.Admit(r, std::move(a), std::move(keys));
-    memory_.leases.Admitted(r, life_.options_.default_lease);
+    memory_.leases.Admitted(r);
     written.push_back(&r);
   }
 

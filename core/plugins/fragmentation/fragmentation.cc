@@ -92,7 +92,7 @@ std::vector<Scored> ScoreCandidates(const Session& session,
             PlacementScore score =
                 ScorePlacement(NodeRoom{e.free, e.cpu, e.memory}, 0,
                                shapes[level.pool], spec.count, cpu, memory,
-                               nullptr, snap.now, cycle.ends().expected_end());
+                               nullptr, snap.now, cycle.ends().lease());
             // The other scores only add: a node whose fragmentation change
             // alone is no better than the best is not looked up further.
             if (score.total < best || out.empty()) {

@@ -191,7 +191,7 @@ TEST_F(AllocationBookTest, LeasesExpectKnownRuntimesAndLearnFromReleases) {
     r.allocation.admitted_at = at;
     r.allocation.expected_duration = expected;
     AllocationBook::Record& added = book_.Add(std::move(r));
-    leases.Admitted(added, absl::Hours(1));
+    leases.Admitted(added);
     return &added;
   };
   auto end = [&](AllocationBook::Record* r, AllocationState state,

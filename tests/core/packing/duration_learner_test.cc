@@ -168,7 +168,6 @@ TEST(ExpectedDurationTest, DescribesWhereTheDurationCameFrom) {
             "expected duration 25m (learned from 12 finished allocations)");
   EXPECT_EQ(DescribeDuration({absl::Hours(1), DurationSource::kLease, 0}),
             "expected duration 1h (the lease)");
-  EXPECT_EQ(DurationSourceName(DurationSource::kLearned), "learned");
 }
 
 }  // namespace
